@@ -1,0 +1,40 @@
+import type { Context } from 'koa';
+import getRawBody from 'raw-body';
+import { DomainError } from '../../domain/errors';
+
+const hasBody = (ctx: Context): boolean =>
+  Boolean(ctx.get('Transfer-Encoding')) || Number(ctx.get('Content-Length') || 0) > 0;
+
+/**
+ * Reads a JSON body: 415 for another content type, 413 past the limit (before reading it all),
+ * 400 `invalid_json` for malformed JSON. A request without a body yields undefined.
+ */
+export async function readJsonBody(ctx: Context, limitBytes: number): Promise<unknown> {
+  if (!hasBody(ctx)) return undefined;
+  if (!ctx.is('application/json', '+json')) {
+    throw new DomainError(
+      'unsupported_media_type',
+      'send the body as JSON with Content-Type: application/json',
+    );
+  }
+  let text: string;
+  try {
+    text = await getRawBody(ctx.req, {
+      limit: limitBytes,
+      length: ctx.get('Content-Length') || undefined,
+      encoding: 'utf8',
+    });
+  } catch (err) {
+    if ((err as { type?: string }).type === 'entity.too.large') {
+      throw new DomainError('payload_too_large', `the body is over the limit of ${limitBytes} bytes`, {
+        limit_bytes: limitBytes,
+      });
+    }
+    throw new DomainError('invalid_json', 'the body could not be read as UTF-8 JSON');
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new DomainError('invalid_json', 'the body is not valid JSON');
+  }
+}

@@ -1,0 +1,66 @@
+import type { Context, Middleware } from 'koa';
+import { DomainError, type ErrorCode } from '../../domain/errors';
+import type { RateDecision } from '../../infra/http/rate-limiters';
+import type { Logger } from '../../infra/logger';
+import { isUnavailableError } from '../../infra/unavailable';
+import { ERROR_STATUS } from './error-status';
+import { setRateHeaders } from './rate-headers';
+
+/** Errors thrown by Koa, its router or the body reader carry an HTTP status. */
+const HTTP_STATUS_CODES: Record<number, ErrorCode> = {
+  404: 'not_found',
+  405: 'method_not_allowed',
+  501: 'method_not_allowed',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+};
+
+function toDomainError(err: unknown): DomainError | null {
+  if (err instanceof DomainError) return err;
+  if (isUnavailableError(err)) {
+    return new DomainError(
+      'unavailable',
+      'a backing store (database or Redis) is unreachable; retry shortly',
+    );
+  }
+  const status = (err as { status?: unknown; expose?: unknown })?.status;
+  const code = typeof status === 'number' ? HTTP_STATUS_CODES[status] : undefined;
+  return code ? new DomainError(code, (err as Error).message) : null;
+}
+
+function writeError(ctx: Context, error: DomainError): void {
+  const { rate, ...extra } = error.extra as { rate?: RateDecision } & Record<string, unknown>;
+  ctx.status = ERROR_STATUS[error.code];
+  ctx.body = { error_code: error.code, message: error.message, request_id: ctx.state.requestId, ...extra };
+  if (rate) setRateHeaders(ctx, rate);
+  if (error.code === 'rate_limited') ctx.set('Retry-After', String(extra.retry_after_seconds ?? 1));
+  if (error.code === 'unavailable') ctx.set('Retry-After', '2');
+  if (ctx.status === 401) ctx.set('WWW-Authenticate', 'Bearer');
+}
+
+/**
+ * Every failure leaves in the contract's error shape. Unknown errors become a bare
+ * `internal_error`: the details go to the log under the request id, never to the client.
+ */
+export const errorHandler =
+  (logger: Logger): Middleware =>
+  async (ctx, next) => {
+    try {
+      await next();
+    } catch (err) {
+      const known = toDomainError(err);
+      if (known) {
+        if (known.code === 'unavailable')
+          logger.warn({ err, request_id: ctx.state.requestId }, 'store unavailable');
+        return writeError(ctx, known);
+      }
+      logger.error(
+        { err, request_id: ctx.state.requestId, method: ctx.method, path: ctx.path },
+        'unhandled error',
+      );
+      writeError(
+        ctx,
+        new DomainError('internal_error', 'internal error; quote the request id when reporting it'),
+      );
+    }
+  };

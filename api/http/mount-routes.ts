@@ -1,0 +1,56 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { z } from 'zod';
+import type { Principal } from '../../domain/principal';
+import type { Infra } from '../../infra/container';
+import { authorize } from './authenticate';
+import { readJsonBody } from './body-parser';
+import { setRateHeaders } from './rate-headers';
+import type { RouteDef } from './route';
+import { parseInput } from './validate';
+
+export const koaPath = (openApiPath: string): string => openApiPath.replace(/\{(\w+)\}/g, ':$1');
+
+/** Public routes are limited per IP; all others per key (or per human session user). */
+async function applyRateLimit(ctx: Context, infra: Infra, principal: Principal | null): Promise<void> {
+  const rate = principal
+    ? await infra.rateLimits.perKey.consume(principal.id)
+    : await infra.rateLimits.perIp.consume(ctx.ip);
+  setRateHeaders(ctx, rate);
+}
+
+async function readBody(ctx: Context, route: RouteDef, infra: Infra): Promise<unknown> {
+  const raw = await readJsonBody(ctx, infra.config.CP_MAX_BODY_BYTES);
+  if (!route.body) return undefined;
+  return parseInput(route.body, raw === undefined && route.bodyOptional ? {} : raw, 'body');
+}
+
+/** Each route runs: authenticate and check scope -> rate limit -> read and validate -> handle. */
+function pipeline(route: RouteDef, infra: Infra) {
+  const query = route.query ?? z.unknown();
+  return async (ctx: Context): Promise<void> => {
+    const principal = await authorize(ctx, route.access, infra);
+    await applyRateLimit(ctx, infra, principal);
+    const body = await readBody(ctx, route, infra);
+    const reply = await route.handle({
+      body,
+      query: parseInput(query, ctx.query, 'query'),
+      params: ctx.params as Record<string, string>,
+      principal,
+      requestId: ctx.state.requestId as string,
+      ip: ctx.ip,
+      infra,
+    });
+    ctx.status = reply.status;
+    if (reply.body !== undefined) ctx.body = reply.body;
+    for (const [name, value] of Object.entries(reply.headers ?? {})) ctx.set(name, value);
+  };
+}
+
+export function mountRoutes(routes: RouteDef[], infra: Infra): Router {
+  const router = new Router();
+  for (const route of routes) {
+    router.register(koaPath(route.path), [route.method], pipeline(route, infra));
+  }
+  return router;
+}

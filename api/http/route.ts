@@ -1,0 +1,51 @@
+import type { z } from 'zod';
+import type { Principal } from '../../domain/principal';
+import type { Scope } from '../../domain/scopes';
+import type { Infra } from '../../infra/container';
+
+/**
+ * Who may call a route, declared in one place per route: public, any valid token, or a token
+ * holding `scope` (org:admin implies every scope).
+ */
+export type Access = { kind: 'public' } | { kind: 'authenticated' } | { kind: 'scope'; scope: Scope };
+
+export const PUBLIC: Access = { kind: 'public' };
+export const AUTHENTICATED: Access = { kind: 'authenticated' };
+export const needs = (scope: Scope): Access => ({ kind: 'scope', scope });
+
+export interface Reply {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+export interface RouteInput<B, Q> {
+  body: B;
+  query: Q;
+  params: Record<string, string>;
+  /** Null on public routes only. */
+  principal: Principal | null;
+  requestId: string;
+  ip: string;
+  infra: Infra;
+}
+
+export interface RouteDef<B extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType> {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** OpenAPI style: `/v1/keys/{id}`. */
+  path: string;
+  summary: string;
+  tag: string;
+  access: Access;
+  body?: B;
+  /** When true a body is optional (a missing body validates as `{}`). */
+  bodyOptional?: boolean;
+  query?: Q;
+  responses: Record<number, { description: string; schema?: z.ZodType }>;
+  handle(input: RouteInput<z.infer<B>, z.infer<Q>>): Promise<Reply>;
+}
+
+/** Keeps the body and query types of a route's handler tied to its schemas. */
+export const defineRoute = <B extends z.ZodType = z.ZodUnknown, Q extends z.ZodType = z.ZodUnknown>(
+  route: RouteDef<B, Q>,
+): RouteDef => route as unknown as RouteDef;

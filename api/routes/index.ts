@@ -1,0 +1,23 @@
+import { defineRoute, PUBLIC, type RouteDef } from '../http/route';
+import { buildOpenApi } from '../openapi';
+import { auditRoutes } from './audit.routes';
+import { identityRoutes } from './identity.routes';
+import { keyRoutes } from './keys.routes';
+import { publicRoutes } from './public.routes';
+
+const resourceRoutes: RouteDef[] = [...publicRoutes, ...identityRoutes, ...keyRoutes, ...auditRoutes];
+
+const openApiRoute = defineRoute({
+  method: 'GET',
+  path: '/v1/openapi.json',
+  summary: 'This OpenAPI 3.1 description',
+  tag: 'config',
+  access: PUBLIC,
+  responses: { 200: { description: 'the OpenAPI document' } },
+  handle: async () => ({ status: 200, body: openApiDocument }),
+});
+
+/** Every route of the API: the one place each declares its path, scope, schemas and handler. */
+export const ROUTES: RouteDef[] = [...resourceRoutes, openApiRoute];
+
+const openApiDocument = buildOpenApi(ROUTES);

@@ -1,0 +1,38 @@
+import { z } from 'zod';
+import { isoInput, pageQuery, timestamp } from './common';
+
+const id = z.string().max(100);
+
+export const AuditQuery = z
+  .object({
+    action: z.string().max(100).optional(),
+    actor_id: id.optional(),
+    resource_id: id.optional(),
+    since: isoInput.optional(),
+    until: isoInput.optional(),
+    ...pageQuery,
+  })
+  .strict();
+
+export const AuditEntry = z
+  .object({
+    id: z.string(),
+    seq: z.number().int(),
+    at: timestamp,
+    actor: z.object({ type: z.enum(['api_key', 'user', 'system']), id: z.string() }),
+    action: z.string(),
+    resource: z.object({ type: z.string(), id: z.string() }),
+    outcome: z.string(),
+    details: z.record(z.string(), z.unknown()),
+    request_id: z.string().nullable(),
+    prev_hash: z.string(),
+    hash: z.string(),
+  })
+  .meta({ id: 'AuditEntry' });
+
+export const AuditVerification = z.object({
+  valid: z.boolean(),
+  entries_checked: z.number().int(),
+  head: z.object({ seq: z.number().int(), hash: z.string() }),
+  first_broken_seq: z.number().int().nullable(),
+});

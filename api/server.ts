@@ -1,0 +1,35 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Infra } from '../infra/container';
+import { createApp } from './app';
+
+export interface RunningApi {
+  server: Server;
+  url: string;
+  close(): Promise<void>;
+}
+
+export async function startApi(
+  infra: Infra,
+  port = infra.config.PORT,
+  host = infra.config.HOST,
+): Promise<RunningApi> {
+  const server = createServer(createApp(infra).callback());
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const address = server.address() as AddressInfo;
+  const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+  return {
+    server,
+    url,
+    // Stop taking connections, let requests in flight finish, then drop idle keep-alives.
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      }),
+  };
+}

@@ -1,0 +1,48 @@
+export type ActorType = 'api_key' | 'user' | 'system';
+
+export interface Actor {
+  type: ActorType;
+  id: string;
+}
+
+export const SYSTEM_ACTOR: Actor = { type: 'system', id: 'system' };
+
+export type Outcome = 'success' | 'failure' | 'denied';
+
+/** What a change records, in the same transaction as the change. */
+export interface AuditEvent {
+  id: string;
+  orgId: string;
+  at: Date;
+  actor: Actor;
+  action: string;
+  resource: { type: string; id: string };
+  outcome: Outcome;
+  details: Record<string, unknown>;
+  requestId: string | null;
+}
+
+/** An event once the sealer has placed it in its org's chain. */
+export interface AuditEntry extends AuditEvent {
+  seq: number;
+  prevHash: string;
+  hash: string;
+}
+
+const SECRET_FIELD = /pass(word)?|secret|token|^key$|authorization|api_?key/i;
+const SECRET_VALUE = /\b(csk|css|cit)_[A-Za-z0-9_-]{20,}/;
+
+/**
+ * A last line of defence: audit entries can never be deleted, so a secret that slipped into
+ * one would live forever. Fields named like secrets and values shaped like our tokens are
+ * replaced before the event is written.
+ */
+export function scrubDetails(value: unknown, field = ''): unknown {
+  if (field && SECRET_FIELD.test(field)) return '[redacted]';
+  if (typeof value === 'string') return SECRET_VALUE.test(value) ? '[redacted]' : value;
+  if (Array.isArray(value)) return value.map((v) => scrubDetails(v));
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, scrubDetails(v, k)]));
+  }
+  return value;
+}

@@ -1,0 +1,58 @@
+/**
+ * Domain errors carry a stable code; the HTTP adapter owns the one table that maps codes to
+ * statuses (api/http/error-status.ts). Extra fields are part of the contract's error body.
+ */
+export const ERROR_CODES = [
+  'invalid_json',
+  'validation_error',
+  'unpriced_model',
+  'missing_credentials',
+  'invalid_api_key',
+  'expired_api_key',
+  'invalid_credentials',
+  'budget_exceeded',
+  'insufficient_scope',
+  'self_approval_forbidden',
+  'not_found',
+  'method_not_allowed',
+  'conflict',
+  'session_not_open',
+  'invalid_state',
+  'idempotency_conflict',
+  'payload_too_large',
+  'unsupported_media_type',
+  'rate_limited',
+  'internal_error',
+  'unavailable',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+export interface ValidationDetail {
+  path: string;
+  message: string;
+}
+
+export class DomainError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+  ) {
+    super(message);
+    this.name = 'DomainError';
+  }
+}
+
+export const notFound = (what: string): DomainError => new DomainError('not_found', `${what} not found`);
+
+export const conflict = (message: string): DomainError => new DomainError('conflict', message);
+
+export const validationError = (details: ValidationDetail[]): DomainError =>
+  new DomainError('validation_error', details[0]?.message ?? 'invalid request', { details });
+
+export const invalidField = (path: string, message: string): DomainError =>
+  validationError([{ path, message }]);
+
+export const invalidState = (status: string, message: string): DomainError =>
+  new DomainError('invalid_state', message, { status });

@@ -1,0 +1,58 @@
+import { z } from 'zod';
+
+const bool = z.enum(['true', 'false']).transform((v) => v === 'true');
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+const urlWithScheme = (schemes: string[]) =>
+  z
+    .string()
+    .refine(
+      (v) => URL.canParse(v) && schemes.includes(new URL(v).protocol),
+      `must be a ${schemes.join(' or ')}// URL`,
+    );
+
+const schema = z
+  .object({
+    NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
+    PORT: int(0, 65535).default(8080),
+    HOST: z.string().min(1).default('127.0.0.1'),
+    DATABASE_URL: urlWithScheme(['postgres:', 'postgresql:']).optional(),
+    REDIS_URL: urlWithScheme(['redis:', 'rediss:']).optional(),
+    CP_MASTER_KEY: z
+      .string()
+      .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be base64 of exactly 32 bytes')
+      .optional(),
+    CP_ALLOW_PRIVATE_PROVIDER_HOSTS: bool.default(false),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    CP_DATA_DIR: z.string().min(1).default('./.data'),
+    CP_REDIS_PREFIX: z
+      .string()
+      .regex(/^[A-Za-z0-9_:-]{1,64}$/, 'letters, digits, _ - : only')
+      .default('cp'),
+    CP_RATE_LIMIT_PER_MINUTE: int(1, 1_000_000).default(600),
+    CP_PUBLIC_RATE_LIMIT_PER_MINUTE: int(1, 1_000_000).default(30),
+    CP_MAX_BODY_BYTES: int(1024, 64 * 1024 * 1024).default(1024 * 1024),
+    CP_MAX_WAIT_SECONDS: int(0, 300).default(30),
+    CP_SESSION_TTL_SECONDS: int(60, 30 * 86_400).default(12 * 3600),
+    CP_SHUTDOWN_TIMEOUT_MS: int(100, 600_000).default(10_000),
+  })
+  .refine((c) => c.NODE_ENV !== 'production' || c.CP_MASTER_KEY, {
+    path: ['CP_MASTER_KEY'],
+    message: 'is required when NODE_ENV=production (generate one with `npm run master-key:generate`)',
+  });
+
+export type Config = z.infer<typeof schema>;
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Reads the environment once at boot; every bad variable is named with what it must be. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = schema.safeParse(present);
+  if (parsed.success) return parsed.data;
+  throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
+}

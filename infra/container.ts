@@ -1,0 +1,85 @@
+import type { Knex } from '@mikro-orm/knex';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type Redis from 'ioredis';
+import { systemClock, type Clock } from '../domain/clock';
+import type { UnitOfWork } from '../domain/ports';
+import { PgAuditLog } from './audit/pg-audit-log';
+import { KeyUsageTracker } from './auth/key-usage';
+import { TokenAuthenticator } from './auth/token-authenticator';
+import type { Config } from './config';
+import { migrate, openOrm } from './db/orm';
+import { MikroUnitOfWork } from './db/unit-of-work';
+import { RateLimit } from './http/rate-limiters';
+import type { Logger } from './logger';
+import { JobQueues } from './queue/job-queues';
+import { openRedis } from './redis/connections';
+
+/** Where the stores are, once embedded defaults have been resolved. */
+export interface StoreUrls {
+  databaseUrl: string;
+  redisUrl: string;
+}
+
+/** Everything the API and the workers use from the outside world, built once per process. */
+export interface Infra {
+  config: Config;
+  urls: StoreUrls;
+  logger: Logger;
+  clock: Clock;
+  orm: MikroORM;
+  knex: Knex;
+  redis: Redis;
+  uow: UnitOfWork;
+  authenticator: TokenAuthenticator;
+  keyUsage: KeyUsageTracker;
+  auditLog: PgAuditLog;
+  queues: JobQueues;
+  rateLimits: { perKey: RateLimit; perIp: RateLimit };
+  checks: { database(): Promise<void>; redis(): Promise<void> };
+  close(): Promise<void>;
+}
+
+const withTimeout = <T>(promise: Promise<T>, ms: number, what: string): Promise<T> =>
+  Promise.race([
+    promise,
+    new Promise<T>((_, reject) =>
+      setTimeout(() => reject(new Error(`${what} did not answer within ${ms} ms`)), ms).unref(),
+    ),
+  ]);
+
+export async function createInfra(config: Config, urls: StoreUrls, logger: Logger): Promise<Infra> {
+  const orm = await openOrm(urls.databaseUrl);
+  await migrate(orm, urls.databaseUrl, logger);
+  const knex = orm.em.getConnection().getKnex();
+  const redis = await openRedis(urls.redisUrl);
+  const prefix = config.CP_REDIS_PREFIX;
+  const authenticator = new TokenAuthenticator(knex, redis, prefix);
+  const queues = new JobQueues(urls.redisUrl, `${prefix}:bull`);
+  return {
+    config,
+    urls,
+    logger,
+    clock: systemClock,
+    orm,
+    knex,
+    redis,
+    uow: new MikroUnitOfWork(orm),
+    authenticator,
+    keyUsage: new KeyUsageTracker(knex, redis, prefix),
+    auditLog: new PgAuditLog(knex),
+    queues,
+    rateLimits: {
+      perKey: new RateLimit(redis, `${prefix}:rl:key`, config.CP_RATE_LIMIT_PER_MINUTE),
+      perIp: new RateLimit(redis, `${prefix}:rl:ip`, config.CP_PUBLIC_RATE_LIMIT_PER_MINUTE),
+    },
+    checks: {
+      database: async () => void (await withTimeout(knex.raw('select 1'), 2_000, 'PostgreSQL')),
+      redis: async () => void (await withTimeout(redis.ping(), 2_000, 'Redis')),
+    },
+    close: async () => {
+      await queues.close();
+      redis.disconnect();
+      await orm.close(true);
+    },
+  };
+}

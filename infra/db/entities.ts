@@ -1,0 +1,121 @@
+import { ArrayType, EntitySchema } from '@mikro-orm/core';
+import type { ApiKey, Invite, Org, User, UserSession } from '../../domain/model';
+
+/** A pending audit event: written in the change's transaction, moved to audit_entries when sealed. */
+export interface AuditOutboxRow {
+  pos?: string;
+  id: string;
+  orgId: string;
+  at: Date;
+  actorType: string;
+  actorId: string;
+  action: string;
+  resourceType: string;
+  resourceId: string;
+  outcome: string;
+  details: Record<string, unknown>;
+  requestId: string | null;
+}
+
+const id = { type: 'string', primary: true } as const;
+const text = { type: 'string' } as const;
+const nullableText = { type: 'string', nullable: true } as const;
+const time = { type: 'Date' } as const;
+const nullableTime = { type: 'Date', nullable: true } as const;
+
+export const OrgSchema = new EntitySchema<Org>({
+  name: 'Org',
+  tableName: 'orgs',
+  properties: { id, name: text, createdAt: time },
+});
+
+export const UserSchema = new EntitySchema<User>({
+  name: 'User',
+  tableName: 'users',
+  properties: {
+    id,
+    orgId: text,
+    email: text,
+    name: nullableText,
+    role: text,
+    passwordHash: { ...text, lazy: false },
+    createdAt: time,
+  },
+});
+
+export const ApiKeySchema = new EntitySchema<ApiKey>({
+  name: 'ApiKey',
+  tableName: 'api_keys',
+  properties: {
+    id,
+    orgId: text,
+    name: text,
+    prefix: text,
+    secretHash: text,
+    scopes: { type: ArrayType },
+    createdAt: time,
+    expiresAt: time,
+    lastUsedAt: nullableTime,
+    revokedAt: nullableTime,
+    createdBy: nullableText,
+    replacedBy: nullableText,
+  },
+});
+
+export const UserSessionSchema = new EntitySchema<UserSession>({
+  name: 'UserSession',
+  tableName: 'user_sessions',
+  properties: {
+    id,
+    orgId: text,
+    userId: text,
+    tokenHash: text,
+    createdAt: time,
+    expiresAt: time,
+    revokedAt: nullableTime,
+  },
+});
+
+export const InviteSchema = new EntitySchema<Invite>({
+  name: 'Invite',
+  tableName: 'invites',
+  properties: {
+    id,
+    orgId: text,
+    email: text,
+    role: text,
+    tokenHash: text,
+    createdBy: text,
+    createdAt: time,
+    expiresAt: time,
+    acceptedAt: nullableTime,
+  },
+});
+
+export const AuditOutboxSchema = new EntitySchema<AuditOutboxRow>({
+  name: 'AuditOutbox',
+  tableName: 'audit_outbox',
+  properties: {
+    pos: { type: 'bigint', primary: true, autoincrement: true },
+    id: text,
+    orgId: text,
+    at: time,
+    actorType: text,
+    actorId: text,
+    action: text,
+    resourceType: text,
+    resourceId: text,
+    outcome: text,
+    details: { type: 'json' },
+    requestId: nullableText,
+  },
+});
+
+export const ENTITIES = [
+  OrgSchema,
+  UserSchema,
+  ApiKeySchema,
+  UserSessionSchema,
+  InviteSchema,
+  AuditOutboxSchema,
+];

@@ -1,0 +1,29 @@
+import pino, { type Logger } from 'pino';
+
+export type { Logger };
+
+/** Fields that may carry secrets are censored wherever they appear in a log line. */
+const REDACT = [
+  'password',
+  'secret',
+  'key',
+  'token',
+  'session_token',
+  'invite_token',
+  'authorization',
+  '*.password',
+  '*.secret',
+  '*.key',
+  '*.token',
+  '*.session_token',
+  '*.invite_token',
+  '*.authorization',
+  'req.headers.authorization',
+];
+
+export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
+  return pino(
+    { level, redact: { paths: REDACT, censor: '[redacted]' }, base: { service: 'control-plane' } },
+    destination,
+  );
+}

@@ -1,0 +1,17 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/**
+ * The key that seals credentials. Outside production it may be left unset: one is generated
+ * once into the data directory (mode 0600) so the quick start keeps working across restarts.
+ */
+export function resolveMasterKey(configured: string | undefined, dataDir: string): Buffer {
+  if (configured) return Buffer.from(configured, 'base64');
+  const file = join(dataDir, 'master.key');
+  if (existsSync(file)) return Buffer.from(readFileSync(file, 'utf8').trim(), 'base64');
+  mkdirSync(dataDir, { recursive: true });
+  const key = randomBytes(32);
+  writeFileSync(file, key.toString('base64') + '\n', { mode: 0o600 });
+  return key;
+}

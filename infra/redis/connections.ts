@@ -1,0 +1,33 @@
+import type { RedisOptions } from 'bullmq';
+import Redis from 'ioredis';
+
+/** Options BullMQ wants (it makes its own connections): no per-command retry limit. */
+export function bullConnectionOptions(redisUrl: string): RedisOptions {
+  const url = new URL(redisUrl);
+  return {
+    host: url.hostname,
+    port: Number(url.port || 6379),
+    username: url.username || undefined,
+    password: url.password ? decodeURIComponent(url.password) : undefined,
+    db: url.pathname.length > 1 ? Number(url.pathname.slice(1)) : 0,
+    tls: url.protocol === 'rediss:' ? {} : undefined,
+    maxRetriesPerRequest: null,
+  };
+}
+
+/**
+ * The API's own connection fails fast: with no offline queue a command during an outage
+ * errors at once (503 unavailable) instead of hanging the request.
+ */
+export async function openRedis(redisUrl: string): Promise<Redis> {
+  const redis = new Redis(redisUrl, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 5_000,
+    lazyConnect: true,
+    retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
+  });
+  redis.on('error', () => undefined); // reported through failing commands and /ready
+  await redis.connect();
+  return redis;
+}

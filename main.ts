@@ -1,0 +1,88 @@
+/**
+ * The process entry: `--role all` (API and workers, the quick start), `api` or `worker`.
+ * Workers take `--queues a,b` to run only some queues.
+ */
+import { parseArgs } from 'node:util';
+import { startApi, type RunningApi } from './api/server';
+import { QUEUES, type QueueName } from './domain/jobs';
+import { ConfigError, loadConfig } from './infra/config';
+import { createInfra } from './infra/container';
+import { createLogger, type Logger } from './infra/logger';
+import { resolveMasterKey } from './infra/master-key';
+import { resolveStores } from './infra/stores';
+import { startWorkers, type RunningWorkers } from './workers/start-workers';
+
+type Role = 'all' | 'api' | 'worker';
+
+function parseRole(): { role: Role; queues: QueueName[] } {
+  const { values } = parseArgs({
+    options: { role: { type: 'string', default: 'all' }, queues: { type: 'string' } },
+  });
+  const role = values.role as Role;
+  if (!['all', 'api', 'worker'].includes(role))
+    throw new ConfigError([`--role: must be all, api or worker (got ${role})`]);
+  const known = Object.values(QUEUES) as string[];
+  const queues = (values.queues?.split(',') ?? known).map((q) => q.trim());
+  const unknown = queues.filter((q) => !known.includes(q));
+  if (unknown.length)
+    throw new ConfigError([`--queues: unknown ${unknown.join(', ')} (known: ${known.join(', ')})`]);
+  return { role, queues: queues as QueueName[] };
+}
+
+async function main(): Promise<void> {
+  const { role, queues } = parseRole();
+  const config = loadConfig();
+  const logger = createLogger(config.LOG_LEVEL);
+  resolveMasterKey(config.CP_MASTER_KEY, config.CP_DATA_DIR);
+  const stores = await resolveStores(config, logger);
+  const infra = await createInfra(config, stores.urls, logger);
+  const workers = role === 'api' ? null : await startWorkers(infra, queues);
+  const api = role === 'worker' ? null : await startApi(infra);
+  logger.info(
+    { role, url: api?.url, pid: process.pid },
+    api ? `ready: listening on ${api.url}` : 'ready: worker running',
+  );
+  onShutdown(logger, config.CP_SHUTDOWN_TIMEOUT_MS, async () => {
+    await shutdown(api, workers);
+    await infra.close();
+    await stores.stop();
+  });
+}
+
+async function shutdown(api: RunningApi | null, workers: RunningWorkers | null): Promise<void> {
+  await api?.close();
+  await workers?.close();
+}
+
+function onShutdown(logger: Logger, timeoutMs: number, stop: () => Promise<void>): void {
+  let stopping = false;
+  const handler = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down: no new requests or jobs, finishing those in flight');
+    setTimeout(() => {
+      logger.error('shutdown took too long; exiting');
+      process.exit(1);
+    }, timeoutMs).unref();
+    stop().then(
+      () => process.exit(0),
+      (err) => {
+        logger.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => handler('SIGTERM'));
+  process.on('SIGINT', () => handler('SIGINT'));
+}
+
+main().catch((err) => {
+  if (err instanceof ConfigError) {
+    console.error(
+      `${err.message}\nFix the variables above (see "Configuration" in README.md) and start again.`,
+    );
+  } else {
+    console.error('failed to start:', err instanceof Error ? err.message : err);
+  }
+  process.exit(1);
+});

@@ -1,0 +1,116 @@
+import { PRESETS } from '../../domain/scopes';
+import { mintKey, signupOrg, type SignedUpOrg } from '../support/factories';
+import { startTestApp, type TestApp } from '../support/test-app';
+
+let app: TestApp;
+let org: SignedUpOrg;
+
+beforeAll(async () => {
+  app = await startTestApp();
+  org = await signupOrg(app.http);
+});
+afterAll(() => app.close());
+
+describe('keys', () => {
+  it('mints a key with a csk_ secret shown once, stores only a hash, default 90 days', async () => {
+    const res = await app.http.post<Record<string, unknown>>(
+      '/v1/keys',
+      { name: 'ci', scopes: ['llm:invoke'] },
+      org.adminKey,
+    );
+    expect(res.status).toBe(201);
+    const key = res.body as {
+      id: string;
+      key: string;
+      prefix: string;
+      created_at: string;
+      expires_at: string;
+    };
+    expect(key.key).toMatch(/^csk_[A-Za-z0-9_-]{43}$/);
+    expect(key.prefix).toBe(key.key.slice(0, 12));
+    expect(res.body).toMatchObject({
+      name: 'ci',
+      scopes: ['llm:invoke'],
+      last_used_at: null,
+      revoked_at: null,
+    });
+    const days = (Date.parse(key.expires_at) - Date.parse(key.created_at)) / 86_400_000;
+    expect(days).toBe(90);
+    const stored = await app.infra.knex('api_keys').where({ id: key.id }).first();
+    expect(JSON.stringify(stored)).not.toContain(key.key);
+    const fetched = await app.http.get(`/v1/keys/${key.id}`, org.adminKey);
+    expect(fetched.status).toBe(200);
+    expect(fetched.body).not.toHaveProperty('key');
+  });
+
+  it.each(Object.entries(PRESETS))(
+    'expands the %s preset exactly as the contract says',
+    async (preset, scopes) => {
+      const key = await mintKey(app.http, org.adminKey, [preset]);
+      expect([...key.scopes].sort()).toEqual([...scopes].sort());
+    },
+  );
+
+  it('lists keys newest first with cursors, never with secrets', async () => {
+    for (let i = 0; i < 3; i++) await mintKey(app.http, org.adminKey, ['audit:read'], `page-${i}`);
+    const first = await app.http.get<{ data: { id: string; name: string }[]; next_cursor: string }>(
+      '/v1/keys?limit=2',
+      org.adminKey,
+    );
+    expect(first.status).toBe(200);
+    expect(first.body.data).toHaveLength(2);
+    expect(first.body.data[0]?.name).toBe('page-2');
+    expect(first.body.next_cursor).toEqual(expect.any(String));
+    const second = await app.http.get<{ data: { id: string }[] }>(
+      `/v1/keys?limit=2&cursor=${first.body.next_cursor}`,
+      org.adminKey,
+    );
+    expect(second.body.data[0]?.id).not.toBe(first.body.data[1]?.id);
+    expect(JSON.stringify([first.body, second.body])).not.toMatch(/csk_[A-Za-z0-9_-]{43}/);
+  });
+
+  it('revokes a key so that it stops working at once; revoking twice is fine', async () => {
+    const key = await mintKey(app.http, org.adminKey, ['audit:read']);
+    expect((await app.http.get('/v1/audit', key.key)).status).toBe(200);
+    const revoked = await app.http.delete<{ revoked_at: string }>(`/v1/keys/${key.id}`, org.adminKey);
+    expect(revoked.status).toBe(200);
+    expect(revoked.body.revoked_at).toEqual(expect.any(String));
+    const after = await app.http.get('/v1/audit', key.key);
+    expect(after.status).toBe(401);
+    expect(after.body.error_code).toBe('invalid_api_key');
+    expect((await app.http.delete(`/v1/keys/${key.id}`, org.adminKey)).status).toBe(200);
+  });
+
+  it('rotates a key: same name and scopes, new secret; the old one stops at once', async () => {
+    const old = await mintKey(app.http, org.adminKey, ['audit:read'], 'rotating');
+    const res = await app.http.post<{ id: string; key: string; name: string; scopes: string[] }>(
+      `/v1/keys/${old.id}/rotate`,
+      undefined,
+      org.adminKey,
+    );
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ name: 'rotating', scopes: ['audit:read'] });
+    expect(res.body.id).not.toBe(old.id);
+    expect((await app.http.get('/v1/audit', res.body.key)).status).toBe(200);
+    expect((await app.http.get('/v1/audit', old.key)).status).toBe(401);
+  });
+
+  it('rotates with grace: the old key works until the grace ends', async () => {
+    const old = await mintKey(app.http, org.adminKey, ['audit:read']);
+    const res = await app.http.post(`/v1/keys/${old.id}/rotate`, { grace_seconds: 600 }, org.adminKey);
+    expect(res.status).toBe(201);
+    expect((await app.http.get('/v1/audit', old.key)).status).toBe(200);
+  });
+
+  it('keeps last_used_at current without writing the key row on each request', async () => {
+    const key = await mintKey(app.http, org.adminKey, ['audit:read']);
+    await app.http.get('/v1/audit', key.key);
+    const row = await app.infra.knex('api_keys').where({ id: key.id }).first();
+    expect(row.last_used_at).toBeNull();
+    const shown = await app.http.get<{ last_used_at: string | null }>(`/v1/keys/${key.id}`, org.adminKey);
+    expect(shown.body.last_used_at).toEqual(expect.any(String));
+    await app.infra.keyUsage.flush();
+    const flushed = await app.infra.knex('api_keys').where({ id: key.id }).first();
+    expect(flushed.last_used_at).not.toBeNull();
+  });
+});

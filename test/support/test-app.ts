@@ -1,0 +1,73 @@
+import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
+import { startApi, type RunningApi } from '../../api/server';
+import { loadConfig } from '../../infra/config';
+import { createInfra, type Infra } from '../../infra/container';
+import { createLogger } from '../../infra/logger';
+import { startWorkers, type RunningWorkers } from '../../workers/start-workers';
+import { HttpClient } from './http-client';
+import { createTestDatabase, TEST_REDIS_URL, type TestDatabase } from './test-db';
+
+export interface TestAppOptions {
+  env?: Record<string, string>;
+  workers?: boolean;
+  /** Keep every log line (at debug level) to search them. */
+  captureLogs?: boolean;
+  /** Reuse a database (a second replica); the first app owns and drops it. */
+  database?: TestDatabase;
+  redisUrl?: string;
+  redisPrefix?: string;
+}
+
+export interface TestApp {
+  http: HttpClient;
+  infra: Infra;
+  db: TestDatabase;
+  prefix: string;
+  logs: string[];
+  close(): Promise<void>;
+}
+
+async function deleteRedisKeys(infra: Infra, prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await infra.redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 500);
+    cursor = next;
+    if (keys.length) await infra.redis.del(...keys);
+  } while (cursor !== '0');
+}
+
+/** The real API (and optionally workers) on a fresh database and Redis key prefix. */
+export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
+  const db = options.database ?? (await createTestDatabase());
+  const prefix = options.redisPrefix ?? `cpt_${randomBytes(5).toString('hex')}`;
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    LOG_LEVEL: options.captureLogs ? 'debug' : 'silent',
+    CP_REDIS_PREFIX: prefix,
+    CP_RATE_LIMIT_PER_MINUTE: '100000',
+    CP_PUBLIC_RATE_LIMIT_PER_MINUTE: '100000',
+    ...options.env,
+  });
+  const logs: string[] = [];
+  const sink = new Writable({ write: (chunk, _enc, done) => (logs.push(String(chunk)), done()) });
+  const logger = createLogger(config.LOG_LEVEL, sink);
+  const redisUrl = options.redisUrl ?? TEST_REDIS_URL;
+  const infra = await createInfra(config, { databaseUrl: db.url, redisUrl }, logger);
+  const workers: RunningWorkers | null = options.workers ? await startWorkers(infra) : null;
+  const api: RunningApi = await startApi(infra, 0, '127.0.0.1');
+  return {
+    http: new HttpClient(api.url),
+    infra,
+    db,
+    prefix,
+    logs,
+    close: async () => {
+      await api.close();
+      await workers?.close();
+      await deleteRedisKeys(infra, prefix).catch(() => undefined);
+      await infra.close();
+      if (!options.database) await db.drop();
+    },
+  };
+}
