@@ -1,0 +1,105 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { signupOrg } from '../support/factories';
+import { HttpClient } from '../support/http-client';
+import { freePort, runNpmScript, type ServiceProcess } from '../support/service-process';
+import { createTestDatabase, TEST_REDIS_URL, type TestDatabase } from '../support/test-db';
+
+jest.setTimeout(120_000);
+
+let db: TestDatabase;
+let dataDir: string;
+const running: ServiceProcess[] = [];
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  dataDir = mkdtempSync(join(tmpdir(), 'cp-e2e-'));
+});
+afterAll(async () => {
+  await Promise.all(running.map((p) => p.stop()));
+  await db.drop();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+async function start(script: string, extraEnv: Record<string, string> = {}) {
+  const port = await freePort();
+  const proc = runNpmScript(script, {
+    DATABASE_URL: db.url,
+    REDIS_URL: TEST_REDIS_URL,
+    PORT: String(port),
+    CP_DATA_DIR: dataDir,
+    CP_REDIS_PREFIX: `cpe_${randomBytes(4).toString('hex')}`,
+    LOG_LEVEL: 'info',
+    ...extraEnv,
+  });
+  running.push(proc);
+  return { proc, http: new HttpClient(`http://127.0.0.1:${port}`) };
+}
+
+async function countSealed(orgId: string): Promise<number> {
+  const client = new Client({ connectionString: db.url });
+  await client.connect();
+  const { rows } = await client.query('select count(*)::int as n from audit_entries where org_id = $1', [orgId]);
+  await client.end();
+  return rows[0].n;
+}
+
+async function eventually(probe: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+describe('npm start on an empty database', () => {
+  it('migrates, serves the README walkthrough, and stops cleanly on SIGTERM', async () => {
+    const { proc, http } = await start('start');
+    await proc.waitFor(/ready: listening/);
+    expect((await http.get('/ready')).status).toBe(200);
+
+    const org = await signupOrg(http);
+    const minted = await http.post<{ key: string }>('/v1/keys', { name: 'ci', scopes: ['audit:read'] }, org.adminKey);
+    expect(minted.status).toBe(201);
+    expect((await http.get('/v1/audit', minted.body.key)).status).toBe(200);
+    const refused = await http.post('/v1/keys', { name: 'x', scopes: ['read'] }, minted.body.key);
+    expect(refused.status).toBe(403);
+    expect(refused.body).toMatchObject({ error_code: 'insufficient_scope', required_scope: 'org:admin' });
+
+    expect(await proc.stop()).toBe(0);
+    expect(proc.output()).toMatch(/shutting down/);
+  });
+
+  it('runs the API and the workers as separate processes (start:api, start:worker)', async () => {
+    const shared = { CP_REDIS_PREFIX: `cpe_${randomBytes(4).toString('hex')}` };
+    const api = await start('start:api', shared);
+    const worker = await start('start:worker', shared);
+    await api.proc.waitFor(/ready: listening/);
+    await worker.proc.waitFor(/ready: worker running/);
+    expect(api.proc.output()).not.toMatch(/workers ready/);
+    // The worker process, not the API, seals the audit events the API wrote.
+    const org = await signupOrg(api.http);
+    await eventually(async () => (await countSealed(org.orgId)) === 3);
+    expect(await worker.proc.stop()).toBe(0);
+    expect(await api.proc.stop()).toBe(0);
+  });
+
+  it('refuses to start with a clear message for a bad variable', async () => {
+    const { proc } = await start('start', { PORT: 'eighty' });
+    const code = await new Promise<number | null>((r) => proc.child.on('exit', r));
+    expect(code).toBe(1);
+    expect(proc.output()).toMatch(/PORT: /);
+    expect(proc.output()).toMatch(/Fix the variables above/);
+  });
+
+  it('applied real migrations, recorded in the migrations table', async () => {
+    const client = new Client({ connectionString: db.url });
+    await client.connect();
+    const { rows } = await client.query('select name from mikro_orm_migrations');
+    await client.end();
+    expect(rows.map((r) => r.name)).toContain('Migration20261122000001Foundation');
+  });
+});

@@ -1,0 +1,53 @@
+import { mintKey, signupOrg } from '../support/factories';
+import { startTestApp, type TestApp } from '../support/test-app';
+
+let app: TestApp;
+beforeAll(async () => {
+  app = await startTestApp({ workers: true });
+});
+afterAll(() => app.close());
+
+async function eventually<T>(probe: () => Promise<T | null | undefined>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe('BullMQ workers', () => {
+  it('seal pending audit events in the background, without any read', async () => {
+    const org = await signupOrg(app.http);
+    const sealed = await eventually(async () => {
+      const { count } = (await app.infra
+        .knex('audit_entries')
+        .where({ org_id: org.orgId })
+        .count('* as count')
+        .first()) as {
+        count: string;
+      };
+      return Number(count) === 3 ? count : null;
+    });
+    expect(Number(sealed)).toBe(3);
+    const pending = await app.infra.knex('audit_outbox').where({ org_id: org.orgId });
+    expect(pending).toEqual([]);
+  });
+
+  it('register the periodic jobs as BullMQ job schedulers', async () => {
+    const schedulers = await app.infra.queues.queue('maintenance').getJobSchedulers();
+    expect(schedulers.map((s) => s.name).sort()).toEqual(['audit.seal', 'keys.flush-last-used']);
+  });
+
+  it('write last-used times to the keys table when the flush job runs', async () => {
+    const org = await signupOrg(app.http);
+    const key = await mintKey(app.http, org.adminKey, ['audit:read']);
+    await app.http.get('/v1/audit', key.key);
+    await app.infra.queues.enqueue('keys.flush-last-used', {});
+    const row = await eventually(() =>
+      app.infra.knex('api_keys').where({ id: key.id }).whereNotNull('last_used_at').first(),
+    );
+    expect(row.last_used_at).not.toBeNull();
+  });
+});

@@ -1,0 +1,55 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+
+export const ROOT = join(__dirname, '..', '..');
+
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as { port: number };
+  await new Promise((r) => server.close(r));
+  return port;
+}
+
+export interface ServiceProcess {
+  child: ChildProcess;
+  output: () => string;
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<void>;
+  /** Sends SIGTERM to the whole process group and resolves with the exit code. */
+  stop(timeoutMs?: number): Promise<number | null>;
+}
+
+/** Runs an npm script of the project as a real child process, as an operator would. */
+export function runNpmScript(script: string, env: Record<string, string | undefined>): ServiceProcess {
+  const child = spawn('npm', ['run', '--silent', script], {
+    cwd: ROOT,
+    env: { ...process.env, NODE_ENV: 'development', ...env },
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout?.on('data', (d) => (out += String(d)));
+  child.stderr?.on('data', (d) => (out += String(d)));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return {
+    child,
+    output: () => out,
+    waitFor: async (pattern, timeoutMs = 30_000) => {
+      const deadline = Date.now() + timeoutMs;
+      while (!pattern.test(out)) {
+        if (child.exitCode !== null) throw new Error(`${script} exited early:\n${out}`);
+        if (Date.now() > deadline) throw new Error(`${script}: no ${pattern} within ${timeoutMs} ms:\n${out}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    },
+    stop: async (timeoutMs = 15_000) => {
+      if (child.exitCode !== null) return child.exitCode;
+      process.kill(-(child.pid as number), 'SIGTERM');
+      const timer = setTimeout(() => process.kill(-(child.pid as number), 'SIGKILL'), timeoutMs);
+      const code = await exited;
+      clearTimeout(timer);
+      return code;
+    },
+  };
+}

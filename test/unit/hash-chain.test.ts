@@ -1,0 +1,83 @@
+import type { AuditEvent } from '../../domain/audit/audit-event';
+import { scrubDetails } from '../../domain/audit/audit-event';
+import { ChainVerifier, GENESIS_HASH, hashEntry, sealEvents } from '../../domain/audit/hash-chain';
+
+const event = (n: number): AuditEvent => ({
+  id: `aud_${n}`,
+  orgId: 'org_1',
+  at: new Date(Date.UTC(2026, 0, 1, 0, 0, n)),
+  actor: { type: 'api_key', id: 'key_1' },
+  action: 'key.created',
+  resource: { type: 'api_key', id: `key_${n}` },
+  outcome: 'success',
+  details: { n, nested: { b: 1, a: 2 } },
+  requestId: `req_${n}`,
+});
+
+const verify = (entries: ReturnType<typeof sealEvents>) => {
+  const v = new ChainVerifier();
+  entries.forEach((e) => v.push(e));
+  return v.result();
+};
+
+describe('hash chain', () => {
+  const chain = sealEvents({ seq: 0, hash: GENESIS_HASH }, [1, 2, 3, 4].map(event));
+
+  it('links entries with gapless seq from the genesis hash', () => {
+    expect(chain.map((e) => e.seq)).toEqual([1, 2, 3, 4]);
+    expect(chain[0]?.prevHash).toBe(GENESIS_HASH);
+    expect(chain[2]?.prevHash).toBe(chain[1]?.hash);
+    expect(verify(chain)).toEqual({
+      valid: true,
+      entriesChecked: 4,
+      head: { seq: 4, hash: chain[3]?.hash },
+      firstBrokenSeq: null,
+    });
+  });
+
+  it('continues an existing chain from its head', () => {
+    const more = sealEvents({ seq: 4, hash: chain[3]!.hash }, [event(5)]);
+    expect(verify([...chain, ...more]).valid).toBe(true);
+  });
+
+  it('hashes canonical JSON: key order in details does not matter', () => {
+    const e = event(1);
+    const reordered = { ...e, details: { nested: { a: 2, b: 1 }, n: 1 } };
+    expect(hashEntry(reordered, 1, GENESIS_HASH)).toBe(hashEntry(e, 1, GENESIS_HASH));
+  });
+
+  it.each([
+    ['a changed field', (c: typeof chain) => [c[0]!, { ...c[1]!, action: 'key.revoked' }, c[2]!, c[3]!], 2],
+    ['a removed entry', (c: typeof chain) => [c[0]!, c[2]!, c[3]!], 3],
+    ['swapped entries', (c: typeof chain) => [c[0]!, c[2]!, c[1]!, c[3]!], 3],
+    [
+      'a recomputed hash without relinking',
+      (c: typeof chain) => {
+        const forged = { ...c[1]!, details: { forged: true } };
+        return [c[0]!, { ...forged, hash: hashEntry(forged, 2, forged.prevHash) }, c[2]!, c[3]!];
+      },
+      3,
+    ],
+  ])('finds %s', (_name, tamper, brokenAt) => {
+    expect(verify(tamper(chain))).toMatchObject({ valid: false, firstBrokenSeq: brokenAt });
+  });
+});
+
+describe('scrubDetails', () => {
+  it('redacts secret-named fields and token-shaped values at any depth', () => {
+    const token = `csk_${'a'.repeat(43)}`;
+    expect(
+      scrubDetails({
+        name: 'ok',
+        password: 'x',
+        nested: { secret: 'y', note: `uses ${token}` },
+        list: [token],
+      }),
+    ).toEqual({
+      name: 'ok',
+      password: '[redacted]',
+      nested: { secret: '[redacted]', note: '[redacted]' },
+      list: ['[redacted]'],
+    });
+  });
+});
