@@ -8,7 +8,6 @@ import { QUEUES, type QueueName } from './domain/jobs';
 import { ConfigError, loadConfig } from './infra/config';
 import { createInfra } from './infra/container';
 import { createLogger, type Logger } from './infra/logger';
-import { resolveMasterKey } from './infra/master-key';
 import { resolveStores } from './infra/stores';
 import { startWorkers, type RunningWorkers } from './workers/start-workers';
 
@@ -33,7 +32,6 @@ async function main(): Promise<void> {
   const { role, queues } = parseRole();
   const config = loadConfig();
   const logger = createLogger(config.LOG_LEVEL);
-  resolveMasterKey(config.CP_MASTER_KEY, config.CP_DATA_DIR);
   const stores = await resolveStores(config, logger);
   const infra = await createInfra(config, stores.urls, logger);
   const workers = role === 'api' ? null : await startWorkers(infra, queues);

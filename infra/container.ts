@@ -1,6 +1,7 @@
 import type { Knex } from '@mikro-orm/knex';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type Redis from 'ioredis';
+import { checkpointKeyFrom, type CheckpointKey } from '../domain/audit/checkpoint';
 import { systemClock, type Clock } from '../domain/clock';
 import type { UnitOfWork } from '../domain/ports';
 import { PgAuditLog } from './audit/pg-audit-log';
@@ -9,6 +10,7 @@ import { TokenAuthenticator } from './auth/token-authenticator';
 import type { Config } from './config';
 import { migrate, openOrm } from './db/orm';
 import { MikroUnitOfWork } from './db/unit-of-work';
+import { resolveMasterKey } from './master-key';
 import { RateLimit } from './http/rate-limiters';
 import type { Logger } from './logger';
 import { JobQueues } from './queue/job-queues';
@@ -33,6 +35,10 @@ export interface Infra {
   authenticator: TokenAuthenticator;
   keyUsage: KeyUsageTracker;
   auditLog: PgAuditLog;
+  /** Signs audit checkpoints; derived from CP_MASTER_KEY. */
+  checkpointKey: CheckpointKey;
+  /** Seals provider credentials (AES-256-GCM). */
+  masterKey: Buffer;
   queues: JobQueues;
   rateLimits: { perKey: RateLimit; perIp: RateLimit };
   checks: { database(): Promise<void>; redis(): Promise<void> };
@@ -55,6 +61,8 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
   const prefix = config.CP_REDIS_PREFIX;
   const authenticator = new TokenAuthenticator(knex, redis, prefix);
   const queues = new JobQueues(urls.redisUrl, `${prefix}:bull`);
+  const masterKey = resolveMasterKey(config.CP_MASTER_KEY, config.CP_DATA_DIR);
+  const checkpointKey = checkpointKeyFrom(masterKey);
   return {
     config,
     urls,
@@ -66,7 +74,9 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
     uow: new MikroUnitOfWork(orm),
     authenticator,
     keyUsage: new KeyUsageTracker(knex, redis, prefix),
-    auditLog: new PgAuditLog(knex),
+    auditLog: new PgAuditLog(knex, checkpointKey),
+    checkpointKey,
+    masterKey,
     queues,
     rateLimits: {
       perKey: new RateLimit(redis, `${prefix}:rl:key`, config.CP_RATE_LIMIT_PER_MINUTE),

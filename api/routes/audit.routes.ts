@@ -45,7 +45,8 @@ export const auditRoutes = [
     access: needs('audit:read'),
     responses: { 200: { description: 'the verification', schema: AuditVerification } },
     handle: async (input) => {
-      const result = await verifyAudit(input.infra.auditLog, callOf(input).principal.orgId);
+      const { auditLog, checkpointKey } = input.infra;
+      const result = await verifyAudit(auditLog, callOf(input).principal.orgId, checkpointKey);
       return { status: 200, body: presentVerification(result) };
     },
   }),

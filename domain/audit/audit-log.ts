@@ -1,4 +1,5 @@
 import type { AuditEntry } from './audit-event';
+import { isAuthentic, type Checkpoint, type CheckpointKey } from './checkpoint';
 import { ChainVerifier, type VerifyResult } from './hash-chain';
 
 export interface AuditFilter {
@@ -22,6 +23,8 @@ export interface AuditLog {
   list(orgId: string, filter: AuditFilter, limit: number, beforeSeq: number | null): Promise<AuditPage>;
   /** The whole chain in seq order, in batches, for verification. */
   inOrder(orgId: string): AsyncIterable<AuditEntry[]>;
+  /** Signed heads recorded by the sealer. */
+  checkpoints(orgId: string): Promise<Checkpoint[]>;
 }
 
 /** Reads see their own writes: pending events are sealed before a read. */
@@ -36,9 +39,18 @@ export async function listAudit(
   return log.list(orgId, filter, limit, beforeSeq);
 }
 
-export async function verifyAudit(log: AuditLog, orgId: string): Promise<VerifyResult> {
+/**
+ * Recomputes the chain and checks it passes through every checkpoint signed with the current
+ * key (checkpoints of an earlier key are skipped: they cannot be checked without it).
+ */
+export async function verifyAudit(log: AuditLog, orgId: string, key: CheckpointKey): Promise<VerifyResult> {
   await log.seal(orgId);
-  const verifier = new ChainVerifier();
+  const checkpoints = (await log.checkpoints(orgId)).filter((c) => c.keyId === key.id);
+  const forged = checkpoints.filter((c) => !isAuthentic(key, c));
+  const verifier = new ChainVerifier(
+    new Map(checkpoints.filter((c) => isAuthentic(key, c)).map((c) => [c.seq, c.hash])),
+  );
+  forged.forEach((c) => verifier.markBroken(c.seq));
   for await (const batch of log.inOrder(orgId)) batch.forEach((entry) => verifier.push(entry));
   return verifier.result();
 }

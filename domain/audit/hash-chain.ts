@@ -62,17 +62,29 @@ export class ChainVerifier {
   private checked = 0;
   private firstBroken: number | null = null;
 
+  /** `anchors`: seq -> hash of trusted (signed) checkpoints the chain must pass through. */
+  constructor(private readonly anchors: ReadonlyMap<number, string> = new Map()) {}
+
   push(entry: AuditEntry): void {
     this.checked += 1;
+    const anchor = this.anchors.get(entry.seq);
     const intact =
       entry.seq === this.expected.seq + 1 &&
       entry.prevHash === this.expected.hash &&
-      entry.hash === hashEntry(entry, entry.seq, entry.prevHash);
-    if (!intact && this.firstBroken === null) this.firstBroken = entry.seq;
+      entry.hash === hashEntry(entry, entry.seq, entry.prevHash) &&
+      (anchor === undefined || anchor === entry.hash);
+    if (!intact) this.markBroken(entry.seq);
     this.expected = { seq: entry.seq, hash: entry.hash };
   }
 
+  /** A broken checkpoint signature, or entries missing past the end of the chain. */
+  markBroken(seq: number): void {
+    if (this.firstBroken === null || seq < this.firstBroken) this.firstBroken = seq;
+  }
+
   result(): VerifyResult {
+    const beyond = [...this.anchors.keys()].filter((seq) => seq > this.expected.seq);
+    if (beyond.length > 0) this.markBroken(this.expected.seq + 1);
     return {
       valid: this.firstBroken === null,
       entriesChecked: this.checked,

@@ -1,7 +1,8 @@
 import type { Knex } from '@mikro-orm/knex';
 import type { AuditEntry, AuditEvent } from '../../domain/audit/audit-event';
 import type { AuditFilter, AuditLog, AuditPage } from '../../domain/audit/audit-log';
-import { GENESIS_HASH, sealEvents } from '../../domain/audit/hash-chain';
+import { signCheckpoint, type Checkpoint, type CheckpointKey } from '../../domain/audit/checkpoint';
+import { GENESIS_HASH, sealEvents, type ChainHead } from '../../domain/audit/hash-chain';
 
 const SEAL_BATCH = 500;
 const VERIFY_BATCH = 1000;
@@ -67,7 +68,10 @@ const toEntryRow = (e: AuditEntry) => ({
  * the org's head row lock, so each org has one chain writer at a time and the chain never forks.
  */
 export class PgAuditLog implements AuditLog {
-  constructor(private readonly knex: Knex) {}
+  constructor(
+    private readonly knex: Knex,
+    private readonly checkpointKey: CheckpointKey,
+  ) {}
 
   async seal(orgId: string): Promise<number> {
     let total = 0;
@@ -88,29 +92,52 @@ export class PgAuditLog implements AuditLog {
 
   private sealBatch(orgId: string): Promise<number> {
     return this.knex.transaction(async (trx) => {
-      await trx.raw(
-        `insert into audit_heads (org_id, seq, hash, sealed_at) values (?, 0, ?, now()) on conflict do nothing`,
-        [orgId, GENESIS_HASH],
-      );
-      const head = await trx('audit_heads')
-        .where({ org_id: orgId })
-        .forUpdate()
-        .first<{ seq: string; hash: string }>();
-      const { rows } = await trx.raw<{ rows: (EventRow & { pos: string })[] }>(
-        `delete from audit_outbox where pos in
-           (select pos from audit_outbox where org_id = ? order by pos limit ?)
-         returning *`,
-        [orgId, SEAL_BATCH],
-      );
-      if (!head || rows.length === 0) return 0;
-      rows.sort((a, b) => Number(a.pos) - Number(b.pos));
-      const entries = sealEvents({ seq: Number(head.seq), hash: head.hash }, rows.map(toEvent));
-      await trx('audit_entries').insert(entries.map(toEntryRow));
-      const last = entries.at(-1) as AuditEntry;
-      await trx('audit_heads')
-        .where({ org_id: orgId })
-        .update({ seq: last.seq, hash: last.hash, sealed_at: trx.fn.now() });
+      const head = await this.lockHead(trx, orgId);
+      const pending = await this.takePending(trx, orgId);
+      if (pending.length === 0) return 0;
+      const entries = sealEvents(head, pending);
+      await this.append(trx, orgId, entries);
       return entries.length;
+    });
+  }
+
+  /** One chain writer per org: the head row is locked until the batch commits. */
+  private async lockHead(trx: Knex.Transaction, orgId: string): Promise<ChainHead> {
+    await trx.raw(
+      `insert into audit_heads (org_id, seq, hash, sealed_at) values (?, 0, ?, now()) on conflict do nothing`,
+      [orgId, GENESIS_HASH],
+    );
+    const head = await trx('audit_heads')
+      .where({ org_id: orgId })
+      .forUpdate()
+      .first<{ seq: string; hash: string }>();
+    return { seq: Number(head?.seq ?? 0), hash: head?.hash ?? GENESIS_HASH };
+  }
+
+  private async takePending(trx: Knex.Transaction, orgId: string): Promise<AuditEvent[]> {
+    const { rows } = await trx.raw<{ rows: (EventRow & { pos: string })[] }>(
+      `delete from audit_outbox where pos in
+         (select pos from audit_outbox where org_id = ? order by pos limit ?)
+       returning *`,
+      [orgId, SEAL_BATCH],
+    );
+    return rows.sort((a, b) => Number(a.pos) - Number(b.pos)).map(toEvent);
+  }
+
+  /** Appends the entries, moves the head and signs it as a checkpoint. */
+  private async append(trx: Knex.Transaction, orgId: string, entries: AuditEntry[]): Promise<void> {
+    await trx('audit_entries').insert(entries.map(toEntryRow));
+    const last = entries.at(-1) as AuditEntry;
+    await trx('audit_heads')
+      .where({ org_id: orgId })
+      .update({ seq: last.seq, hash: last.hash, sealed_at: trx.fn.now() });
+    const checkpoint = signCheckpoint(this.checkpointKey, orgId, last.seq, last.hash);
+    await trx('audit_checkpoints').insert({
+      org_id: orgId,
+      seq: checkpoint.seq,
+      hash: checkpoint.hash,
+      key_id: checkpoint.keyId,
+      signature: checkpoint.signature,
     });
   }
 
@@ -130,6 +157,18 @@ export class PgAuditLog implements AuditLog {
     const rows: EntryRow[] = await query.orderBy('seq', 'desc').limit(limit + 1);
     const items = rows.slice(0, limit).map(toEntry);
     return { items, nextBeforeSeq: rows.length > limit ? (items.at(-1)?.seq ?? null) : null };
+  }
+
+  async checkpoints(orgId: string): Promise<Checkpoint[]> {
+    const rows: { org_id: string; seq: string; hash: string; key_id: string; signature: string }[] =
+      await this.knex('audit_checkpoints').where({ org_id: orgId }).orderBy('seq');
+    return rows.map((r) => ({
+      orgId: r.org_id,
+      seq: Number(r.seq),
+      hash: r.hash,
+      keyId: r.key_id,
+      signature: r.signature,
+    }));
   }
 
   async *inOrder(orgId: string): AsyncIterable<AuditEntry[]> {

@@ -1,4 +1,6 @@
 import { mintKey, PASSWORD, signupOrg, type SignedUpOrg } from '../support/factories';
+import { GENESIS_HASH, sealEvents } from '../../domain/audit/hash-chain';
+import type { AuditEvent } from '../../domain/audit/audit-event';
 import { superuserQuery } from '../support/test-db';
 import { startTestApp, type TestApp } from '../support/test-app';
 
@@ -167,12 +169,47 @@ describe('tamper evidence', () => {
     expect(verify.body).toMatchObject({ valid: false, first_broken_seq: 3 });
   });
 
-  it.each(['update audit_entries set action = $$x$$', 'delete from audit_entries', 'truncate audit_entries'])(
-    'the database refuses: %s',
-    async (sql) => {
-      await expect(superuserQuery(app.db.url, sql)).rejects.toThrow(/append-only/);
-    },
-  );
+  it('finds a rewrite of the whole chain through the signed checkpoints', async () => {
+    const org = await signupOrg(app.http);
+    await mintKey(app.http, org.adminKey, ['audit:read']);
+    await app.http.get('/v1/audit', org.adminKey);
+    // Someone with database access forges entry 2 and recomputes every hash after it.
+    const rows = await app.infra.knex('audit_entries').where({ org_id: org.orgId }).orderBy('seq');
+    const events: AuditEvent[] = rows.map((r) => ({
+      id: r.id,
+      orgId: r.org_id,
+      at: new Date(r.at),
+      actor: { type: r.actor_type, id: r.actor_id },
+      action: r.action,
+      resource: { type: r.resource_type, id: r.resource_id },
+      outcome: r.outcome,
+      details: r.seq === '2' ? { email: 'forged@example.test' } : r.details,
+      requestId: r.request_id,
+    }));
+    const forged = sealEvents({ seq: 0, hash: GENESIS_HASH }, events);
+    const sql = forged
+      .map(
+        (e) =>
+          `update audit_entries set details = '${JSON.stringify(e.details)}', prev_hash = '${e.prevHash}', hash = '${e.hash}' where org_id = '${org.orgId}' and seq = ${e.seq};`,
+      )
+      .join('\n');
+    await superuserQuery(
+      app.db.url,
+      `begin; alter table audit_entries disable trigger user; ${sql} alter table audit_entries enable trigger user; commit;`,
+    );
+    const verify = await app.http.get('/v1/audit/verify', org.adminKey);
+    expect(verify.body).toMatchObject({ valid: false });
+    expect(verify.body.first_broken_seq).toBeLessThanOrEqual(forged.length);
+  });
+
+  it.each([
+    'update audit_entries set action = $$x$$',
+    'delete from audit_entries',
+    'truncate audit_entries',
+    'delete from audit_checkpoints',
+  ])('the database refuses: %s', async (sql) => {
+    await expect(superuserQuery(app.db.url, sql)).rejects.toThrow(/append-only/);
+  });
 });
 
 describe('many writers', () => {

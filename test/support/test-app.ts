@@ -8,6 +8,9 @@ import { startWorkers, type RunningWorkers } from '../../workers/start-workers';
 import { HttpClient } from './http-client';
 import { createTestDatabase, TEST_REDIS_URL, type TestDatabase } from './test-db';
 
+/** One key for every app of a test run, so replicas agree on signatures. */
+export const TEST_MASTER_KEY = randomBytes(32).toString('base64');
+
 export interface TestAppOptions {
   env?: Record<string, string>;
   workers?: boolean;
@@ -47,6 +50,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     CP_REDIS_PREFIX: prefix,
     CP_RATE_LIMIT_PER_MINUTE: '100000',
     CP_PUBLIC_RATE_LIMIT_PER_MINUTE: '100000',
+    CP_MASTER_KEY: TEST_MASTER_KEY,
     ...options.env,
   });
   const logs: string[] = [];

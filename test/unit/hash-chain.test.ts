@@ -1,5 +1,6 @@
 import type { AuditEvent } from '../../domain/audit/audit-event';
 import { scrubDetails } from '../../domain/audit/audit-event';
+import { checkpointKeyFrom, isAuthentic, signCheckpoint } from '../../domain/audit/checkpoint';
 import { ChainVerifier, GENESIS_HASH, hashEntry, sealEvents } from '../../domain/audit/hash-chain';
 
 const event = (n: number): AuditEvent => ({
@@ -49,7 +50,7 @@ describe('hash chain', () => {
   it.each([
     ['a changed field', (c: typeof chain) => [c[0]!, { ...c[1]!, action: 'key.revoked' }, c[2]!, c[3]!], 2],
     ['a removed entry', (c: typeof chain) => [c[0]!, c[2]!, c[3]!], 3],
-    ['swapped entries', (c: typeof chain) => [c[0]!, c[2]!, c[1]!, c[3]!], 3],
+    ['swapped entries', (c: typeof chain) => [c[0]!, c[2]!, c[1]!, c[3]!], 2],
     [
       'a recomputed hash without relinking',
       (c: typeof chain) => {
@@ -60,6 +61,35 @@ describe('hash chain', () => {
     ],
   ])('finds %s', (_name, tamper, brokenAt) => {
     expect(verify(tamper(chain))).toMatchObject({ valid: false, firstBrokenSeq: brokenAt });
+  });
+});
+
+describe('checkpoints', () => {
+  const key = checkpointKeyFrom(Buffer.alloc(32, 7));
+  const chain = sealEvents({ seq: 0, hash: GENESIS_HASH }, [1, 2, 3].map(event));
+
+  it('accepts its own signatures and refuses changed ones or another key', () => {
+    const c = signCheckpoint(key, 'org_1', 3, chain[2]!.hash);
+    expect(isAuthentic(key, c)).toBe(true);
+    expect(isAuthentic(key, { ...c, hash: chain[1]!.hash })).toBe(false);
+    expect(isAuthentic(checkpointKeyFrom(Buffer.alloc(32, 8)), c)).toBe(false);
+  });
+
+  it('makes a recomputed chain fail at the anchored seq', () => {
+    const rewritten = sealEvents({ seq: 0, hash: GENESIS_HASH }, [
+      event(1),
+      { ...event(2), action: 'x' },
+      event(3),
+    ]);
+    const v = new ChainVerifier(new Map([[3, chain[2]!.hash]]));
+    rewritten.forEach((e) => v.push(e));
+    expect(v.result()).toMatchObject({ valid: false, firstBrokenSeq: 3 });
+  });
+
+  it('notices entries cut off after a checkpoint', () => {
+    const v = new ChainVerifier(new Map([[3, chain[2]!.hash]]));
+    chain.slice(0, 2).forEach((e) => v.push(e));
+    expect(v.result()).toMatchObject({ valid: false, firstBrokenSeq: 3 });
   });
 });
 

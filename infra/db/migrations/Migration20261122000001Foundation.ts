@@ -107,12 +107,27 @@ export class Migration20261122000001Foundation extends Migration {
       -- The sealed log is append-only: the database itself refuses to change or remove an entry.
       create function audit_entries_refuse_change() returns trigger language plpgsql as $$
       begin
-        raise exception 'audit_entries is append-only: % refused', tg_op using errcode = 'insufficient_privilege';
+        raise exception '% is append-only: % refused', tg_table_name, tg_op using errcode = 'insufficient_privilege';
       end
       $$;
       create trigger audit_entries_no_update_delete before update or delete on audit_entries
         for each row execute function audit_entries_refuse_change();
       create trigger audit_entries_no_truncate before truncate on audit_entries
+        for each statement execute function audit_entries_refuse_change();
+
+      -- Signed chain heads (HMAC under a key derived from CP_MASTER_KEY), append-only too.
+      create table audit_checkpoints (
+        org_id text not null,
+        seq bigint not null,
+        hash text not null,
+        key_id text not null,
+        signature text not null,
+        at timestamptz not null default now(),
+        primary key (org_id, seq)
+      );
+      create trigger audit_checkpoints_no_update_delete before update or delete on audit_checkpoints
+        for each row execute function audit_entries_refuse_change();
+      create trigger audit_checkpoints_no_truncate before truncate on audit_checkpoints
         for each statement execute function audit_entries_refuse_change();
     `);
   }
