@@ -32,6 +32,15 @@ const pathParameters = (path: string) =>
     schema: { type: 'string' },
   }));
 
+const IDEMPOTENCY_KEY = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description:
+    'The same key with the same body within 24 h returns the first response (with Idempotent-Replayed: true) and creates nothing; another body: 409 idempotency_conflict.',
+  schema: { type: 'string', minLength: 1, maxLength: 255 },
+};
+
 const errorResponse = (description: string) => ({
   description,
   content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
@@ -66,7 +75,11 @@ function operation(route: RouteDef) {
     operationId: `${route.method.toLowerCase()}${route.path.replace(/[^A-Za-z0-9]+(\w)?/g, (_, c: string) => (c ?? '').toUpperCase())}`,
     ...(route.access.kind === 'public' ? { security: [] } : {}),
     ...(route.access.kind === 'scope' ? { 'x-required-scope': route.access.scope } : {}),
-    parameters: [...pathParameters(route.path), ...queryParameters(route)],
+    parameters: [
+      ...pathParameters(route.path),
+      ...queryParameters(route),
+      ...(route.idempotent ? [IDEMPOTENCY_KEY] : []),
+    ],
     ...(route.body
       ? {
           requestBody: {

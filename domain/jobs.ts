@@ -12,6 +12,12 @@ export const JOBS = {
   'audit.seal': { queue: QUEUES.maintenance, payload: z.object({}).strict(), everyMs: 1_000 },
   /** Writes the last-used times kept in Redis to the keys table. */
   'keys.flush-last-used': { queue: QUEUES.maintenance, payload: z.object({}).strict(), everyMs: 30_000 },
+  /** Drops Idempotency-Key records past their 24 hours. */
+  'idempotency.delete-expired': {
+    queue: QUEUES.maintenance,
+    payload: z.object({}).strict(),
+    everyMs: 3_600_000,
+  },
 } as const;
 
 export type JobName = keyof typeof JOBS;

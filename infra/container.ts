@@ -11,6 +11,7 @@ import type { Config } from './config';
 import { migrate, openOrm } from './db/orm';
 import { MikroUnitOfWork } from './db/unit-of-work';
 import { resolveMasterKey } from './master-key';
+import { IdempotencyStore } from './http/idempotency-store';
 import { RateLimit } from './http/rate-limiters';
 import type { Logger } from './logger';
 import { JobQueues } from './queue/job-queues';
@@ -40,6 +41,7 @@ export interface Infra {
   /** Seals provider credentials (AES-256-GCM). */
   masterKey: Buffer;
   queues: JobQueues;
+  idempotency: IdempotencyStore;
   rateLimits: { perKey: RateLimit; perIp: RateLimit };
   checks: { database(): Promise<void>; redis(): Promise<void> };
   close(): Promise<void>;
@@ -78,6 +80,7 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
     checkpointKey,
     masterKey,
     queues,
+    idempotency: new IdempotencyStore(knex, masterKey),
     rateLimits: {
       perKey: new RateLimit(redis, `${prefix}:rl:key`, config.CP_RATE_LIMIT_PER_MINUTE),
       perIp: new RateLimit(redis, `${prefix}:rl:ip`, config.CP_PUBLIC_RATE_LIMIT_PER_MINUTE),

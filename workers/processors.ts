@@ -7,4 +7,7 @@ export type Processor<N extends JobName> = (payload: JobPayload<N>, infra: Infra
 export const PROCESSORS: { [N in JobName]: Processor<N> } = {
   'audit.seal': async (_payload, infra) => ({ sealed: await infra.auditLog.sealAll() }),
   'keys.flush-last-used': async (_payload, infra) => ({ flushed: await infra.keyUsage.flush() }),
+  'idempotency.delete-expired': async (_payload, infra) => ({
+    deleted: await infra.idempotency.deleteExpired(),
+  }),
 };

@@ -5,6 +5,7 @@ import type { Principal } from '../../domain/principal';
 import type { Infra } from '../../infra/container';
 import { authorize } from './authenticate';
 import { readJsonBody } from './body-parser';
+import { withIdempotency } from './idempotency';
 import { setRateHeaders } from './rate-headers';
 import type { RouteDef } from './route';
 import { parseInput } from './validate';
@@ -19,10 +20,14 @@ async function applyRateLimit(ctx: Context, infra: Infra, principal: Principal |
   setRateHeaders(ctx, rate);
 }
 
-async function readBody(ctx: Context, route: RouteDef, infra: Infra): Promise<unknown> {
+async function readBody(
+  ctx: Context,
+  route: RouteDef,
+  infra: Infra,
+): Promise<{ raw: unknown; body: unknown }> {
   const raw = await readJsonBody(ctx, infra.config.CP_MAX_BODY_BYTES);
-  if (!route.body) return undefined;
-  return parseInput(route.body, raw === undefined && route.bodyOptional ? {} : raw, 'body');
+  if (!route.body) return { raw, body: undefined };
+  return { raw, body: parseInput(route.body, raw === undefined && route.bodyOptional ? {} : raw, 'body') };
 }
 
 /** Each route runs: authenticate and check scope -> rate limit -> read and validate -> handle. */
@@ -31,16 +36,21 @@ function pipeline(route: RouteDef, infra: Infra) {
   return async (ctx: Context): Promise<void> => {
     const principal = await authorize(ctx, route.access, infra);
     await applyRateLimit(ctx, infra, principal);
-    const body = await readBody(ctx, route, infra);
-    const reply = await route.handle({
-      body,
-      query: parseInput(query, ctx.query, 'query'),
-      params: ctx.params as Record<string, string>,
-      principal,
-      requestId: ctx.state.requestId as string,
-      ip: ctx.ip,
-      infra,
-    });
+    const { raw, body } = await readBody(ctx, route, infra);
+    const handle = () =>
+      route.handle({
+        body,
+        query: parseInput(query, ctx.query, 'query'),
+        params: ctx.params as Record<string, string>,
+        principal,
+        requestId: ctx.state.requestId as string,
+        ip: ctx.ip,
+        infra,
+      });
+    const reply =
+      route.idempotent && principal
+        ? await withIdempotency(ctx, infra, principal, `${route.method} ${route.path}`, raw, handle)
+        : await handle();
     ctx.status = reply.status;
     if (reply.body !== undefined) ctx.body = reply.body;
     for (const [name, value] of Object.entries(reply.headers ?? {})) ctx.set(name, value);

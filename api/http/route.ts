@@ -38,6 +38,8 @@ export interface RouteDef<B extends z.ZodType = z.ZodType, Q extends z.ZodType =
   tag: string;
   access: Access;
   body?: B;
+  /** Honours `Idempotency-Key` (authenticated routes only). */
+  idempotent?: boolean;
   /** When true a body is optional (a missing body validates as `{}`). */
   bodyOptional?: boolean;
   query?: Q;

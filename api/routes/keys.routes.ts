@@ -25,6 +25,7 @@ export const keyRoutes = [
     summary: 'Mint a scoped API key; the secret is in the response only',
     tag: 'keys',
     access: admin,
+    idempotent: true,
     body: MintKeyBody,
     responses: { 201: { description: 'minted', schema: KeyWithSecret } },
     handle: async (input) => {

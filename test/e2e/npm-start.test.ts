@@ -42,7 +42,9 @@ async function start(script: string, extraEnv: Record<string, string> = {}) {
 async function countSealed(orgId: string): Promise<number> {
   const client = new Client({ connectionString: db.url });
   await client.connect();
-  const { rows } = await client.query('select count(*)::int as n from audit_entries where org_id = $1', [orgId]);
+  const { rows } = await client.query('select count(*)::int as n from audit_entries where org_id = $1', [
+    orgId,
+  ]);
   await client.end();
   return rows[0].n;
 }
@@ -62,7 +64,11 @@ describe('npm start on an empty database', () => {
     expect((await http.get('/ready')).status).toBe(200);
 
     const org = await signupOrg(http);
-    const minted = await http.post<{ key: string }>('/v1/keys', { name: 'ci', scopes: ['audit:read'] }, org.adminKey);
+    const minted = await http.post<{ key: string }>(
+      '/v1/keys',
+      { name: 'ci', scopes: ['audit:read'] },
+      org.adminKey,
+    );
     expect(minted.status).toBe(201);
     expect((await http.get('/v1/audit', minted.body.key)).status).toBe(200);
     const refused = await http.post('/v1/keys', { name: 'x', scopes: ['read'] }, minted.body.key);

@@ -114,3 +114,54 @@ describe('keys', () => {
     expect(flushed.last_used_at).not.toBeNull();
   });
 });
+
+describe('Idempotency-Key on POST /v1/keys', () => {
+  const mintWith = (key: string, body: object) =>
+    app.http.call<{ id: string; key: string }>('POST', '/v1/keys', {
+      token: org.adminKey,
+      body,
+      headers: { 'Idempotency-Key': key },
+    });
+  const countKeys = async () => Number((await app.infra.knex('api_keys').count('* as n').first())?.n);
+
+  it('replays the first response, secret included, and creates nothing new', async () => {
+    const body = { name: 'idem', scopes: ['read'] };
+    const first = await mintWith('idem-1', body);
+    const before = await countKeys();
+    const again = await mintWith('idem-1', body);
+    expect(again.status).toBe(201);
+    expect(again.body).toEqual(first.body);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(await countKeys()).toBe(before);
+  });
+
+  it('answers 409 idempotency_conflict for the same key with another body', async () => {
+    await mintWith('idem-2', { name: 'a', scopes: ['read'] });
+    const res = await mintWith('idem-2', { name: 'b', scopes: ['read'] });
+    expect(res.status).toBe(409);
+    expect(res.body).toMatchObject({ error_code: 'idempotency_conflict' });
+  });
+
+  it('keeps nothing for a failed request, so the key can be used again', async () => {
+    expect((await mintWith('idem-3', { name: 'x', scopes: ['nope'] })).status).toBe(400);
+    expect((await mintWith('idem-3', { name: 'x', scopes: ['read'] })).status).toBe(201);
+  });
+
+  it('stores the replayable response sealed, never the secret in clear', async () => {
+    const res = await mintWith('idem-4', { name: 'sealed', scopes: ['read'] });
+    const rows = await app.infra.knex('idempotency_records').select('response');
+    expect(JSON.stringify(rows)).not.toContain(res.body.key);
+  });
+
+  it('scopes keys per org: another org may use the same key', async () => {
+    const other = await signupOrg(app.http);
+    await mintWith('idem-5', { name: 'mine', scopes: ['read'] });
+    const theirs = await app.http.call('POST', '/v1/keys', {
+      token: other.adminKey,
+      body: { name: 'theirs', scopes: ['read'] },
+      headers: { 'Idempotency-Key': 'idem-5' },
+    });
+    expect(theirs.status).toBe(201);
+    expect(theirs.body.name).toBe('theirs');
+  });
+});

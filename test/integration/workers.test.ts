@@ -37,7 +37,11 @@ describe('BullMQ workers', () => {
 
   it('register the periodic jobs as BullMQ job schedulers', async () => {
     const schedulers = await app.infra.queues.queue('maintenance').getJobSchedulers();
-    expect(schedulers.map((s) => s.name).sort()).toEqual(['audit.seal', 'keys.flush-last-used']);
+    expect(schedulers.map((s) => s.name).sort()).toEqual([
+      'audit.seal',
+      'idempotency.delete-expired',
+      'keys.flush-last-used',
+    ]);
   });
 
   it('write last-used times to the keys table when the flush job runs', async () => {

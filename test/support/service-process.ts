@@ -39,7 +39,8 @@ export function runNpmScript(script: string, env: Record<string, string | undefi
       const deadline = Date.now() + timeoutMs;
       while (!pattern.test(out)) {
         if (child.exitCode !== null) throw new Error(`${script} exited early:\n${out}`);
-        if (Date.now() > deadline) throw new Error(`${script}: no ${pattern} within ${timeoutMs} ms:\n${out}`);
+        if (Date.now() > deadline)
+          throw new Error(`${script}: no ${pattern} within ${timeoutMs} ms:\n${out}`);
         await new Promise((r) => setTimeout(r, 100));
       }
     },

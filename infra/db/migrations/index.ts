@@ -1,7 +1,9 @@
 import type { MigrationObject } from '@mikro-orm/core';
 import { Migration20261122000001Foundation } from './Migration20261122000001Foundation';
+import { Migration20261122000002Idempotency } from './Migration20261122000002Idempotency';
 
 /** Every migration, in order. Listed explicitly so the same code runs under tsx, swc and tsc. */
 export const MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261122000001Foundation', class: Migration20261122000001Foundation },
+  { name: 'Migration20261122000002Idempotency', class: Migration20261122000002Idempotency },
 ];

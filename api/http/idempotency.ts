@@ -1,0 +1,60 @@
+import { createHash } from 'node:crypto';
+import canonicalize from 'canonicalize';
+import type { Context } from 'koa';
+import { DomainError, invalidField } from '../../domain/errors';
+import type { Principal } from '../../domain/principal';
+import type { Infra } from '../../infra/container';
+import type { Reply } from './route';
+
+const KEY_SHAPE = /^[\x21-\x7e]{1,255}$/;
+
+const hashRequest = (body: unknown): string =>
+  createHash('sha256')
+    .update(canonicalize(body ?? null) ?? '')
+    .digest('hex');
+
+/**
+ * `Idempotency-Key`: the same key with the same body within 24 h returns the first response
+ * and creates nothing new; with another body, 409 `idempotency_conflict`. Only successful
+ * responses are kept, so a failed request may be retried with the same key.
+ */
+export async function withIdempotency(
+  ctx: Context,
+  infra: Infra,
+  principal: Principal,
+  route: string,
+  rawBody: unknown,
+  run: () => Promise<Reply>,
+): Promise<Reply> {
+  const key = ctx.get('Idempotency-Key');
+  if (!key) return run();
+  if (!KEY_SHAPE.test(key))
+    throw invalidField('Idempotency-Key', 'Idempotency-Key must be 1..255 visible ASCII characters');
+  const store = infra.idempotency;
+  const requestHash = hashRequest(rawBody);
+  const claim = await store.claim(principal.orgId, key, route, requestHash);
+  if (claim.kind === 'replay') {
+    if (claim.requestHash !== requestHash) {
+      throw new DomainError(
+        'idempotency_conflict',
+        'this Idempotency-Key was used with a different request body',
+      );
+    }
+    if (!claim.response) {
+      throw new DomainError(
+        'idempotency_conflict',
+        'a request with this Idempotency-Key is still in progress; retry shortly',
+      );
+    }
+    return { ...claim.response, headers: { ...claim.response.headers, 'Idempotent-Replayed': 'true' } };
+  }
+  try {
+    const reply = await run();
+    if (reply.status < 300) await store.complete(principal.orgId, key, route, reply);
+    else await store.release(principal.orgId, key, route);
+    return reply;
+  } catch (err) {
+    await store.release(principal.orgId, key, route).catch(() => undefined);
+    throw err;
+  }
+}

@@ -1,0 +1,54 @@
+import { execSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { signupOrg } from '../support/factories';
+import { HttpClient } from '../support/http-client';
+import { freePort, runNpmScript, type ServiceProcess } from '../support/service-process';
+
+jest.setTimeout(180_000);
+
+let dataDir: string;
+let proc: ServiceProcess | undefined;
+
+beforeAll(() => {
+  dataDir = mkdtempSync(join(tmpdir(), 'cp-quickstart-'));
+});
+afterAll(async () => {
+  await proc?.stop();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+const processesUsing = (dir: string): string =>
+  execSync(`ps -eo args | grep -F -- '${dir}' | grep -v grep || true`, { encoding: 'utf8' }).trim();
+
+describe('the quick start: npm start with no DATABASE_URL and no REDIS_URL', () => {
+  it('brings up embedded PostgreSQL and Redis under the data dir, serves, and keeps data across restarts', async () => {
+    const port = await freePort();
+    const env = {
+      DATABASE_URL: undefined,
+      REDIS_URL: undefined,
+      CP_DATA_DIR: dataDir,
+      PORT: String(port),
+      LOG_LEVEL: 'info',
+    };
+    const http = new HttpClient(`http://127.0.0.1:${port}`);
+
+    proc = runNpmScript('start', env);
+    await proc.waitFor(/ready: listening/, 120_000);
+    expect((await http.get('/ready')).body).toEqual({
+      status: 'ready',
+      checks: { database: 'ok', redis: 'ok' },
+    });
+    const org = await signupOrg(http);
+    expect(await proc.stop()).toBe(0);
+    expect(processesUsing(dataDir)).toBe('');
+
+    proc = runNpmScript('start', env);
+    await proc.waitFor(/ready: listening/, 120_000);
+    const keys = await http.get<{ data: { name: string }[] }>('/v1/keys', org.adminKey);
+    expect(keys.status).toBe(200);
+    expect(keys.body.data.map((k) => k.name)).toContain('bootstrap');
+    expect(await proc.stop()).toBe(0);
+  });
+});
