@@ -63,7 +63,7 @@ function responsesOf(route: RouteDef) {
     out['401'] = errorResponse('missing_credentials, invalid_api_key or expired_api_key');
   if (route.access.kind === 'scope')
     out['403'] = errorResponse(`insufficient_scope: requires ${route.access.scope}`);
-  out['429'] = errorResponse('rate_limited; see Retry-After');
+  if (!route.unlimited) out['429'] = errorResponse('rate_limited; see Retry-After');
   out['503'] = errorResponse('unavailable: the database or Redis is unreachable');
   return out;
 }

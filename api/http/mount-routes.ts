@@ -35,7 +35,7 @@ function pipeline(route: RouteDef, infra: Infra) {
   const query = route.query ?? z.unknown();
   return async (ctx: Context): Promise<void> => {
     const principal = await authorize(ctx, route.access, infra);
-    await applyRateLimit(ctx, infra, principal);
+    if (!route.unlimited) await applyRateLimit(ctx, infra, principal);
     const { raw, body } = await readBody(ctx, route, infra);
     const handle = () =>
       route.handle({

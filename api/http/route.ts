@@ -38,6 +38,8 @@ export interface RouteDef<B extends z.ZodType = z.ZodType, Q extends z.ZodType =
   tag: string;
   access: Access;
   body?: B;
+  /** Probes are not rate limited: they must answer load balancers, also while Redis is down. */
+  unlimited?: boolean;
   /** Honours `Idempotency-Key` (authenticated routes only). */
   idempotent?: boolean;
   /** When true a body is optional (a missing body validates as `{}`). */

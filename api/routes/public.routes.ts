@@ -17,6 +17,7 @@ export const publicRoutes = [
     summary: 'Liveness: answers while dependencies are down',
     tag: 'probes',
     access: PUBLIC,
+    unlimited: true,
     responses: { 200: { description: 'alive', schema: Health } },
     handle: async () => ({ status: 200, body: { status: 'ok' } }),
   }),
@@ -26,6 +27,7 @@ export const publicRoutes = [
     summary: 'Readiness: checks PostgreSQL and Redis',
     tag: 'probes',
     access: PUBLIC,
+    unlimited: true,
     responses: {
       200: { description: 'ready', schema: Ready },
       503: { description: 'a check failed', schema: Ready },

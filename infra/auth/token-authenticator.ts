@@ -23,6 +23,8 @@ const REDIS_TTL_SECONDS = 30;
 const LOCAL_TTL_MS = 1_000;
 const LOCAL_MAX = 10_000;
 
+const TOMBSTONE = 'forgotten';
+
 const invalid = () => new DomainError('invalid_api_key', 'the API key or session token is not valid');
 
 /**
@@ -59,9 +61,13 @@ export class TokenAuthenticator implements AuthCache {
     };
   }
 
+  /**
+   * Leaves a tombstone rather than deleting: a replica that read the row just before the
+   * revocation committed fills the cache with SET NX, which a tombstone refuses.
+   */
   async forget(tokenHash: string): Promise<void> {
     this.local.delete(tokenHash);
-    await this.redis.del(this.redisKey(tokenHash));
+    await this.redis.set(this.redisKey(tokenHash), TOMBSTONE, 'EX', REDIS_TTL_SECONDS * 2);
   }
 
   private redisKey = (tokenHash: string) => `${this.prefix}:auth:${tokenHash}`;
@@ -70,17 +76,20 @@ export class TokenAuthenticator implements AuthCache {
     const hit = this.local.get(tokenHash);
     if (hit && hit.until > now) return hit.auth;
     const cached = await this.redis.get(this.redisKey(tokenHash));
-    const auth = cached ? (JSON.parse(cached) as CachedAuth) : await this.fromDatabase(tokenHash, isKey);
+    if (cached && cached !== TOMBSTONE)
+      return this.remember(tokenHash, JSON.parse(cached) as CachedAuth, now);
+    const auth = await this.fromDatabase(tokenHash, isKey);
     if (!auth) return null;
-    if (!cached)
-      await this.redis.set(this.redisKey(tokenHash), JSON.stringify(auth), 'EX', REDIS_TTL_SECONDS);
-    this.remember(tokenHash, auth, now);
-    return auth;
+    // While tombstoned nothing is cached: requests read the database until the tombstone expires.
+    if (cached) return auth;
+    await this.redis.set(this.redisKey(tokenHash), JSON.stringify(auth), 'EX', REDIS_TTL_SECONDS, 'NX');
+    return this.remember(tokenHash, auth, now);
   }
 
-  private remember(tokenHash: string, auth: CachedAuth, now: number): void {
+  private remember(tokenHash: string, auth: CachedAuth, now: number): CachedAuth {
     if (this.local.size >= LOCAL_MAX) this.local.clear();
     this.local.set(tokenHash, { auth, until: now + LOCAL_TTL_MS });
+    return auth;
   }
 
   private async fromDatabase(tokenHash: string, isKey: boolean): Promise<CachedAuth | null> {

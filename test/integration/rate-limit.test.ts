@@ -1,0 +1,157 @@
+import { mintKey, signupOrg, type SignedUpOrg } from '../support/factories';
+import type { HttpClient, HttpResult } from '../support/http-client';
+import { startTestApp, type TestApp } from '../support/test-app';
+
+jest.setTimeout(60_000);
+
+const PER_KEY = 5;
+const PER_IP = 3;
+const LIMITED_ENV = {
+  CP_RATE_LIMIT_PER_MINUTE: String(PER_KEY),
+  CP_PUBLIC_RATE_LIMIT_PER_MINUTE: String(PER_IP),
+};
+
+/**
+ * Orgs and keys live in the database and rate-limit counters under the Redis prefix, so the org
+ * is set up through an app with the default (high) limits on the same database and its own
+ * prefix: the signup, a public route, must not spend the per-IP budget of the apps under test.
+ */
+let setup: TestApp;
+let limited: TestApp;
+let org: SignedUpOrg;
+const started: TestApp[] = [];
+
+async function start(options: Parameters<typeof startTestApp>[0]): Promise<TestApp> {
+  const app = await startTestApp(options);
+  started.push(app);
+  return app;
+}
+
+beforeAll(async () => {
+  setup = await start({});
+  limited = await start({ database: setup.db, env: LIMITED_ENV });
+  org = await signupOrg(setup.http, 'Rate Limited Inc');
+});
+
+afterAll(async () => {
+  // The app that created the database drops it, so it closes last.
+  for (const app of started.reverse()) await app.close().catch(() => undefined);
+});
+
+const freshKey = async (name: string) => (await mintKey(setup.http, org.adminKey, ['audit:read'], name)).key;
+
+const intHeader = (res: HttpResult, name: string): number => {
+  const value = res.headers.get(name);
+  expect(value).toMatch(/^\d+$/);
+  return Number(value);
+};
+
+function expectRateLimited(res: HttpResult, limit: number): void {
+  expect(res.status).toBe(429);
+  expect(res.body).toEqual({
+    error_code: 'rate_limited',
+    message: expect.any(String),
+    request_id: res.headers.get('x-request-id'),
+    retry_after_seconds: expect.any(Number),
+  });
+  const retryAfter = intHeader(res, 'retry-after');
+  expect(retryAfter).toBeGreaterThanOrEqual(1);
+  expect(retryAfter).toBeLessThanOrEqual(60);
+  expect(res.body.retry_after_seconds).toBe(retryAfter);
+  expect(intHeader(res, 'ratelimit-limit')).toBe(limit);
+  expect(intHeader(res, 'ratelimit-remaining')).toBe(0);
+}
+
+/** `count` successive requests; returns their results in order. */
+async function burst(count: number, send: () => Promise<HttpResult>): Promise<HttpResult[]> {
+  const results: HttpResult[] = [];
+  for (let i = 0; i < count; i++) results.push(await send());
+  return results;
+}
+
+function expectCountdown(results: HttpResult[], limit: number): void {
+  results.forEach((res, i) => {
+    expect(res.status).toBe(200);
+    expect(intHeader(res, 'ratelimit-limit')).toBe(limit);
+    expect(intHeader(res, 'ratelimit-remaining')).toBe(limit - 1 - i);
+    const reset = intHeader(res, 'ratelimit-reset');
+    expect(reset).toBeGreaterThanOrEqual(0);
+    expect(reset).toBeLessThanOrEqual(60);
+  });
+}
+
+describe('per-key rate limit', () => {
+  it('answers the request past the limit with 429 rate_limited, Retry-After and RateLimit-* headers', async () => {
+    const key = await freshKey('limited');
+    const ok = await burst(PER_KEY, () => limited.http.get('/v1/audit', key));
+    expectCountdown(ok, PER_KEY);
+    const over = await limited.http.get('/v1/audit', key);
+    expectRateLimited(over, PER_KEY);
+    // Still limited: the refused request did not open a new window.
+    expectRateLimited(await limited.http.get('/v1/audit', key), PER_KEY);
+  });
+
+  it('keeps each key to its own budget: another key of the same org is not affected', async () => {
+    const spent = await freshKey('spent');
+    const other = await freshKey('other');
+    await burst(PER_KEY, () => limited.http.get('/v1/audit', spent));
+    expectRateLimited(await limited.http.get('/v1/audit', spent), PER_KEY);
+    const res = await limited.http.get('/v1/audit', other);
+    expect(res.status).toBe(200);
+    expect(intHeader(res, 'ratelimit-remaining')).toBe(PER_KEY - 1);
+  });
+});
+
+describe('per-IP rate limit on public routes', () => {
+  it('answers the 4th public request with 429, and leaves authenticated routes to their keys', async () => {
+    const ok = await burst(PER_IP, () => limited.http.get('/v1/config/public'));
+    expectCountdown(ok, PER_IP);
+    expect(ok[0]?.body.limits).toMatchObject({ rate_limit_per_minute: PER_KEY });
+    expectRateLimited(await limited.http.get('/v1/config/public'), PER_IP);
+    // Public routes share the per-IP budget.
+    expectRateLimited(
+      await limited.http.post('/v1/auth/login', { email: org.email, password: 'wrong password!' }),
+      PER_IP,
+    );
+    // An authenticated request from the same IP is limited per key, not per IP.
+    const res = await limited.http.get('/v1/audit', await freshKey('after-ip-limit'));
+    expect(res.status).toBe(200);
+    expect(intHeader(res, 'ratelimit-limit')).toBe(PER_KEY);
+  });
+});
+
+describe('rate limits across API replicas', () => {
+  let replicaA: TestApp;
+  let replicaB: TestApp;
+
+  beforeAll(async () => {
+    replicaA = await start({ database: setup.db, env: LIMITED_ENV });
+    replicaB = await start({ database: setup.db, redisPrefix: replicaA.prefix, env: LIMITED_ENV });
+  });
+
+  const alternate = async (count: number, send: (http: HttpClient) => Promise<HttpResult>) =>
+    burst(
+      count,
+      (() => {
+        let i = 0;
+        return () => send(i++ % 2 === 0 ? replicaA.http : replicaB.http);
+      })(),
+    );
+
+  it('shares one per-key budget: 3 requests on A and 3 on B with a limit of 5 give one 429', async () => {
+    const key = await freshKey('two replicas');
+    const results = await alternate(2 * 3, (http) => http.get('/v1/audit', key));
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 429]);
+    expectCountdown(results.slice(0, PER_KEY), PER_KEY);
+    expectRateLimited(results[PER_KEY] as HttpResult, PER_KEY);
+    // Both replicas now refuse the key.
+    expect((await replicaA.http.get('/v1/audit', key)).status).toBe(429);
+    expect((await replicaB.http.get('/v1/audit', key)).status).toBe(429);
+  });
+
+  it('shares one per-IP budget on public routes', async () => {
+    const results = await alternate(PER_IP + 1, (http) => http.get('/v1/config/public'));
+    expect(results.map((r) => r.status)).toEqual([200, 200, 200, 429]);
+    expectRateLimited(results[PER_IP] as HttpResult, PER_IP);
+  });
+});
