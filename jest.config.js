@@ -7,4 +7,5 @@ module.exports = {
   maxWorkers: 2,
   testTimeout: 30000,
   setupFiles: ['<rootDir>/test/support/env.ts'],
+  reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
 };

@@ -63,7 +63,10 @@ function onShutdown(logger: Logger, timeoutMs: number, stop: () => Promise<void>
       process.exit(1);
     }, timeoutMs).unref();
     stop().then(
-      () => process.exit(0),
+      () => {
+        logger.info('stopped cleanly');
+        process.exit(0);
+      },
       (err) => {
         logger.error({ err }, 'shutdown failed');
         process.exit(1);

@@ -75,7 +75,7 @@ describe('npm start on an empty database', () => {
     expect(refused.status).toBe(403);
     expect(refused.body).toMatchObject({ error_code: 'insufficient_scope', required_scope: 'org:admin' });
 
-    expect(await proc.stop()).toBe(0);
+    expect(await proc.stop()).toBe(true);
     expect(proc.output()).toMatch(/shutting down/);
   });
 
@@ -89,8 +89,8 @@ describe('npm start on an empty database', () => {
     // The worker process, not the API, seals the audit events the API wrote.
     const org = await signupOrg(api.http);
     await eventually(async () => (await countSealed(org.orgId)) === 3);
-    expect(await worker.proc.stop()).toBe(0);
-    expect(await api.proc.stop()).toBe(0);
+    expect(await worker.proc.stop()).toBe(true);
+    expect(await api.proc.stop()).toBe(true);
   });
 
   it('refuses to start with a clear message for a bad variable', async () => {

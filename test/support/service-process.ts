@@ -16,8 +16,11 @@ export interface ServiceProcess {
   child: ChildProcess;
   output: () => string;
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<void>;
-  /** Sends SIGTERM to the whole process group and resolves with the exit code. */
-  stop(timeoutMs?: number): Promise<number | null>;
+  /**
+   * Sends SIGTERM to the whole process group (npm, tsx and node, as a process manager would)
+   * and resolves with whether the service itself logged a clean stop.
+   */
+  stop(timeoutMs?: number): Promise<boolean>;
 }
 
 /** Runs an npm script of the project as a real child process, as an operator would. */
@@ -31,7 +34,15 @@ export function runNpmScript(script: string, env: Record<string, string | undefi
   let out = '';
   child.stdout?.on('data', (d) => (out += String(d)));
   child.stderr?.on('data', (d) => (out += String(d)));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  // 'close', not 'exit': npm may exit before the service it runs, which holds the same pipes.
+  const exited = new Promise<void>((resolve) => child.on('close', () => resolve()));
+  const signalGroup = (signal: NodeJS.Signals) => {
+    try {
+      process.kill(-(child.pid as number), signal);
+    } catch {
+      // already gone
+    }
+  };
   return {
     child,
     output: () => out,
@@ -45,12 +56,13 @@ export function runNpmScript(script: string, env: Record<string, string | undefi
       }
     },
     stop: async (timeoutMs = 15_000) => {
-      if (child.exitCode !== null) return child.exitCode;
-      process.kill(-(child.pid as number), 'SIGTERM');
-      const timer = setTimeout(() => process.kill(-(child.pid as number), 'SIGKILL'), timeoutMs);
-      const code = await exited;
-      clearTimeout(timer);
-      return code;
+      if (child.exitCode === null && child.signalCode === null) {
+        signalGroup('SIGTERM');
+        const timer = setTimeout(() => signalGroup('SIGKILL'), timeoutMs);
+        await exited;
+        clearTimeout(timer);
+      }
+      return /stopped cleanly/.test(out);
     },
   };
 }
