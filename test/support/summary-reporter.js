@@ -4,7 +4,9 @@ class SummaryReporter {
     const { numPassedTests, numFailedTests, numPendingTests, numTodoTests } = results;
     const failedSuites = results.numFailedTestSuites + results.numRuntimeErrorTestSuites;
     const failed = numFailedTests + (numFailedTests === 0 ? failedSuites : 0);
-    process.stdout.write(`\njest: ${numPassedTests} passed, ${failed} failed, ${numPendingTests + numTodoTests} skipped\n`);
+    process.stdout.write(
+      `\njest: ${numPassedTests} passed, ${failed} failed, ${numPendingTests + numTodoTests} skipped\n`,
+    );
   }
 }
 module.exports = SummaryReporter;
