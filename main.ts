@@ -3,13 +3,13 @@
  * Workers take `--queues a,b` to run only some queues.
  */
 import { parseArgs } from 'node:util';
-import { startApi, type RunningApi } from './api/server';
+import { startApi } from './api/server';
 import { QUEUES, type QueueName } from './domain/jobs';
 import { ConfigError, loadConfig } from './infra/config';
 import { createInfra } from './infra/container';
 import { createLogger, type Logger } from './infra/logger';
 import { resolveStores } from './infra/stores';
-import { startWorkers, type RunningWorkers } from './workers/start-workers';
+import { startWorkers } from './workers/start-workers';
 
 type Role = 'all' | 'api' | 'worker';
 
@@ -40,16 +40,31 @@ async function main(): Promise<void> {
     { role, url: api?.url, pid: process.pid },
     api ? `ready: listening on ${api.url}` : 'ready: worker running',
   );
-  onShutdown(logger, config.CP_SHUTDOWN_TIMEOUT_MS, async () => {
-    await shutdown(api, workers);
-    await infra.close();
-    await stores.stop();
-  });
+  onShutdown(logger, config.CP_SHUTDOWN_TIMEOUT_MS, () =>
+    stopInOrder(logger, [
+      ['api', () => api?.close()],
+      ['workers', () => workers?.close()],
+      ['connections', () => infra.close()],
+      ['embedded stores', () => stores.stop()],
+    ]),
+  );
 }
 
-async function shutdown(api: RunningApi | null, workers: RunningWorkers | null): Promise<void> {
-  await api?.close();
-  await workers?.close();
+/**
+ * Every step runs even when one before it failed (a store may already be gone, e.g. when a
+ * terminal's Ctrl-C reached the embedded servers too); failures are logged, not fatal.
+ */
+async function stopInOrder(
+  logger: Logger,
+  steps: [string, () => Promise<unknown> | undefined][],
+): Promise<void> {
+  for (const [name, step] of steps) {
+    try {
+      await step();
+    } catch (err) {
+      logger.warn({ err, step: name }, 'a shutdown step failed; continuing');
+    }
+  }
 }
 
 function onShutdown(logger: Logger, timeoutMs: number, stop: () => Promise<void>): void {

@@ -89,8 +89,9 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
       database: async () => void (await withTimeout(knex.raw('select 1'), 2_000, 'PostgreSQL')),
       redis: async () => void (await withTimeout(redis.ping(), 2_000, 'Redis')),
     },
+    // Each connection closes even if another fails (Redis may already be gone).
     close: async () => {
-      await queues.close();
+      await Promise.allSettled([queues.close()]);
       redis.disconnect();
       await orm.close(true);
     },
