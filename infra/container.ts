@@ -56,7 +56,7 @@ const withTimeout = <T>(promise: Promise<T>, ms: number, what: string): Promise<
   ]);
 
 export async function createInfra(config: Config, urls: StoreUrls, logger: Logger): Promise<Infra> {
-  const orm = await openOrm(urls.databaseUrl);
+  const orm = await openOrm(urls.databaseUrl, logger);
   await migrate(orm, urls.databaseUrl, logger);
   const knex = orm.em.getConnection().getKnex();
   const redis = await openRedis(urls.redisUrl);

@@ -5,7 +5,9 @@ import type { Logger } from '../logger';
 import { ENTITIES } from './entities';
 import { MIGRATIONS } from './migrations';
 
-export async function openOrm(databaseUrl: string, poolMax = 10): Promise<MikroORM> {
+export async function openOrm(databaseUrl: string, logger: Logger, poolMax = 10): Promise<MikroORM> {
+  const log = (level: 'warn' | 'error' | 'debug') => (message: unknown) =>
+    logger[level]({ component: 'knex' }, String(message));
   return MikroORM.init({
     clientUrl: databaseUrl,
     entities: ENTITIES,
@@ -19,7 +21,11 @@ export async function openOrm(databaseUrl: string, poolMax = 10): Promise<MikroO
       silent: true,
     },
     pool: { min: 0, max: poolMax, acquireTimeoutMillis: 5_000 },
-    driverOptions: { connection: { connectionTimeoutMillis: 5_000, statement_timeout: 30_000 } },
+    driverOptions: {
+      connection: { connectionTimeoutMillis: 5_000, statement_timeout: 30_000 },
+      // knex warns on console by default; its lines belong in the service log.
+      log: { warn: log('warn'), error: log('error'), deprecate: log('debug'), debug: log('debug') },
+    },
     discovery: { warnWhenNoEntities: false },
     allowGlobalContext: false,
     debug: false,

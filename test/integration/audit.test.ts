@@ -140,16 +140,20 @@ describe('audit entries for every state change', () => {
   });
 });
 
+/** Changes sealed entries the way a superuser could: with the append-only trigger switched off. */
+const tamper = (sql: string) =>
+  superuserQuery(
+    app.db.url,
+    `begin; alter table audit_entries disable trigger user; ${sql} alter table audit_entries enable trigger user; commit;`,
+  );
+
 describe('tamper evidence', () => {
   it('reports the first broken seq when a row is changed behind the API', async () => {
     const org = await signupOrg(app.http);
     for (let i = 0; i < 3; i++) await mintKey(app.http, org.adminKey, ['audit:read']);
     expect((await app.http.get('/v1/audit/verify', org.adminKey)).body.valid).toBe(true);
-    await superuserQuery(
-      app.db.url,
-      `begin; alter table audit_entries disable trigger user;
-       update audit_entries set details = '{"name":"forged"}' where org_id = '${org.orgId}' and seq = 4;
-       alter table audit_entries enable trigger user; commit;`,
+    await tamper(
+      `update audit_entries set details = '{"name":"forged"}' where org_id = '${org.orgId}' and seq = 4;`,
     );
     const verify = await app.http.get('/v1/audit/verify', org.adminKey);
     expect(verify.body).toMatchObject({ valid: false, first_broken_seq: 4 });
@@ -159,12 +163,7 @@ describe('tamper evidence', () => {
     const org = await signupOrg(app.http);
     await mintKey(app.http, org.adminKey, ['audit:read']);
     await app.http.get('/v1/audit', org.adminKey);
-    await superuserQuery(
-      app.db.url,
-      `begin; alter table audit_entries disable trigger user;
-       delete from audit_entries where org_id = '${org.orgId}' and seq = 2;
-       alter table audit_entries enable trigger user; commit;`,
-    );
+    await tamper(`delete from audit_entries where org_id = '${org.orgId}' and seq = 2;`);
     const verify = await app.http.get('/v1/audit/verify', org.adminKey);
     expect(verify.body).toMatchObject({ valid: false, first_broken_seq: 3 });
   });
@@ -193,10 +192,7 @@ describe('tamper evidence', () => {
           `update audit_entries set details = '${JSON.stringify(e.details)}', prev_hash = '${e.prevHash}', hash = '${e.hash}' where org_id = '${org.orgId}' and seq = ${e.seq};`,
       )
       .join('\n');
-    await superuserQuery(
-      app.db.url,
-      `begin; alter table audit_entries disable trigger user; ${sql} alter table audit_entries enable trigger user; commit;`,
-    );
+    await tamper(sql);
     const verify = await app.http.get('/v1/audit/verify', org.adminKey);
     expect(verify.body).toMatchObject({ valid: false });
     expect(verify.body.first_broken_seq).toBeLessThanOrEqual(forged.length);
