@@ -29,8 +29,8 @@ const invalid = () => new DomainError('invalid_api_key', 'the API key or session
 
 /**
  * Resolves a bearer token to a principal. Lookups go local memory (1 s) -> Redis (30 s) ->
- * PostgreSQL; revocation deletes the Redis entry, and every cached entry carries its own
- * expiry and revocation time, which are checked on each request.
+ * PostgreSQL; revocation replaces the Redis entry with a tombstone, and every cached entry
+ * carries its own expiry and revocation time, which are checked on each request.
  */
 export class TokenAuthenticator implements AuthCache {
   private readonly local = new Map<string, { auth: CachedAuth; until: number }>();
