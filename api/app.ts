@@ -12,9 +12,15 @@ export function createApp(infra: Infra): Koa {
   app.use(requestId());
   app.use(errorHandler(infra.logger));
   app.use(router.routes());
-  app.use(router.allowedMethods({ throw: true }));
+  // Reached only when no route answered: 405 for a known path, 404 otherwise.
   app.use(async (ctx) => {
-    throw new DomainError('not_found', `no route ${ctx.method} ${ctx.path}`);
+    const allowed = [...new Set(router.match(ctx.path, ctx.method).path.flatMap((layer) => layer.methods))];
+    if (allowed.length === 0) throw new DomainError('not_found', `no route ${ctx.method} ${ctx.path}`);
+    ctx.set('Allow', allowed.join(', '));
+    throw new DomainError(
+      'method_not_allowed',
+      `${ctx.method} is not allowed on ${ctx.path}; use ${allowed.join(', ')}`,
+    );
   });
   app.on('error', () => undefined); // every error is answered and logged by errorHandler
   return app;

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Redis from 'ioredis';
 import { findOnPath, startEmbeddedRedis } from '../../infra/embedded/embedded-redis';
 
 describe('embedded redis-server for the quick start', () => {
@@ -20,7 +21,6 @@ describe('embedded redis-server for the quick start', () => {
   });
 
   it('keeps data in its append-only file across restarts', async () => {
-    const Redis = (await import('ioredis')).default;
     const first = await startEmbeddedRedis(dataDir, () => undefined);
     const client = new Redis(first.url);
     await client.set('survives', 'yes');

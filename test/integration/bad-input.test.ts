@@ -1,0 +1,211 @@
+import { mintKey, PASSWORD, signupOrg, uniqueEmail, type SignedUpOrg } from '../support/factories';
+import { startTestApp, type TestApp } from '../support/test-app';
+
+let app: TestApp;
+let org: SignedUpOrg;
+let keyId: string;
+
+beforeAll(async () => {
+  app = await startTestApp();
+  org = await signupOrg(app.http);
+  keyId = (await mintKey(app.http, org.adminKey, ['audit:read'])).id;
+});
+afterAll(() => app.close());
+
+type Case = [label: string, body: unknown, field: string];
+
+const long = (n: number) => 'x'.repeat(n);
+const signup = { org_name: 'Org', email: 'a@example.test', password: PASSWORD };
+const user = { email: 'b@example.test', password: PASSWORD, invite_token: 'cit_x' };
+const login = { email: 'a@example.test', password: PASSWORD };
+const invite = { email: 'c@example.test', role: 'viewer' };
+const key = { name: 'k', scopes: ['read'] };
+
+/** Each field of a body: missing, wrong type, out of range; plus unknown fields (bodies are strict). */
+const BODY_CASES: Record<string, Case[]> = {
+  'POST /v1/orgs/signup': [
+    ['org_name missing', { ...signup, org_name: undefined }, 'org_name'],
+    ['org_name a number', { ...signup, org_name: 5 }, 'org_name'],
+    ['org_name blank', { ...signup, org_name: '   ' }, 'org_name'],
+    ['org_name too long', { ...signup, org_name: long(201) }, 'org_name'],
+    ['email missing', { ...signup, email: undefined }, 'email'],
+    ['email not an email', { ...signup, email: 'nope' }, 'email'],
+    ['email an array', { ...signup, email: ['a@example.test'] }, 'email'],
+    ['password missing', { ...signup, password: undefined }, 'password'],
+    ['password under 12 characters', { ...signup, password: 'short' }, 'password'],
+    ['password null', { ...signup, password: null }, 'password'],
+    ['name an object', { ...signup, name: {} }, 'name'],
+    ['an unknown field', { ...signup, plan: 'gold' }, 'body'],
+  ],
+  'POST /v1/auth/signup': [
+    ['email missing', { ...user, email: undefined }, 'email'],
+    ['password too short', { ...user, password: 'x' }, 'password'],
+    ['invite_token missing', { ...user, invite_token: undefined }, 'invite_token'],
+    ['invite_token a number', { ...user, invite_token: 7 }, 'invite_token'],
+    ['invite_token empty', { ...user, invite_token: '' }, 'invite_token'],
+    ['name too long', { ...user, name: long(201) }, 'name'],
+    ['an unknown field', { ...user, role: 'owner' }, 'body'],
+  ],
+  'POST /v1/auth/login': [
+    ['email missing', { ...login, email: undefined }, 'email'],
+    ['email a number', { ...login, email: 1 }, 'email'],
+    ['password missing', { ...login, password: undefined }, 'password'],
+    ['password empty', { ...login, password: '' }, 'password'],
+    ['password too long', { ...login, password: long(1025) }, 'password'],
+    ['an unknown field', { ...login, remember: true }, 'body'],
+  ],
+  'POST /v1/orgs/invites': [
+    ['email missing', { ...invite, email: undefined }, 'email'],
+    ['email not an email', { ...invite, email: 'x@' }, 'email'],
+    ['role missing', { ...invite, role: undefined }, 'role'],
+    ['role unknown', { ...invite, role: 'god' }, 'role'],
+    ['role owner', { ...invite, role: 'owner' }, 'role'],
+    ['an unknown field', { ...invite, note: 'hi' }, 'body'],
+  ],
+  'POST /v1/keys': [
+    ['name missing', { ...key, name: undefined }, 'name'],
+    ['name empty', { ...key, name: '' }, 'name'],
+    ['name too long', { ...key, name: long(101) }, 'name'],
+    ['name a number', { ...key, name: 1 }, 'name'],
+    ['scopes missing', { ...key, scopes: undefined }, 'scopes'],
+    ['scopes empty', { ...key, scopes: [] }, 'scopes'],
+    ['scopes a string', { ...key, scopes: 'read' }, 'scopes'],
+    ['an unknown scope', { ...key, scopes: ['llm:fly'] }, 'scopes.0'],
+    ['a preset mixed with a scope', { ...key, scopes: ['read', 'llm:invoke'] }, 'scopes.0'],
+    ['a scope that is not a string', { ...key, scopes: [3] }, 'scopes.0'],
+    ['expires_in_days 0', { ...key, expires_in_days: 0 }, 'expires_in_days'],
+    ['expires_in_days 366', { ...key, expires_in_days: 366 }, 'expires_in_days'],
+    ['expires_in_days 1.5', { ...key, expires_in_days: 1.5 }, 'expires_in_days'],
+    ['expires_in_days a string', { ...key, expires_in_days: '30' }, 'expires_in_days'],
+    ['an unknown field', { ...key, owner: 'me' }, 'body'],
+  ],
+  'POST /v1/keys/{id}/rotate': [
+    ['grace_seconds -1', { grace_seconds: -1 }, 'grace_seconds'],
+    ['grace_seconds 86401', { grace_seconds: 86_401 }, 'grace_seconds'],
+    ['grace_seconds a string', { grace_seconds: '60' }, 'grace_seconds'],
+    ['an unknown field', { grace: 60 }, 'body'],
+  ],
+};
+
+const PUBLIC = new Set(['POST /v1/orgs/signup', 'POST /v1/auth/signup', 'POST /v1/auth/login']);
+
+const bodyCases = Object.entries(BODY_CASES).flatMap(([route, cases]) =>
+  cases.map(([label, body, field]) => ({ route, label, body, field })),
+);
+
+describe('bad request bodies', () => {
+  it.each(bodyCases)(
+    '$route with $label -> 400 validation_error on $field',
+    async ({ route, body, field }) => {
+      const [method, path] = route.split(' ') as [string, string];
+      const token = PUBLIC.has(route) ? undefined : org.adminKey;
+      const res = await app.http.call<{ error_code: string; details: { path: string; message: string }[] }>(
+        method,
+        path.replace('{id}', keyId),
+        { token, body },
+      );
+      expect(res.status).toBe(400);
+      expect(res.body.error_code).toBe('validation_error');
+      expect(res.body.details.map((d) => d.path)).toContain(field);
+      expect(res.body.details.every((d) => d.message.length > 0)).toBe(true);
+    },
+  );
+
+  it.each([
+    ['a JSON array', '[]'],
+    ['a JSON string', '"hello"'],
+    ['JSON null', 'null'],
+  ])('POST /v1/keys with %s as the body -> 400 validation_error', async (_label, raw) => {
+    const res = await app.http.call('POST', '/v1/keys', {
+      token: org.adminKey,
+      rawBody: raw,
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.error_code).toBe('validation_error');
+  });
+
+  it('POST /v1/keys with no body at all -> 400 validation_error', async () => {
+    const res = await app.http.call('POST', '/v1/keys', { token: org.adminKey });
+    expect(res.status).toBe(400);
+    expect(res.body.error_code).toBe('validation_error');
+  });
+});
+
+describe('bad query strings', () => {
+  it.each([
+    '/v1/keys?limit=0',
+    '/v1/keys?limit=101',
+    '/v1/keys?limit=abc',
+    '/v1/keys?cursor=not-a-cursor',
+    '/v1/keys?unknown=1',
+    '/v1/audit?limit=0',
+    '/v1/audit?since=yesterday',
+    '/v1/audit?until=2026-13-45T00:00:00Z',
+    '/v1/audit?cursor=eyJwIjoiYSJ9',
+    `/v1/audit?action=${long(101)}`,
+  ])('GET %s -> 400 validation_error', async (path) => {
+    const res = await app.http.get<{ error_code: string; details: unknown[] }>(path, org.adminKey);
+    expect(res.status).toBe(400);
+    expect(res.body.error_code).toBe('validation_error');
+    expect(res.body.details.length).toBeGreaterThan(0);
+  });
+});
+
+describe('HTTP conventions', () => {
+  it('answers malformed JSON with 400 invalid_json', async () => {
+    const res = await app.http.call('POST', '/v1/keys', {
+      token: org.adminKey,
+      rawBody: '{"name": ',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.error_code).toBe('invalid_json');
+  });
+
+  it('answers a body that is not JSON with 415 unsupported_media_type', async () => {
+    const res = await app.http.call('POST', '/v1/auth/login', {
+      rawBody: 'email=a',
+      headers: { 'content-type': 'text/plain' },
+    });
+    expect(res.status).toBe(415);
+    expect(res.body.error_code).toBe('unsupported_media_type');
+  });
+
+  it('answers a body over 1 MiB with 413 payload_too_large and the limit', async () => {
+    const res = await app.http.post('/v1/keys', { name: long(1024 * 1024), scopes: ['read'] }, org.adminKey);
+    expect(res.status).toBe(413);
+    expect(res.body).toMatchObject({ error_code: 'payload_too_large', limit_bytes: 1048576 });
+  });
+
+  it('answers an unknown route with 404 not_found in the error shape', async () => {
+    const res = await app.http.get('/v1/nothing-here', org.adminKey);
+    expect(res.status).toBe(404);
+    expect(res.body).toMatchObject({
+      error_code: 'not_found',
+      message: expect.any(String),
+      request_id: expect.any(String),
+    });
+  });
+
+  it('answers a known path with a wrong method with 405 method_not_allowed', async () => {
+    const res = await app.http.call('PUT', '/v1/keys', { token: org.adminKey, body: {} });
+    expect(res.status).toBe(405);
+    expect(res.body.error_code).toBe('method_not_allowed');
+    expect(res.headers.get('allow')).toBe('GET, POST');
+  });
+
+  it('puts X-Request-Id on every response and echoes the one the client sent', async () => {
+    expect((await app.http.get('/health')).headers.get('x-request-id')).toMatch(/^req_/);
+    const res = await app.http.call('GET', '/v1/nothing', { headers: { 'x-request-id': 'client-id-123' } });
+    expect(res.headers.get('x-request-id')).toBe('client-id-123');
+    expect(res.body.request_id).toBe('client-id-123');
+  });
+
+  it('refuses a second signup with the same email as 409 conflict, not 5xx', async () => {
+    const email = uniqueEmail();
+    await app.http.post('/v1/orgs/signup', { ...signup, email });
+    const res = await app.http.post('/v1/orgs/signup', { ...signup, email });
+    expect(res.status).toBe(409);
+  });
+});

@@ -1,0 +1,103 @@
+import { ROUTES } from '../../api/routes';
+import { hashToken } from '../../domain/auth/tokens';
+import { SCOPES, type Scope } from '../../domain/scopes';
+import { mintKey, signupOrg, type SignedUpOrg } from '../support/factories';
+import { startTestApp, type TestApp } from '../support/test-app';
+
+let app: TestApp;
+let org: SignedUpOrg;
+const keys = new Map<Scope, string>();
+
+beforeAll(async () => {
+  app = await startTestApp();
+  org = await signupOrg(app.http);
+  for (const scope of SCOPES) keys.set(scope, (await mintKey(app.http, org.adminKey, [scope], scope)).key);
+});
+afterAll(() => app.close());
+
+/** Dummy path parameters: a route may answer 404 for them, which still proves the scope passed. */
+const concretePath = (path: string) => path.replace(/\{\w+\}/g, 'key_doesnotexist');
+
+/** Minimal valid bodies, so that a request that passes the scope check is not refused for its body. */
+const VALID_BODIES: Record<string, unknown> = {
+  'POST /v1/keys': { name: 'matrix', scopes: ['read'] },
+  'POST /v1/orgs/invites': { email: 'matrix@example.test', role: 'viewer' },
+};
+
+const scoped = ROUTES.filter((r) => r.access.kind === 'scope').map((r) => ({
+  name: `${r.method} ${r.path}`,
+  route: r,
+  scope: (r.access as { scope: Scope }).scope,
+}));
+
+const call = (route: (typeof scoped)[number]['route'], token?: string) =>
+  app.http.call(route.method, concretePath(route.path), {
+    token,
+    body: VALID_BODIES[`${route.method} ${route.path}`],
+  });
+
+const otherScope = (scope: Scope): Scope => SCOPES.find((s) => s !== scope && s !== 'org:admin') as Scope;
+
+describe.each(scoped)('$name requires $scope', ({ route, scope }) => {
+  it('passes a key with exactly that scope', async () => {
+    const res = await call(route, keys.get(scope));
+    expect([401, 403]).not.toContain(res.status);
+    expect(res.status).toBeLessThan(500);
+  });
+
+  it('refuses a key without it: 403 insufficient_scope naming it', async () => {
+    const res = await call(route, keys.get(otherScope(scope)));
+    expect(res.status).toBe(403);
+    expect(res.body).toMatchObject({ error_code: 'insufficient_scope', required_scope: scope });
+    expect(res.body.message).toContain(scope);
+  });
+
+  it('passes org:admin', async () => {
+    const res = await call(route, keys.get('org:admin'));
+    expect([401, 403]).not.toContain(res.status);
+  });
+
+  it('refuses no token with 401 missing_credentials and a bad one with 401 invalid_api_key', async () => {
+    expect((await call(route)).body.error_code).toBe('missing_credentials');
+    const bad = await call(route, `csk_${'x'.repeat(43)}`);
+    expect(bad.status).toBe(401);
+    expect(bad.body.error_code).toBe('invalid_api_key');
+  });
+});
+
+describe('public routes', () => {
+  it.each(ROUTES.filter((r) => r.access.kind === 'public' && r.method === 'GET').map((r) => r.path))(
+    'GET %s answers without a token',
+    async (path) => {
+      expect((await app.http.get(path)).status).toBe(200);
+    },
+  );
+});
+
+describe('token states', () => {
+  it('refuses an expired key with 401 expired_api_key', async () => {
+    const key = await mintKey(app.http, org.adminKey, ['audit:read']);
+    await app.infra
+      .knex('api_keys')
+      .where({ id: key.id })
+      .update({ expires_at: new Date(Date.now() - 1000) });
+    await app.infra.authenticator.forget(hashToken(key.key));
+    const res = await app.http.get('/v1/audit', key.key);
+    expect(res.status).toBe(401);
+    expect(res.body.error_code).toBe('expired_api_key');
+  });
+
+  it('lets the owner session token act as org:admin', async () => {
+    expect((await app.http.post('/v1/keys', { name: 's', scopes: ['read'] }, org.sessionToken)).status).toBe(
+      201,
+    );
+  });
+
+  it('refuses an Authorization header that is not a Bearer token', async () => {
+    const res = await app.http.call('GET', '/v1/keys', {
+      headers: { authorization: `Basic ${org.adminKey}` },
+    });
+    expect(res.status).toBe(401);
+    expect(res.body.error_code).toBe('invalid_api_key');
+  });
+});
