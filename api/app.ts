@@ -14,7 +14,9 @@ export function createApp(infra: Infra): Koa {
   app.use(router.routes());
   // Reached only when no route answered: 405 for a known path, 404 otherwise.
   app.use(async (ctx) => {
-    const allowed = [...new Set(router.match(ctx.path, ctx.method).path.flatMap((layer) => layer.methods))];
+    const allowed = [
+      ...new Set(router.match(ctx.path, ctx.method).path.flatMap((layer) => layer.methods)),
+    ].sort();
     if (allowed.length === 0) throw new DomainError('not_found', `no route ${ctx.method} ${ctx.path}`);
     ctx.set('Allow', allowed.join(', '));
     throw new DomainError(

@@ -192,7 +192,7 @@ describe('HTTP conventions', () => {
     const res = await app.http.call('PUT', '/v1/keys', { token: org.adminKey, body: {} });
     expect(res.status).toBe(405);
     expect(res.body.error_code).toBe('method_not_allowed');
-    expect(res.headers.get('allow')).toBe('GET, POST');
+    expect(res.headers.get('allow')).toBe('GET, HEAD, POST');
   });
 
   it('puts X-Request-Id on every response and echoes the one the client sent', async () => {
