@@ -7,7 +7,7 @@ import { requestId } from './http/request-id';
 import { ROUTES } from './routes';
 
 export function createApp(infra: Infra): Koa {
-  const app = new Koa({ proxy: false });
+  const app = new Koa({ proxy: infra.config.CP_TRUST_PROXY });
   const router = mountRoutes(ROUTES, infra);
   app.use(requestId());
   app.use(errorHandler(infra.logger));

@@ -22,6 +22,8 @@ const schema = z
       .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be base64 of exactly 32 bytes')
       .optional(),
     CP_ALLOW_PRIVATE_PROVIDER_HOSTS: bool.default(false),
+    // Behind a load balancer: take the client IP (per-IP rate limits) from X-Forwarded-For.
+    CP_TRUST_PROXY: bool.default(false),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     CP_DATA_DIR: z.string().min(1).default('./.data'),
     CP_REDIS_PREFIX: z

@@ -155,3 +155,14 @@ describe('rate limits across API replicas', () => {
     expectRateLimited(results[PER_IP] as HttpResult, PER_IP);
   });
 });
+
+describe('behind a trusted proxy (CP_TRUST_PROXY=true)', () => {
+  it('counts the per-IP budget per client address from X-Forwarded-For', async () => {
+    const proxied = await start({ database: setup.db, env: { ...LIMITED_ENV, CP_TRUST_PROXY: 'true' } });
+    const from = (ip: string) => () =>
+      proxied.http.call('GET', '/v1/config/public', { headers: { 'x-forwarded-for': ip } });
+    const first = await burst(PER_IP + 1, from('203.0.113.7'));
+    expect(first.map((r) => r.status)).toEqual([200, 200, 200, 429]);
+    expect((await from('203.0.113.8')()).status).toBe(200);
+  });
+});
