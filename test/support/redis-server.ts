@@ -1,23 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from '../../infra/embedded/free-port';
+import { findOnPath } from '../../infra/embedded/embedded-redis';
 
-const REDIS_SERVER = process.env.TEST_REDIS_SERVER_BIN ?? '/usr/bin/redis-server';
+export { freePort };
 
-/** A free TCP port on the loopback interface (free when asked; good enough for a test). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      probe.close(() => resolve(port));
-    });
-  });
-}
+const REDIS_SERVER = process.env.TEST_REDIS_SERVER_BIN ?? findOnPath('redis-server') ?? 'redis-server';
 
 /**
  * A private, throwaway `redis-server` (no persistence) that a test may kill and start again on

@@ -1,16 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 
-export const ROOT = join(__dirname, '..', '..');
+export { freePort } from '../../infra/embedded/free-port';
 
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  await new Promise((r) => server.close(r));
-  return port;
-}
+export const ROOT = join(__dirname, '..', '..');
 
 export interface ServiceProcess {
   child: ChildProcess;
