@@ -3,7 +3,17 @@
 const js = require('@eslint/js');
 const tseslint = require('typescript-eslint');
 
-const vendorSdks = ['koa', '@koa/*', 'bullmq', 'ioredis', '@mikro-orm/*', 'pg', 'pino', '@opentelemetry/*'];
+const vendorSdks = [
+  'koa',
+  '@koa/*',
+  'bullmq',
+  'ioredis',
+  '@mikro-orm/*',
+  'pg',
+  'pino',
+  'undici',
+  '@opentelemetry/*',
+];
 const layer = (files, forbidden, message) => ({
   files,
   rules: {

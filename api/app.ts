@@ -1,6 +1,7 @@
 import Koa from 'koa';
 import { DomainError } from '../domain/errors';
 import type { Infra } from '../infra/container';
+import { accessLog } from './http/access-log';
 import { errorHandler } from './http/error-handler';
 import { mountRoutes } from './http/mount-routes';
 import { requestId } from './http/request-id';
@@ -10,6 +11,7 @@ export function createApp(infra: Infra): Koa {
   const app = new Koa({ proxy: infra.config.CP_TRUST_PROXY });
   const router = mountRoutes(ROUTES, infra);
   app.use(requestId());
+  app.use(accessLog(infra.logger));
   app.use(errorHandler(infra.logger));
   app.use(router.routes());
   // Reached only when no route answered: 405 for a known path, 404 otherwise.

@@ -1,6 +1,7 @@
 import type { AuditEntry } from '../domain/audit/audit-event';
 import type { VerifyResult } from '../domain/audit/hash-chain';
-import type { ApiKey, Org, User } from '../domain/model';
+import type { Agent, ApiKey, Credential, Org, User } from '../domain/model';
+import { microsToUsd, type Price } from '../domain/pricing/cost';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
@@ -47,4 +48,37 @@ export const presentVerification = (r: VerifyResult) => ({
   entries_checked: r.entriesChecked,
   head: r.head,
   first_broken_seq: r.firstBrokenSeq,
+});
+
+export const presentCredential = (c: Credential) => ({
+  credential_ref: c.ref,
+  name: c.name,
+  provider: c.provider,
+  base_url: c.baseUrl,
+  secret_hint: c.secretHint,
+  version: c.version,
+  created_at: c.createdAt.toISOString(),
+  rotated_at: iso(c.rotatedAt),
+});
+
+export const presentAgent = (a: Agent) => ({
+  id: a.id,
+  name: a.name,
+  description: a.description,
+  owner: a.owner,
+  allowed_models: a.allowedModels,
+  tools: a.tools,
+  credential_refs: a.credentialRefs,
+  metadata: a.metadata,
+  status: a.status,
+  version: a.version,
+  created_at: a.createdAt.toISOString(),
+  updated_at: a.updatedAt.toISOString(),
+});
+
+export const presentPrice = (p: Price) => ({
+  model: p.model,
+  input_per_mtok_usd: microsToUsd(p.inputMicrosPerMtok),
+  output_per_mtok_usd: microsToUsd(p.outputMicrosPerMtok),
+  source: p.source,
 });

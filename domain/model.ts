@@ -65,3 +65,66 @@ export interface Page<T> {
   items: T[];
   nextAfter: string | null;
 }
+
+/** A stored provider secret, addressed by its `credential_ref`. */
+export interface Credential {
+  ref: string;
+  orgId: string;
+  name: string;
+  provider: string;
+  baseUrl: string | null;
+  /** AES-256-GCM under the master key `keyId`; null once deleted (crypto-shredded). */
+  sealedSecret: string | null;
+  keyId: string;
+  secretHint: string;
+  version: number;
+  createdAt: Date;
+  createdBy: string;
+  rotatedAt: Date | null;
+  /** A deleted credential stays as a tombstone so history can still name it. */
+  deletedAt: Date | null;
+}
+
+export interface AgentTool {
+  name: string;
+  version?: string;
+  description?: string;
+}
+
+export type AgentStatus = 'active' | 'suspended';
+
+export interface Agent {
+  id: string;
+  orgId: string;
+  name: string;
+  description: string | null;
+  owner: string | null;
+  allowedModels: string[];
+  tools: AgentTool[];
+  credentialRefs: string[];
+  metadata: Record<string, unknown>;
+  status: AgentStatus;
+  version: number;
+  createdAt: Date;
+  updatedAt: Date;
+  createdBy: string;
+}
+
+/** An org's own price for a model, overriding the built-in table. Micro-dollars per million tokens. */
+export interface ModelPrice {
+  orgId: string;
+  model: string;
+  inputMicrosPerMtok: number;
+  outputMicrosPerMtok: number;
+  updatedAt: Date;
+  updatedBy: string;
+}
+
+/** The last AGBOM content an agent had: its serial and version change only when the content does. */
+export interface AgbomState {
+  agentId: string;
+  orgId: string;
+  contentHash: string;
+  bomVersion: number;
+  changedAt: Date;
+}

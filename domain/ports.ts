@@ -1,5 +1,17 @@
 import type { AuditEvent } from './audit/audit-event';
-import type { ApiKey, Invite, Org, Page, PageRequest, User, UserSession } from './model';
+import type {
+  AgbomState,
+  Agent,
+  ApiKey,
+  Credential,
+  Invite,
+  ModelPrice,
+  Org,
+  Page,
+  PageRequest,
+  User,
+  UserSession,
+} from './model';
 
 export interface OrgRepository {
   add(org: Org): void;
@@ -32,6 +44,59 @@ export interface InviteRepository {
   update(invite: Invite): void;
 }
 
+export interface CredentialRepository {
+  add(credential: Credential): void;
+  /** A live credential; deleted ones are not found. */
+  get(orgId: string, ref: string): Promise<Credential | null>;
+  /** Live and deleted credentials with these refs, for validation and history. */
+  findByRefs(orgId: string, refs: string[]): Promise<Credential[]>;
+  list(orgId: string, page: PageRequest): Promise<Page<Credential>>;
+  /** Live credentials sealed under another master key, locked for resealing, across all orgs. */
+  sealedUnderOtherKeys(keyId: string, limit: number): Promise<Credential[]>;
+  update(credential: Credential): void;
+}
+
+export interface AgentRepository {
+  add(agent: Agent): void;
+  get(orgId: string, id: string): Promise<Agent | null>;
+  /** Loads and locks the row until the transaction ends, so concurrent changes queue up. */
+  getForUpdate(orgId: string, id: string): Promise<Agent | null>;
+  list(orgId: string, page: PageRequest): Promise<Page<Agent>>;
+  update(agent: Agent): void;
+}
+
+export interface PriceRepository {
+  list(orgId: string): Promise<ModelPrice[]>;
+  get(orgId: string, model: string): Promise<ModelPrice | null>;
+  put(price: ModelPrice): Promise<void>;
+  /** False when the org had no price of its own for the model. */
+  delete(orgId: string, model: string): Promise<boolean>;
+}
+
+export interface AgbomStateRepository {
+  /** Stores the content hash; the BOM version goes up only when the hash differs from the last. */
+  record(orgId: string, agentId: string, contentHash: string, at: Date): Promise<AgbomState>;
+}
+
+export interface PolicyRef {
+  id: string;
+  name: string;
+  version: number;
+}
+
+export interface ModelUse {
+  model: string;
+  provider: string;
+  calls: number;
+  lastUsedAt: Date;
+}
+
+/** What an agent is governed by and has done: the parts of its AGBOM other resources own. */
+export interface AgentActivityReader {
+  policiesFor(agent: Agent): Promise<PolicyRef[]>;
+  modelsUsedBy(orgId: string, agentId: string): Promise<ModelUse[]>;
+}
+
 /** Records an audit event in the current transaction; the sealer chains it later. */
 export interface AuditRecorder {
   record(event: AuditEvent): void;
@@ -43,6 +108,11 @@ export interface Tx {
   keys: KeyRepository;
   userSessions: UserSessionRepository;
   invites: InviteRepository;
+  credentials: CredentialRepository;
+  agents: AgentRepository;
+  prices: PriceRepository;
+  agbomStates: AgbomStateRepository;
+  activity: AgentActivityReader;
   audit: AuditRecorder;
 }
 
@@ -56,4 +126,20 @@ export interface UnitOfWork {
 /** Forgets cached authentication for a token, so revocation is felt at once. */
 export interface AuthCache {
   forget(tokenHash: string): Promise<void>;
+}
+
+export interface SealedSecret {
+  keyId: string;
+  sealed: string;
+}
+
+/**
+ * Encrypts provider secrets under the master key. `context` (org and ref) is bound to the
+ * ciphertext, so a sealed secret copied onto another row does not open.
+ */
+export interface SecretSealer {
+  /** The key new seals use; rows under another key are resealed by `master-key:reseal`. */
+  readonly currentKeyId: string;
+  seal(plaintext: string, context: string): SealedSecret;
+  open(value: SealedSecret, context: string): string;
 }

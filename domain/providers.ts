@@ -1,3 +1,57 @@
 /** The provider kinds a credential may name (adapters live in infra/providers). */
 export const PROVIDERS = ['openai', 'anthropic', 'openai_compatible', 'mock'] as const;
 export type Provider = (typeof PROVIDERS)[number];
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | 'tool';
+  content: string;
+}
+
+/** One completion request, already governed: the secret is decrypted only for this call. */
+export interface CompletionRequest {
+  provider: Provider;
+  /** The provider's API root; null means the provider's public default. */
+  baseUrl: string | null;
+  secret: string;
+  model: string;
+  messages: ChatMessage[];
+  /** The completion's output limit. */
+  maxTokens: number;
+  temperature?: number;
+  /** Whole-call deadline; the adapter aborts and reports a retryable `timeout` after it. */
+  timeoutMs: number;
+  signal?: AbortSignal;
+}
+
+export interface CompletionResult {
+  output: { role: 'assistant'; content: string };
+  usage: { inputTokens: number; outputTokens: number };
+  /** The model the provider says answered (may carry a dated suffix). */
+  model: string;
+}
+
+/**
+ * `retryable`: 429, 5xx, timeouts and connection failures, worth another attempt.
+ * `final`: any other 4xx or an answer we cannot read; retrying would fail the same way.
+ */
+export type ProviderFailureKind = 'retryable' | 'final';
+
+export class ProviderError extends Error {
+  constructor(
+    readonly kind: ProviderFailureKind,
+    /** Stable code for the invocation's error: provider_timeout, provider_rate_limited, ... */
+    readonly code: string,
+    message: string,
+    readonly status: number | null = null,
+    /** Seconds the provider asked us to wait (Retry-After), when it said so. */
+    readonly retryAfterSeconds: number | null = null,
+  ) {
+    super(message);
+    this.name = 'ProviderError';
+  }
+}
+
+/** The one port every provider adapter implements. */
+export interface ProviderClient {
+  complete(request: CompletionRequest): Promise<CompletionResult>;
+}

@@ -21,6 +21,14 @@ const schema = z
       .string()
       .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be base64 of exactly 32 bytes')
       .optional(),
+    // Keys replaced by a rotation: they still open what they sealed until `master-key:reseal` ran.
+    CP_MASTER_KEY_PREVIOUS: z
+      .string()
+      .refine(
+        (v) => v.split(',').every((k) => Buffer.from(k.trim(), 'base64').length === 32),
+        'must be a comma-separated list of base64 keys of exactly 32 bytes',
+      )
+      .optional(),
     CP_ALLOW_PRIVATE_PROVIDER_HOSTS: bool.default(false),
     // Behind a load balancer: take the client IP (per-IP rate limits) from X-Forwarded-For.
     CP_TRUST_PROXY: bool.default(false),

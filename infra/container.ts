@@ -3,14 +3,15 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type Redis from 'ioredis';
 import { checkpointKeyFrom, type CheckpointKey } from '../domain/audit/checkpoint';
 import { systemClock, type Clock } from '../domain/clock';
-import type { UnitOfWork } from '../domain/ports';
+import type { SecretSealer, UnitOfWork } from '../domain/ports';
 import { PgAuditLog } from './audit/pg-audit-log';
 import { KeyUsageTracker } from './auth/key-usage';
 import { TokenAuthenticator } from './auth/token-authenticator';
 import type { Config } from './config';
 import { migrate, openOrm } from './db/orm';
 import { MikroUnitOfWork } from './db/unit-of-work';
-import { resolveMasterKey } from './master-key';
+import { resolveKeyring } from './master-key';
+import { KeyringBox, type Keyring } from './crypto/keyring';
 import { IdempotencyStore } from './http/idempotency-store';
 import { RateLimit } from './http/rate-limiters';
 import type { Logger } from './logger';
@@ -38,8 +39,12 @@ export interface Infra {
   auditLog: PgAuditLog;
   /** Signs audit checkpoints; derived from CP_MASTER_KEY. */
   checkpointKey: CheckpointKey;
-  /** Seals provider credentials (AES-256-GCM). */
-  masterKey: Buffer;
+  /** Every checkpoint key we can verify with: the current one first, then previous master keys'. */
+  checkpointKeys: CheckpointKey[];
+  /** CP_MASTER_KEY and the previous keys: seals provider credentials and stored responses. */
+  keyring: Keyring;
+  /** Seals and opens provider secrets (purpose-bound key derived from the keyring). */
+  credentialSealer: SecretSealer;
   queues: JobQueues;
   idempotency: IdempotencyStore;
   rateLimits: { perKey: RateLimit; perIp: RateLimit };
@@ -63,8 +68,9 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
   const prefix = config.CP_REDIS_PREFIX;
   const authenticator = new TokenAuthenticator(knex, redis, prefix);
   const queues = new JobQueues(urls.redisUrl, `${prefix}:bull`);
-  const masterKey = resolveMasterKey(config.CP_MASTER_KEY, config.CP_DATA_DIR);
-  const checkpointKey = checkpointKeyFrom(masterKey);
+  const keyring = resolveKeyring(config.CP_MASTER_KEY, config.CP_MASTER_KEY_PREVIOUS, config.CP_DATA_DIR);
+  const checkpointKeys = keyring.all.map((k) => checkpointKeyFrom(k.key));
+  const checkpointKey = checkpointKeys[0] as CheckpointKey;
   return {
     config,
     urls,
@@ -78,9 +84,11 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
     keyUsage: new KeyUsageTracker(knex, redis, prefix),
     auditLog: new PgAuditLog(knex, checkpointKey),
     checkpointKey,
-    masterKey,
+    checkpointKeys,
+    keyring,
+    credentialSealer: new KeyringBox(keyring, 'credentials'),
     queues,
-    idempotency: new IdempotencyStore(knex, masterKey),
+    idempotency: new IdempotencyStore(knex, keyring),
     rateLimits: {
       perKey: new RateLimit(redis, `${prefix}:rl:key`, config.CP_RATE_LIMIT_PER_MINUTE),
       perIp: new RateLimit(redis, `${prefix}:rl:ip`, config.CP_PUBLIC_RATE_LIMIT_PER_MINUTE),

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Keyring } from './crypto/keyring';
 
 /**
  * The key that seals credentials. Outside production it may be left unset: one is generated
@@ -14,4 +15,18 @@ export function resolveMasterKey(configured: string | undefined, dataDir: string
   const key = randomBytes(32);
   writeFileSync(file, key.toString('base64') + '\n', { mode: 0o600 });
   return key;
+}
+
+/** The current key and the previous ones named in CP_MASTER_KEY_PREVIOUS. */
+export function resolveKeyring(
+  configured: string | undefined,
+  previous: string | undefined,
+  dataDir: string,
+) {
+  const old = (previous ?? '')
+    .split(',')
+    .map((k) => k.trim())
+    .filter(Boolean)
+    .map((k) => Buffer.from(k, 'base64'));
+  return new Keyring(resolveMasterKey(configured, dataDir), old);
 }

@@ -5,7 +5,7 @@ import { validationError } from '../../domain/errors';
 export function parseInput<S extends z.ZodType>(
   schema: S,
   input: unknown,
-  where: 'body' | 'query',
+  where: 'body' | 'query' | 'path',
 ): z.infer<S> {
   const result = schema.safeParse(input);
   if (result.success) return result.data;

@@ -45,8 +45,8 @@ export const auditRoutes = [
     access: needs('audit:read'),
     responses: { 200: { description: 'the verification', schema: AuditVerification } },
     handle: async (input) => {
-      const { auditLog, checkpointKey } = input.infra;
-      const result = await verifyAudit(auditLog, callOf(input).principal.orgId, checkpointKey);
+      const { auditLog, checkpointKeys } = input.infra;
+      const result = await verifyAudit(auditLog, callOf(input).principal.orgId, checkpointKeys);
       return { status: 200, body: presentVerification(result) };
     },
   }),

@@ -1,11 +1,22 @@
 import { defineRoute, PUBLIC, type RouteDef } from '../http/route';
 import { buildOpenApi } from '../openapi';
+import { agentRoutes } from './agents.routes';
 import { auditRoutes } from './audit.routes';
+import { credentialRoutes } from './credentials.routes';
 import { identityRoutes } from './identity.routes';
 import { keyRoutes } from './keys.routes';
+import { pricingRoutes } from './pricing.routes';
 import { publicRoutes } from './public.routes';
 
-const resourceRoutes: RouteDef[] = [...publicRoutes, ...identityRoutes, ...keyRoutes, ...auditRoutes];
+const resourceRoutes: RouteDef[] = [
+  ...publicRoutes,
+  ...identityRoutes,
+  ...keyRoutes,
+  ...credentialRoutes,
+  ...agentRoutes,
+  ...pricingRoutes,
+  ...auditRoutes,
+];
 
 const openApiRoute = defineRoute({
   method: 'GET',

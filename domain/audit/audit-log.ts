@@ -40,17 +40,21 @@ export async function listAudit(
 }
 
 /**
- * Recomputes the chain and checks it passes through every checkpoint signed with the current
- * key (checkpoints of an earlier key are skipped: they cannot be checked without it).
+ * Recomputes the chain and checks it passes through every checkpoint signed with a key we hold
+ * (the current master key or a previous one; checkpoints of a key no longer configured are
+ * skipped: they cannot be checked without it).
  */
-export async function verifyAudit(log: AuditLog, orgId: string, key: CheckpointKey): Promise<VerifyResult> {
+export async function verifyAudit(
+  log: AuditLog,
+  orgId: string,
+  keys: CheckpointKey[],
+): Promise<VerifyResult> {
   await log.seal(orgId);
-  const checkpoints = (await log.checkpoints(orgId)).filter((c) => c.keyId === key.id);
-  const forged = checkpoints.filter((c) => !isAuthentic(key, c));
-  const verifier = new ChainVerifier(
-    new Map(checkpoints.filter((c) => isAuthentic(key, c)).map((c) => [c.seq, c.hash])),
-  );
-  forged.forEach((c) => verifier.markBroken(c.seq));
+  const keyById = new Map(keys.map((k) => [k.id, k]));
+  const checkable = (await log.checkpoints(orgId)).filter((c) => keyById.has(c.keyId));
+  const authentic = (c: Checkpoint) => isAuthentic(keyById.get(c.keyId) as CheckpointKey, c);
+  const verifier = new ChainVerifier(new Map(checkable.filter(authentic).map((c) => [c.seq, c.hash])));
+  checkable.filter((c) => !authentic(c)).forEach((c) => verifier.markBroken(c.seq));
   for await (const batch of log.inOrder(orgId)) batch.forEach((entry) => verifier.push(entry));
   return verifier.result();
 }

@@ -1,5 +1,15 @@
-import { ArrayType, EntitySchema } from '@mikro-orm/core';
-import type { ApiKey, Invite, Org, User, UserSession } from '../../domain/model';
+import { ArrayType, BigIntType, EntitySchema } from '@mikro-orm/core';
+import type {
+  AgbomState,
+  Agent,
+  ApiKey,
+  Credential,
+  Invite,
+  ModelPrice,
+  Org,
+  User,
+  UserSession,
+} from '../../domain/model';
 
 /** A pending audit event: written in the change's transaction, moved to audit_entries when sealed. */
 export interface AuditOutboxRow {
@@ -111,7 +121,79 @@ export const AuditOutboxSchema = new EntitySchema<AuditOutboxRow>({
   },
 });
 
+export const CredentialSchema = new EntitySchema<Credential>({
+  name: 'Credential',
+  tableName: 'credentials',
+  properties: {
+    ref: id,
+    orgId: text,
+    name: text,
+    provider: text,
+    baseUrl: nullableText,
+    sealedSecret: nullableText,
+    keyId: text,
+    secretHint: text,
+    version: { type: 'integer' },
+    createdAt: time,
+    createdBy: text,
+    rotatedAt: nullableTime,
+    deletedAt: nullableTime,
+  },
+});
+
+export const AgentSchema = new EntitySchema<Agent>({
+  name: 'Agent',
+  tableName: 'agents',
+  properties: {
+    id,
+    orgId: text,
+    name: text,
+    description: nullableText,
+    owner: nullableText,
+    allowedModels: { type: ArrayType },
+    tools: { type: 'json' },
+    credentialRefs: { type: ArrayType },
+    metadata: { type: 'json' },
+    status: text,
+    version: { type: 'integer' },
+    createdAt: time,
+    updatedAt: time,
+    createdBy: text,
+  },
+});
+
+export const AgbomStateSchema = new EntitySchema<AgbomState>({
+  name: 'AgbomState',
+  tableName: 'agbom_states',
+  properties: {
+    agentId: id,
+    orgId: text,
+    contentHash: text,
+    bomVersion: { type: 'integer' },
+    changedAt: time,
+  },
+});
+
+const micros = { type: new BigIntType('number') } as const;
+
+export const ModelPriceSchema = new EntitySchema<ModelPrice>({
+  name: 'ModelPrice',
+  tableName: 'model_prices',
+  properties: {
+    orgId: { type: 'string', primary: true },
+    model: { type: 'string', primary: true },
+    inputMicrosPerMtok: micros,
+    outputMicrosPerMtok: micros,
+    updatedAt: time,
+    updatedBy: text,
+  },
+});
+
 export const ENTITIES = [
+  CredentialSchema,
+  AgentSchema,
+  AgbomStateSchema,
+  ModelPriceSchema,
   OrgSchema,
   UserSchema,
   ApiKeySchema,

@@ -28,7 +28,9 @@ export async function openOrm(databaseUrl: string, logger: Logger, poolMax = 10)
     },
     discovery: { warnWhenNoEntities: false },
     allowGlobalContext: false,
-    debug: false,
+    // SQL with parameters only at trace level: tests capture it to prove no secret reaches a log.
+    debug: logger.isLevelEnabled('trace') ? ['query', 'query-params'] : false,
+    logger: (message) => logger.trace({ component: 'mikro-orm' }, message),
   });
 }
 

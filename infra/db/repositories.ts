@@ -1,9 +1,13 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AuditEvent } from '../../domain/audit/audit-event';
-import type { ApiKey, Page, PageRequest } from '../../domain/model';
+import { LockMode } from '@mikro-orm/core';
+import type { AgbomState, Agent, ApiKey, Credential, Page, PageRequest } from '../../domain/model';
 import type { Tx } from '../../domain/ports';
 import {
+  AgentSchema,
   ApiKeySchema,
+  CredentialSchema,
+  ModelPriceSchema,
   AuditOutboxSchema,
   InviteSchema,
   OrgSchema,
@@ -12,15 +16,17 @@ import {
 } from './entities';
 
 /** Keyset pagination on time-ordered ids: newest first, `after` is the last id already seen. */
-async function pageById<T extends { id: string }>(
+async function pageBy<T>(
+  key: keyof T & string,
   find: (where: object, limit: number) => Promise<T[]>,
   orgId: string,
   page: PageRequest,
 ): Promise<Page<T>> {
-  const where = page.after ? { orgId, id: { $lt: page.after } } : { orgId };
+  const where = page.after ? { orgId, [key]: { $lt: page.after } } : { orgId };
   const rows = await find(where, page.limit + 1);
   const items = rows.slice(0, page.limit);
-  return { items, nextAfter: rows.length > page.limit ? (items.at(-1)?.id ?? null) : null };
+  const last = items.at(-1);
+  return { items, nextAfter: rows.length > page.limit && last ? String(last[key]) : null };
 }
 
 const toOutboxRow = (e: AuditEvent) => ({
@@ -36,6 +42,45 @@ const toOutboxRow = (e: AuditEvent) => ({
   details: e.details,
   requestId: e.requestId,
 });
+
+/**
+ * One statement, safe under concurrent readers: the version goes up only when the content hash
+ * changed, and two readers seeing the same new content bump it once.
+ */
+async function recordAgbomState(
+  em: EntityManager,
+  orgId: string,
+  agentId: string,
+  contentHash: string,
+  at: Date,
+): Promise<AgbomState> {
+  const rows: { content_hash: string; bom_version: number; changed_at: Date | string }[] = await em.execute(
+    `insert into agbom_states (agent_id, org_id, content_hash, bom_version, changed_at)
+     values (?, ?, ?, 1, ?)
+     on conflict (agent_id) do update
+       set content_hash = excluded.content_hash,
+           bom_version = agbom_states.bom_version + 1,
+           changed_at = excluded.changed_at
+       where agbom_states.content_hash <> excluded.content_hash
+     returning content_hash, bom_version, changed_at`,
+    [agentId, orgId, contentHash, at],
+  );
+  const row =
+    rows[0] ??
+    (
+      await em.execute(`select content_hash, bom_version, changed_at from agbom_states where agent_id = ?`, [
+        agentId,
+      ])
+    )[0];
+  if (!row) throw new Error(`agbom state of ${agentId} vanished during its upsert`);
+  return {
+    agentId,
+    orgId,
+    contentHash: row.content_hash,
+    bomVersion: Number(row.bom_version),
+    changedAt: new Date(row.changed_at),
+  };
+}
 
 /**
  * The domain's repositories over one MikroORM EntityManager. Entities loaded through it are
@@ -56,7 +101,8 @@ export function repositoriesFor(em: EntityManager): Tx {
       add: (key) => void em.persist(em.create(ApiKeySchema, key)),
       get: (orgId, id) => em.findOne(ApiKeySchema, { orgId, id }),
       list: (orgId, page) =>
-        pageById<ApiKey>(
+        pageBy<ApiKey>(
+          'id',
           (where, limit) => em.find(ApiKeySchema, where, { orderBy: { id: 'desc' }, limit }),
           orgId,
           page,
@@ -72,6 +118,56 @@ export function repositoriesFor(em: EntityManager): Tx {
       add: (invite) => void em.persist(em.create(InviteSchema, invite)),
       findByTokenHash: (tokenHash) => em.findOne(InviteSchema, { tokenHash }),
       update: (invite) => void em.persist(invite),
+    },
+    credentials: {
+      add: (credential) => void em.persist(em.create(CredentialSchema, credential)),
+      get: (orgId, ref) => em.findOne(CredentialSchema, { orgId, ref, deletedAt: null }),
+      findByRefs: (orgId, refs) =>
+        refs.length === 0 ? Promise.resolve([]) : em.find(CredentialSchema, { orgId, ref: { $in: refs } }),
+      list: (orgId, page) =>
+        pageBy<Credential>(
+          'ref',
+          (where, limit) =>
+            em.find(CredentialSchema, { ...where, deletedAt: null }, { orderBy: { ref: 'desc' }, limit }),
+          orgId,
+          page,
+        ),
+      sealedUnderOtherKeys: (keyId, limit) =>
+        em.find(
+          CredentialSchema,
+          { keyId: { $ne: keyId }, sealedSecret: { $ne: null } },
+          { limit, orderBy: { ref: 'asc' }, lockMode: LockMode.PESSIMISTIC_PARTIAL_WRITE },
+        ),
+      update: (credential) => void em.persist(credential),
+    },
+    agents: {
+      add: (agent) => void em.persist(em.create(AgentSchema, agent)),
+      get: (orgId, id) => em.findOne(AgentSchema, { orgId, id }),
+      getForUpdate: (orgId, id) =>
+        em.findOne(AgentSchema, { orgId, id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true }),
+      list: (orgId, page) =>
+        pageBy<Agent>(
+          'id',
+          (where, limit) => em.find(AgentSchema, where, { orderBy: { id: 'desc' }, limit }),
+          orgId,
+          page,
+        ),
+      update: (agent) => void em.persist(agent),
+    },
+    prices: {
+      list: (orgId) => em.find(ModelPriceSchema, { orgId }, { orderBy: { model: 'asc' } }),
+      get: (orgId, model) => em.findOne(ModelPriceSchema, { orgId, model }),
+      put: async (price) => void (await em.upsert(ModelPriceSchema, price)),
+      delete: async (orgId, model) => (await em.nativeDelete(ModelPriceSchema, { orgId, model })) > 0,
+    },
+    agbomStates: {
+      record: (orgId, agentId, contentHash, at) => recordAgbomState(em, orgId, agentId, contentHash, at),
+    },
+    // Policies (the policy engine) and invocations do not exist yet: no agent has either so far.
+    // The AGBOM already renders both; these readers are where their tables will plug in.
+    activity: {
+      policiesFor: async () => [],
+      modelsUsedBy: async () => [],
     },
     audit: {
       record: (event) => void em.persist(em.create(AuditOutboxSchema, toOutboxRow(event))),

@@ -1,5 +1,5 @@
 import type { Knex } from '@mikro-orm/knex';
-import { SealedBox } from '../crypto/sealed-box';
+import { KeyringBox, type Keyring } from '../crypto/keyring';
 
 export const IDEMPOTENCY_TTL_HOURS = 24;
 
@@ -17,13 +17,13 @@ export type Claim =
  * Responses can hold secrets shown once (a new API key), so they are stored sealed.
  */
 export class IdempotencyStore {
-  private readonly box: SealedBox;
+  private readonly box: KeyringBox;
 
   constructor(
     private readonly knex: Knex,
-    masterKey: Buffer,
+    private readonly keyring: Keyring,
   ) {
-    this.box = new SealedBox(masterKey, 'idempotency');
+    this.box = new KeyringBox(keyring, 'idempotency');
   }
 
   /** Claims the key for this request, or returns what an earlier request with it left. */
@@ -42,15 +42,15 @@ export class IdempotencyStore {
     const row = await this.knex('idempotency_records').where({ org_id: orgId, key, route }).first();
     if (!row) return this.claim(orgId, key, route, requestHash);
     const context = this.context(orgId, key, route);
-    const response = row.response
-      ? (JSON.parse(this.box.open(row.response, context)) as StoredResponse)
-      : null;
+    const response = row.response ? (JSON.parse(this.unseal(row.response, context)) as StoredResponse) : null;
     return { kind: 'replay', requestHash: row.request_hash, response };
   }
 
   async complete(orgId: string, key: string, route: string, response: StoredResponse): Promise<void> {
-    const sealed = this.box.seal(JSON.stringify(response), this.context(orgId, key, route));
-    await this.knex('idempotency_records').where({ org_id: orgId, key, route }).update({ response: sealed });
+    const { keyId, sealed } = this.box.seal(JSON.stringify(response), this.context(orgId, key, route));
+    await this.knex('idempotency_records')
+      .where({ org_id: orgId, key, route })
+      .update({ response: `${keyId}.${sealed}` });
   }
 
   /** A request that failed leaves nothing behind, so the client may retry with the same key. */
@@ -63,6 +63,16 @@ export class IdempotencyStore {
 
   async deleteExpired(): Promise<number> {
     return this.knex('idempotency_records').where('expires_at', '<=', this.knex.fn.now()).delete();
+  }
+
+  /** Stored as `<key id>.<sealed>` (base64 has no dot); older rows without an id used the current key. */
+  private unseal(stored: string, context: string): string {
+    const dot = stored.indexOf('.');
+    const value =
+      dot < 0
+        ? { keyId: this.keyring.current.id, sealed: stored }
+        : { keyId: stored.slice(0, dot), sealed: stored.slice(dot + 1) };
+    return this.box.open(value, context);
   }
 
   private context = (orgId: string, key: string, route: string) => `${orgId}\n${route}\n${key}`;

@@ -4,12 +4,29 @@ import { startTestApp, type TestApp } from '../support/test-app';
 let app: TestApp;
 let org: SignedUpOrg;
 let keyId: string;
+let credentialRef: string;
+let agentId: string;
 
 beforeAll(async () => {
   app = await startTestApp();
   org = await signupOrg(app.http);
   keyId = (await mintKey(app.http, org.adminKey, ['audit:read'])).id;
+  const credential = await app.http.post<{ credential_ref: string }>(
+    '/v1/credentials',
+    { name: 'c', provider: 'mock', secret: 'mock-secret-123456' },
+    org.adminKey,
+  );
+  credentialRef = credential.body.credential_ref;
+  agentId = (await app.http.post<{ id: string }>('/v1/agents', { name: 'a' }, org.adminKey)).body.id;
 });
+
+/** A route's path with real ids of this org in it. */
+const concrete = (path: string) =>
+  path
+    .replace('/v1/keys/{id}', `/v1/keys/${keyId}`)
+    .replace('/v1/agents/{id}', `/v1/agents/${agentId}`)
+    .replace('{ref}', credentialRef)
+    .replace('{model}', 'my-model');
 afterAll(() => app.close());
 
 type Case = [label: string, body: unknown, field: string];
@@ -20,6 +37,8 @@ const user = { email: 'b@example.test', password: PASSWORD, invite_token: 'cit_x
 const login = { email: 'a@example.test', password: PASSWORD };
 const invite = { email: 'c@example.test', role: 'viewer' };
 const key = { name: 'k', scopes: ['read'] };
+const cred = { name: 'c', provider: 'openai', secret: 'sk-test-1234567890' };
+const price = { input_per_mtok_usd: 1, output_per_mtok_usd: 2 };
 
 /** Each field of a body: missing, wrong type, out of range; plus unknown fields (bodies are strict). */
 const BODY_CASES: Record<string, Case[]> = {
@@ -85,6 +104,66 @@ const BODY_CASES: Record<string, Case[]> = {
     ['grace_seconds a string', { grace_seconds: '60' }, 'grace_seconds'],
     ['an unknown field', { grace: 60 }, 'body'],
   ],
+  'POST /v1/credentials': [
+    ['name missing', { ...cred, name: undefined }, 'name'],
+    ['name too long', { ...cred, name: long(101) }, 'name'],
+    ['provider missing', { ...cred, provider: undefined }, 'provider'],
+    ['provider unknown', { ...cred, provider: 'skynet' }, 'provider'],
+    ['secret missing', { ...cred, secret: undefined }, 'secret'],
+    ['secret empty', { ...cred, secret: '' }, 'secret'],
+    ['secret a number', { ...cred, secret: 12345 }, 'secret'],
+    ['secret with a line break', { ...cred, secret: 'sk-abc\n' }, 'secret'],
+    ['secret too long', { ...cred, secret: long(8193) }, 'secret'],
+    ['base_url a number', { ...cred, base_url: 42 }, 'base_url'],
+    ['base_url not a URL', { ...cred, base_url: 'api.example.com' }, 'base_url'],
+    ['base_url plain http', { ...cred, base_url: 'http://api.example.com/v1' }, 'base_url'],
+    ['base_url ftp', { ...cred, base_url: 'ftp://api.example.com/v1' }, 'base_url'],
+    ['base_url with user info', { ...cred, base_url: 'https://u:p@api.example.com' }, 'base_url'],
+    ['base_url loopback', { ...cred, base_url: 'https://127.0.0.1/v1' }, 'base_url'],
+    ['base_url localhost', { ...cred, base_url: 'https://localhost:8443' }, 'base_url'],
+    ['base_url private 10/8', { ...cred, base_url: 'https://10.1.2.3/v1' }, 'base_url'],
+    ['base_url metadata service', { ...cred, base_url: 'https://169.254.169.254/' }, 'base_url'],
+    ['base_url IPv6 loopback', { ...cred, base_url: 'https://[::1]/v1' }, 'base_url'],
+    ['base_url mapped IPv4', { ...cred, base_url: 'https://[::ffff:127.0.0.1]/' }, 'base_url'],
+    ['base_url decimal loopback', { ...cred, base_url: 'https://2130706433/' }, 'base_url'],
+    ['openai_compatible without base_url', { ...cred, provider: 'openai_compatible' }, 'base_url'],
+    ['an unknown field', { ...cred, region: 'eu' }, 'body'],
+  ],
+  'POST /v1/credentials/{ref}/rotate': [
+    ['secret missing', {}, 'secret'],
+    ['secret with a space', { secret: 'sk abc' }, 'secret'],
+    ['an unknown field', { secret: 'sk-abc', name: 'x' }, 'body'],
+  ],
+  'POST /v1/agents': [
+    ['name missing', {}, 'name'],
+    ['name blank', { name: '  ' }, 'name'],
+    ['description too long', { name: 'a', description: long(2001) }, 'description'],
+    ['allowed_models a string', { name: 'a', allowed_models: 'gpt-4o' }, 'allowed_models'],
+    ['allowed_models repeated', { name: 'a', allowed_models: ['m', 'm'] }, 'allowed_models'],
+    ['allowed_models odd characters', { name: 'a', allowed_models: ['gpt 4o'] }, 'allowed_models.0'],
+    ['tools without a name', { name: 'a', tools: [{ version: '1' }] }, 'tools.0.name'],
+    ['tools repeated', { name: 'a', tools: [{ name: 't' }, { name: 't' }] }, 'tools'],
+    ['tools with an unknown field', { name: 'a', tools: [{ name: 't', secret: 'x' }] }, 'tools.0'],
+    ['credential_refs unknown', { name: 'a', credential_refs: ['cred_nope'] }, 'credential_refs.0'],
+    ['credential_refs a number', { name: 'a', credential_refs: [1] }, 'credential_refs.0'],
+    ['metadata an array', { name: 'a', metadata: [] }, 'metadata'],
+    ['metadata over 16 KiB', { name: 'a', metadata: { big: long(17_000) } }, 'metadata'],
+    ['an unknown field', { name: 'a', status: 'suspended' }, 'body'],
+  ],
+  'PATCH /v1/agents/{id}': [
+    ['an empty patch', {}, 'body'],
+    ['name null', { name: null }, 'name'],
+    ['credential_refs unknown', { credential_refs: ['cred_nope'] }, 'credential_refs.0'],
+    ['version given', { version: 7 }, 'body'],
+  ],
+  'PUT /v1/pricing/{model}': [
+    ['input missing', { ...price, input_per_mtok_usd: undefined }, 'input_per_mtok_usd'],
+    ['input negative', { ...price, input_per_mtok_usd: -1 }, 'input_per_mtok_usd'],
+    ['input a string', { ...price, input_per_mtok_usd: '1' }, 'input_per_mtok_usd'],
+    ['output over 100000', { ...price, output_per_mtok_usd: 100_001 }, 'output_per_mtok_usd'],
+    ['output with seven decimals', { ...price, output_per_mtok_usd: 0.0000001 }, 'output_per_mtok_usd'],
+    ['an unknown field', { ...price, currency: 'EUR' }, 'body'],
+  ],
 };
 
 const PUBLIC = new Set(['POST /v1/orgs/signup', 'POST /v1/auth/signup', 'POST /v1/auth/login']);
@@ -101,7 +180,7 @@ describe('bad request bodies', () => {
       const token = PUBLIC.has(route) ? undefined : org.adminKey;
       const res = await app.http.call<{ error_code: string; details: { path: string; message: string }[] }>(
         method,
-        path.replace('{id}', keyId),
+        concrete(path),
         { token, body },
       );
       expect(res.status).toBe(400);
@@ -144,12 +223,31 @@ describe('bad query strings', () => {
     '/v1/audit?until=2026-13-45T00:00:00Z',
     '/v1/audit?cursor=eyJwIjoiYSJ9',
     `/v1/audit?action=${long(101)}`,
+    '/v1/credentials?limit=0',
+    '/v1/credentials?cursor=nope',
+    '/v1/agents?limit=1000',
+    '/v1/agents?status=active',
   ])('GET %s -> 400 validation_error', async (path) => {
     const res = await app.http.get<{ error_code: string; details: unknown[] }>(path, org.adminKey);
     expect(res.status).toBe(400);
     expect(res.body.error_code).toBe('validation_error');
     expect(res.body.details.length).toBeGreaterThan(0);
   });
+});
+
+describe('bad path parameters', () => {
+  it.each(['bad%20model', '-leading-dash', long(201)])(
+    'PUT /v1/pricing/%s -> 400 on path.model',
+    async (model) => {
+      const res = await app.http.call<{ error_code: string; details: { path: string }[] }>(
+        'PUT',
+        `/v1/pricing/${model}`,
+        { token: org.adminKey, body: price },
+      );
+      expect(res.status).toBe(400);
+      expect(res.body.details.map((d) => d.path)).toContain('model');
+    },
+  );
 });
 
 describe('HTTP conventions', () => {

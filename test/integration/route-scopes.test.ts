@@ -22,6 +22,11 @@ const concretePath = (path: string) => path.replace(/\{\w+\}/g, 'key_doesnotexis
 const VALID_BODIES: Record<string, unknown> = {
   'POST /v1/keys': { name: 'matrix', scopes: ['read'] },
   'POST /v1/orgs/invites': { email: 'matrix@example.test', role: 'viewer' },
+  'POST /v1/credentials': { name: 'matrix', provider: 'mock', secret: 'mock-secret' },
+  'POST /v1/credentials/{ref}/rotate': { secret: 'mock-secret-2' },
+  'POST /v1/agents': { name: 'matrix' },
+  'PATCH /v1/agents/{id}': { name: 'matrix-2' },
+  'PUT /v1/pricing/{model}': { input_per_mtok_usd: 1, output_per_mtok_usd: 2 },
 };
 
 const scoped = ROUTES.filter((r) => r.access.kind === 'scope').map((r) => ({

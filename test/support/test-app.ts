@@ -14,7 +14,7 @@ export const TEST_MASTER_KEY = randomBytes(32).toString('base64');
 export interface TestAppOptions {
   env?: Record<string, string>;
   workers?: boolean;
-  /** Keep every log line (at debug level) to search them. */
+  /** Keep every log line (at trace level, SQL included) to search them. */
   captureLogs?: boolean;
   /** Reuse a database (a second replica); the first app owns and drops it. */
   database?: TestDatabase;
@@ -46,7 +46,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const prefix = options.redisPrefix ?? `cpt_${randomBytes(5).toString('hex')}`;
   const config = loadConfig({
     NODE_ENV: 'test',
-    LOG_LEVEL: options.captureLogs ? 'debug' : 'silent',
+    LOG_LEVEL: options.captureLogs ? 'trace' : 'silent',
     CP_REDIS_PREFIX: prefix,
     CP_RATE_LIMIT_PER_MINUTE: '100000',
     CP_PUBLIC_RATE_LIMIT_PER_MINUTE: '100000',
