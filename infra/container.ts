@@ -15,6 +15,7 @@ import { KeyringBox, type Keyring } from './crypto/keyring';
 import { IdempotencyStore } from './http/idempotency-store';
 import { RateLimit } from './http/rate-limiters';
 import type { Logger } from './logger';
+import { ProviderRouter } from './providers/provider-router';
 import { JobQueues } from './queue/job-queues';
 import { openRedis } from './redis/connections';
 
@@ -46,6 +47,8 @@ export interface Infra {
   /** Seals and opens provider secrets (purpose-bound key derived from the keyring). */
   credentialSealer: SecretSealer;
   queues: JobQueues;
+  /** The provider adapters (openai, openai_compatible, anthropic, mock) behind one port. */
+  providers: ProviderRouter;
   idempotency: IdempotencyStore;
   rateLimits: { perKey: RateLimit; perIp: RateLimit };
   checks: { database(): Promise<void>; redis(): Promise<void> };
@@ -68,6 +71,7 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
   const prefix = config.CP_REDIS_PREFIX;
   const authenticator = new TokenAuthenticator(knex, redis, prefix);
   const queues = new JobQueues(urls.redisUrl, `${prefix}:bull`);
+  const providers = new ProviderRouter({ allowPrivateHosts: config.CP_ALLOW_PRIVATE_PROVIDER_HOSTS });
   const keyring = resolveKeyring(config.CP_MASTER_KEY, config.CP_MASTER_KEY_PREVIOUS, config.CP_DATA_DIR);
   const checkpointKeys = keyring.all.map((k) => checkpointKeyFrom(k.key));
   const checkpointKey = checkpointKeys[0] as CheckpointKey;
@@ -88,6 +92,7 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
     keyring,
     credentialSealer: new KeyringBox(keyring, 'credentials'),
     queues,
+    providers,
     idempotency: new IdempotencyStore(knex, keyring),
     rateLimits: {
       perKey: new RateLimit(redis, `${prefix}:rl:key`, config.CP_RATE_LIMIT_PER_MINUTE),
@@ -99,7 +104,7 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
     },
     // Each connection closes even if another fails (Redis may already be gone).
     close: async () => {
-      await Promise.allSettled([queues.close()]);
+      await Promise.allSettled([queues.close(), providers.close()]);
       redis.disconnect();
       await orm.close(true);
     },

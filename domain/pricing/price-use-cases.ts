@@ -94,13 +94,12 @@ export async function setPrice(
     updatedBy: ctx.principal.id,
   };
   return deps.uow.transaction(async (tx) => {
+    // Copied before the write: the repository may update the loaded row in place.
     const before = await tx.prices.get(row.orgId, model);
+    const previous = usdPair(before ? fromOrg(before) : builtin(model));
     await tx.prices.put(row);
     const price = fromOrg(row);
-    recordPriceEvent(tx, ctx, now, 'pricing.set', model, {
-      ...usdPair(price),
-      previous: usdPair(before ? fromOrg(before) : builtin(model)),
-    });
+    recordPriceEvent(tx, ctx, now, 'pricing.set', model, { ...usdPair(price), previous });
     return price;
   });
 }

@@ -1,0 +1,134 @@
+import { lookup, type LookupAddress, type LookupOptions } from 'node:dns';
+import { Agent, request } from 'undici';
+import { isLocalName, isPrivateAddress } from '../../domain/credentials/provider-host';
+import { ProviderError } from '../../domain/providers';
+import { badResponse, networkError, timeoutError } from './provider-errors';
+
+export interface TransportOptions {
+  /** CP_ALLOW_PRIVATE_PROVIDER_HOSTS: let credentials reach loopback and private addresses. */
+  allowPrivateHosts: boolean;
+  /** A hostile or broken provider cannot make a worker buffer more than this. */
+  maxResponseBytes?: number;
+}
+
+export interface JsonResponse {
+  status: number;
+  retryAfter: string | null;
+  json: unknown;
+  text: string;
+}
+
+const blocked = (host: string) =>
+  new ProviderError(
+    'final',
+    'provider_host_blocked',
+    `provider host ${host} is a loopback or private address; CP_ALLOW_PRIVATE_PROVIDER_HOSTS=true allows it`,
+  );
+
+type LookupCallback = (err: Error | null, address: string | LookupAddress[], family?: number) => void;
+
+/**
+ * Resolves like dns.lookup, then refuses private answers: checked at connect time, after DNS,
+ * so a public name that resolves (or is rebound) to an internal address is still refused.
+ */
+function guardedLookup(hostname: string, options: LookupOptions, callback: LookupCallback): void {
+  lookup(hostname, { ...options, all: true }, (err, addresses) => {
+    if (err) return callback(err, []);
+    if (addresses.some((a) => isPrivateAddress(a.address))) return callback(blocked(hostname), []);
+    if (options.all) return callback(null, addresses);
+    const first = addresses[0];
+    if (!first) return callback(new Error(`no address for ${hostname}`), []);
+    callback(null, first.address, first.family);
+  });
+}
+
+/**
+ * The one HTTP client of the provider adapters: undici's request API on a keep-alive pool
+ * (leaner than fetch and web streams at the throughput the invoke path needs), with an SSRF
+ * guard, a whole-call deadline and a cap on response size.
+ */
+export class HttpTransport {
+  private readonly agent: Agent;
+  private readonly maxBytes: number;
+
+  constructor(private readonly options: TransportOptions) {
+    this.maxBytes = options.maxResponseBytes ?? 8 * 1024 * 1024;
+    this.agent = new Agent({
+      keepAliveTimeout: 30_000,
+      connect: options.allowPrivateHosts ? {} : { lookup: guardedLookup },
+    });
+  }
+
+  async postJson(
+    url: string,
+    headers: Record<string, string>,
+    body: unknown,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<JsonResponse> {
+    const target = new URL(url);
+    const host = target.hostname.replace(/^\[|\]$/g, '');
+    if (!this.options.allowPrivateHosts && (isPrivateAddress(host) || isLocalName(host))) throw blocked(host);
+    const deadline = AbortSignal.timeout(timeoutMs);
+    const abort = signal ? AbortSignal.any([deadline, signal]) : deadline;
+    try {
+      const res = await request(target, {
+        method: 'POST',
+        dispatcher: this.agent,
+        headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
+        body: JSON.stringify(body),
+        signal: abort,
+      });
+      const text = await this.readCapped(res.body);
+      const retryAfter = res.headers['retry-after'];
+      return {
+        status: res.statusCode,
+        retryAfter: typeof retryAfter === 'string' ? retryAfter : null,
+        json: parseJson(text),
+        text,
+      };
+    } catch (err) {
+      if (err instanceof ProviderError) throw err;
+      if (deadline.aborted) throw timeoutError(timeoutMs);
+      if (signal?.aborted) throw new ProviderError('retryable', 'provider_aborted', 'the call was cancelled');
+      throw unwrapBlocked(err) ?? networkError(err);
+    }
+  }
+
+  close(): Promise<void> {
+    return this.agent.close();
+  }
+
+  private async readCapped(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<string> {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of body) {
+      size += chunk.length;
+      if (size > this.maxBytes) {
+        body.destroy();
+        throw badResponse(`response larger than ${this.maxBytes} bytes`);
+      }
+      chunks.push(chunk);
+    }
+    return Buffer.concat(chunks).toString('utf8');
+  }
+}
+
+const parseJson = (text: string): unknown => {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+};
+
+/** undici wraps the lookup's error; the blocked-host decision must survive that. */
+function unwrapBlocked(err: unknown): ProviderError | null {
+  for (
+    let e = err as { cause?: unknown } | undefined, depth = 0;
+    e && depth < 5;
+    e = e.cause as typeof e, depth++
+  )
+    if (e instanceof ProviderError) return e;
+  return null;
+}

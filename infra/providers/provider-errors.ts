@@ -1,0 +1,72 @@
+import { ProviderError } from '../../domain/providers';
+
+const MAX_MESSAGE = 500;
+const SECRET_SHAPES = [
+  /\bsk-[A-Za-z0-9_-]{6,}/g,
+  /\bBearer\s+[^\s"']+/gi,
+  /\b(csk|css|cit)_[A-Za-z0-9_-]{6,}/g,
+];
+
+/**
+ * Provider text passed on to the caller, minus anything secret: some providers echo the key
+ * they were sent (or part of it) in their error messages.
+ */
+export function scrubSecret(text: string, secret: string): string {
+  let out = secret.length >= 4 ? text.split(secret).join('[redacted]') : text;
+  for (const shape of SECRET_SHAPES) out = out.replace(shape, '[redacted]');
+  return out.length > MAX_MESSAGE ? `${out.slice(0, MAX_MESSAGE)}…` : out;
+}
+
+/** OpenAI and Anthropic both answer errors as `{ error: { message } }`; others vary. */
+export function providerMessage(json: unknown, text: string): string {
+  const body = json as { error?: { message?: unknown } | string; message?: unknown } | undefined;
+  if (body && typeof body.error === 'object' && typeof body.error.message === 'string')
+    return body.error.message;
+  if (body && typeof body.error === 'string') return body.error;
+  if (body && typeof body.message === 'string') return body.message;
+  return text.trim() || 'no message';
+}
+
+const retryAfter = (header: string | null): number | null => {
+  if (!header) return null;
+  const seconds = Number(header);
+  if (Number.isFinite(seconds) && seconds >= 0) return seconds;
+  const at = Date.parse(header);
+  return Number.isNaN(at) ? null : Math.max(0, Math.ceil((at - Date.now()) / 1000));
+};
+
+/** A non-2xx answer: 408, 429 and 5xx (529 is Anthropic's "overloaded") are worth retrying. */
+export function errorFromStatus(
+  status: number,
+  message: string,
+  retryAfterHeader: string | null,
+): ProviderError {
+  const text = `provider answered ${status}: ${message}`;
+  if (status === 429)
+    return new ProviderError(
+      'retryable',
+      'provider_rate_limited',
+      text,
+      status,
+      retryAfter(retryAfterHeader),
+    );
+  if (status >= 500 || status === 408)
+    return new ProviderError('retryable', 'provider_unavailable', text, status, retryAfter(retryAfterHeader));
+  if (status === 401 || status === 403)
+    return new ProviderError('final', 'provider_auth_failed', text, status);
+  return new ProviderError('final', 'provider_rejected', text, status);
+}
+
+export const timeoutError = (ms: number) =>
+  new ProviderError('retryable', 'provider_timeout', `provider did not answer within ${ms} ms`);
+
+export const badResponse = (why: string, status: number | null = null) =>
+  new ProviderError('final', 'provider_bad_response', `provider answer unusable: ${why}`, status);
+
+/** Connection-level failures (refused, reset, DNS): the provider may be back on the next attempt. */
+export function networkError(err: unknown): ProviderError {
+  const e = err as { code?: string; message?: string; cause?: { code?: string; message?: string } };
+  const code = e.code ?? e.cause?.code ?? 'network error';
+  const detail = e.cause?.message ?? e.message ?? String(err);
+  return new ProviderError('retryable', 'provider_unreachable', `provider unreachable (${code}): ${detail}`);
+}
