@@ -13,7 +13,7 @@ import { agentDeps } from '../http/deps';
 import { defineRoute, needs } from '../http/route';
 import { presentAgent } from '../presenters';
 import { AgbomView, AgentView, CreateAgentBody, PatchAgentBody } from '../schemas/agents.schemas';
-import { decodeCursor, encodeCursor, listOf, pageQuery } from '../schemas/common';
+import { listOf, pageQuery, pageReply, pageRequest } from '../schemas/common';
 
 const read = needs('agents:read');
 const write = needs('agents:write');
@@ -96,15 +96,8 @@ export const agentRoutes = [
     query: z.object(pageQuery).strict(),
     responses: { 200: { description: 'a page of agents', schema: listOf(AgentView) } },
     handle: async (input) => {
-      const after = decodeCursor(input.query.cursor, 'string');
-      const page = await listAgents(agentDeps(input.infra), callOf(input), {
-        limit: input.query.limit,
-        after,
-      });
-      return {
-        status: 200,
-        body: { data: page.items.map(presentAgent), next_cursor: encodeCursor(page.nextAfter) },
-      };
+      const page = await listAgents(agentDeps(input.infra), callOf(input), pageRequest(input.query));
+      return pageReply(page, presentAgent);
     },
   }),
   defineRoute({

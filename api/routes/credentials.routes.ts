@@ -10,7 +10,7 @@ import { callOf } from '../http/call-context';
 import { credentialDeps } from '../http/deps';
 import { defineRoute, needs } from '../http/route';
 import { presentCredential } from '../presenters';
-import { decodeCursor, encodeCursor, listOf, pageQuery } from '../schemas/common';
+import { listOf, pageQuery, pageReply, pageRequest } from '../schemas/common';
 import { CredentialView, RotateCredentialBody, StoreCredentialBody } from '../schemas/credentials.schemas';
 
 const read = needs('credentials:read');
@@ -48,15 +48,12 @@ export const credentialRoutes = [
     query: z.object(pageQuery).strict(),
     responses: { 200: { description: 'a page of credentials', schema: listOf(CredentialView) } },
     handle: async (input) => {
-      const after = decodeCursor(input.query.cursor, 'string');
-      const page = await listCredentials(credentialDeps(input.infra), callOf(input), {
-        limit: input.query.limit,
-        after,
-      });
-      return {
-        status: 200,
-        body: { data: page.items.map(presentCredential), next_cursor: encodeCursor(page.nextAfter) },
-      };
+      const page = await listCredentials(
+        credentialDeps(input.infra),
+        callOf(input),
+        pageRequest(input.query),
+      );
+      return pageReply(page, presentCredential);
     },
   }),
   defineRoute({

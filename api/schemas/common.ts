@@ -28,6 +28,21 @@ export const pageQuery = {
 export const listOf = <T extends z.ZodType>(item: T) =>
   z.object({ data: z.array(item), next_cursor: z.string().nullable() });
 
+/** The page a list query asks for: its limit and the position its cursor encodes. */
+export const pageRequest = (query: { limit: number; cursor?: string | undefined }) => ({
+  limit: query.limit,
+  after: decodeCursor(query.cursor, 'string'),
+});
+
+/** A list answer: the page's items as presented, and the cursor of the next page (or null). */
+export const pageReply = <T>(
+  page: { items: T[]; nextAfter: string | null },
+  present: (item: T) => unknown,
+) => ({
+  status: 200,
+  body: { data: page.items.map(present), next_cursor: encodeCursor(page.nextAfter) },
+});
+
 /** Cursors are opaque to clients: base64url JSON of the position to continue from. */
 export const encodeCursor = (position: string | number | null): string | null =>
   position === null ? null : Buffer.from(JSON.stringify({ p: position })).toString('base64url');

@@ -37,7 +37,7 @@ export const CredentialView = z
     provider: z.enum(PROVIDERS),
     base_url: z.string().nullable(),
     secret_hint: z.string().meta({
-      description: '"…" and the last 4 characters of the secret (just "…" for secrets under 12 characters).',
+      description: '"…" and the last 4 characters of the secret (just "…" for secrets under 8 characters).',
     }),
     version: z.number().int(),
     created_at: timestamp,

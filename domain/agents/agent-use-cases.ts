@@ -2,7 +2,7 @@ import { newAuditEvent } from '../audit/new-event';
 import type { Clock } from '../clock';
 import { invalidState, notFound, validationError } from '../errors';
 import { newId } from '../ids';
-import type { Agent, AgentTool, Page, PageRequest } from '../model';
+import type { Agent, Page, PageRequest } from '../model';
 import type { Tx, UnitOfWork } from '../ports';
 import { actorOf, type CallContext } from '../principal';
 
@@ -11,15 +11,11 @@ export interface AgentDeps {
   clock: Clock;
 }
 
-export interface AgentFields {
-  name: string;
-  description: string | null;
-  owner: string | null;
-  allowedModels: string[];
-  tools: AgentTool[];
-  credentialRefs: string[];
-  metadata: Record<string, unknown>;
-}
+/** What a client sets; the rest (id, status, version, times) the service keeps. */
+export type AgentFields = Pick<
+  Agent,
+  'name' | 'description' | 'owner' | 'allowedModels' | 'tools' | 'credentialRefs' | 'metadata'
+>;
 
 export type AgentPatch = Partial<AgentFields>;
 

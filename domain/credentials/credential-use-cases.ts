@@ -25,8 +25,11 @@ export interface StoreCredentialInput {
 /** Associated data of a sealed secret: the ciphertext opens only on its own org and ref. */
 export const sealingContext = (orgId: string, ref: string): string => `credential\n${orgId}\n${ref}`;
 
-/** Enough to recognise a secret, never enough to help guess it: short secrets show nothing. */
-export const secretHint = (secret: string): string => (secret.length >= 12 ? `…${secret.slice(-4)}` : '…');
+/**
+ * The last 4 characters, enough to recognise a secret. A secret under 8 characters shows
+ * nothing: its last 4 would be half of it or all of it.
+ */
+export const secretHint = (secret: string): string => (secret.length >= 8 ? `…${secret.slice(-4)}` : '…');
 
 function checkBaseUrl(deps: CredentialDeps, provider: Provider, baseUrl: string | null): void {
   if (provider === 'openai_compatible' && !baseUrl)

@@ -58,8 +58,10 @@ describe('credentials', () => {
   });
 
   it('shows no characters of a short secret', async () => {
-    const res = await store({ name: 'mock', provider: 'mock', secret: 'abc123' });
+    const res = await store({ name: 'mock', provider: 'mock', secret: 'abc1234' });
     expect(res.body.secret_hint).toBe('…');
+    const eight = await store({ name: 'mock', provider: 'mock', secret: 'abcd5678' });
+    expect(eight.body.secret_hint).toBe('…5678');
   });
 
   it('refuses to open a tampered ciphertext, or one moved to another row or org', async () => {
@@ -204,6 +206,27 @@ describe('credentials', () => {
       base_url: 'https://a.example',
     });
     expect(mockWithUrl.status).toBe(400);
+  });
+
+  it('accepts a loopback base_url only when the operator allows private provider hosts', async () => {
+    const body = {
+      name: 'ollama',
+      provider: 'openai_compatible',
+      secret: 'ollama',
+      base_url: 'http://127.0.0.1:11434/v1',
+    };
+    const refused = await store(body);
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({ error_code: 'validation_error', details: [{ path: 'base_url' }] });
+    const allowing = await startTestApp({ env: { CP_ALLOW_PRIVATE_PROVIDER_HOSTS: 'true' } });
+    try {
+      const admin = (await signupOrg(allowing.http)).adminKey;
+      const res = await allowing.http.post<CredentialBody>('/v1/credentials', body, admin);
+      expect(res.status).toBe(201);
+      expect(res.body.base_url).toBe('http://127.0.0.1:11434/v1');
+    } finally {
+      await allowing.close();
+    }
   });
 
   it('never lets a secret reach a response, a log line or an audit entry', async () => {

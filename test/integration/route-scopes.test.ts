@@ -70,6 +70,31 @@ describe.each(scoped)('$name requires $scope', ({ route, scope }) => {
   });
 });
 
+describe('read scopes cannot write', () => {
+  it.each([
+    ['credentials:read', 'POST', '/v1/credentials', { name: 'x', provider: 'mock', secret: 'x' }],
+    ['credentials:read', 'POST', '/v1/credentials/cred_x/rotate', { secret: 'x' }],
+    ['credentials:read', 'DELETE', '/v1/credentials/cred_x', undefined],
+    ['agents:read', 'POST', '/v1/agents', { name: 'x' }],
+    ['agents:read', 'PATCH', '/v1/agents/agt_x', { name: 'x' }],
+    ['agents:read', 'POST', '/v1/agents/agt_x/suspend', undefined],
+    ['stats:read', 'PUT', '/v1/pricing/gpt-4o', { input_per_mtok_usd: 1, output_per_mtok_usd: 1 }],
+    ['stats:read', 'DELETE', '/v1/pricing/gpt-4o', undefined],
+  ] as const)('%s cannot %s %s', async (scope, method, path, body) => {
+    const res = await app.http.call(method, path, { token: keys.get(scope), body });
+    expect(res.status).toBe(403);
+    expect(res.body.error_code).toBe('insufficient_scope');
+  });
+
+  it.each([
+    ['credentials:read', '/v1/credentials'],
+    ['agents:read', '/v1/agents'],
+    ['stats:read', '/v1/pricing'],
+  ])('%s can GET %s', async (scope, path) => {
+    expect((await app.http.get(path, keys.get(scope as Scope))).status).toBe(200);
+  });
+});
+
 describe('public routes', () => {
   it.each(ROUTES.filter((r) => r.access.kind === 'public' && r.method === 'GET').map((r) => r.path))(
     'GET %s answers without a token',
