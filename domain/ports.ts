@@ -48,6 +48,8 @@ export interface CredentialRepository {
   add(credential: Credential): void;
   /** A live credential; deleted ones are not found. */
   get(orgId: string, ref: string): Promise<Credential | null>;
+  /** The same, with the row locked until the transaction ends (rotate and delete queue up). */
+  getForUpdate(orgId: string, ref: string): Promise<Credential | null>;
   /** Live and deleted credentials with these refs, for validation and history. */
   findByRefs(orgId: string, refs: string[]): Promise<Credential[]>;
   list(orgId: string, page: PageRequest): Promise<Page<Credential>>;

@@ -1,6 +1,6 @@
 import { newAuditEvent } from '../audit/new-event';
 import type { Clock } from '../clock';
-import { DomainError, invalidField, notFound } from '../errors';
+import { invalidField, notFound } from '../errors';
 import { newId } from '../ids';
 import type { Credential, Page, PageRequest } from '../model';
 import type { SecretSealer, Tx, UnitOfWork } from '../ports';
@@ -85,8 +85,11 @@ export async function storeCredential(
   return credential;
 }
 
-async function loadCredential(tx: Tx, ctx: CallContext, ref: string): Promise<Credential> {
-  const credential = await tx.credentials.get(ctx.principal.orgId, ref);
+async function loadCredential(tx: Tx, ctx: CallContext, ref: string, forUpdate = false): Promise<Credential> {
+  const orgId = ctx.principal.orgId;
+  const credential = forUpdate
+    ? await tx.credentials.getForUpdate(orgId, ref)
+    : await tx.credentials.get(orgId, ref);
   if (!credential) throw notFound('credential');
   return credential;
 }
@@ -109,7 +112,7 @@ export async function rotateCredential(
 ): Promise<Credential> {
   const now = deps.clock.now();
   return deps.uow.transaction(async (tx) => {
-    const credential = await loadCredential(tx, ctx, ref);
+    const credential = await loadCredential(tx, ctx, ref, true);
     const sealed = deps.sealer.seal(secret, sealingContext(credential.orgId, credential.ref));
     credential.sealedSecret = sealed.sealed;
     credential.keyId = sealed.keyId;
@@ -129,12 +132,24 @@ export async function rotateCredential(
 export async function deleteCredential(deps: CredentialDeps, ctx: CallContext, ref: string): Promise<void> {
   const now = deps.clock.now();
   await deps.uow.transaction(async (tx) => {
-    const credential = await loadCredential(tx, ctx, ref);
+    const credential = await loadCredential(tx, ctx, ref, true);
     credential.sealedSecret = null;
     credential.deletedAt = now;
     tx.credentials.update(credential);
     recordEvent(tx, ctx, 'credential.deleted', credential, now);
   });
+}
+
+/**
+ * Not an HTTP error: an invocation whose credential is gone fails with this code in its
+ * `error` (the contract's `credential_not_found`), while the request that queued it succeeded.
+ */
+export class CredentialNotFound extends Error {
+  readonly code = 'credential_not_found';
+  constructor(ref: string) {
+    super(`credential_not_found: no live credential ${ref}`);
+    this.name = 'CredentialNotFound';
+  }
 }
 
 export interface OpenedCredential {
@@ -152,7 +167,7 @@ export async function openCredential(
   ref: string,
 ): Promise<OpenedCredential> {
   const credential = await deps.uow.read((tx) => tx.credentials.get(orgId, ref));
-  if (!credential?.sealedSecret) throw new DomainError('not_found', 'credential_not_found');
+  if (!credential?.sealedSecret) throw new CredentialNotFound(ref);
   const secret = deps.sealer.open(
     { keyId: credential.keyId, sealed: credential.sealedSecret },
     sealingContext(orgId, ref),

@@ -122,6 +122,12 @@ export function repositoriesFor(em: EntityManager): Tx {
     credentials: {
       add: (credential) => void em.persist(em.create(CredentialSchema, credential)),
       get: (orgId, ref) => em.findOne(CredentialSchema, { orgId, ref, deletedAt: null }),
+      getForUpdate: (orgId, ref) =>
+        em.findOne(
+          CredentialSchema,
+          { orgId, ref, deletedAt: null },
+          { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true },
+        ),
       findByRefs: (orgId, refs) =>
         refs.length === 0 ? Promise.resolve([]) : em.find(CredentialSchema, { orgId, ref: { $in: refs } }),
       list: (orgId, page) =>

@@ -247,3 +247,27 @@ describe('credentials', () => {
     expect(haystack).not.toMatch(/sk-test-[A-Za-z0-9_-]{10,}/);
   });
 });
+
+describe('concurrent changes to one credential', () => {
+  it('give each rotation its own version, and never revive a deleted secret', async () => {
+    const created = await store({ name: 'busy', provider: 'openai', secret: newSecret() });
+    const ref = created.body.credential_ref;
+    const rotations = await Promise.all(
+      Array.from({ length: 6 }, () =>
+        app.http.post<CredentialBody>(`/v1/credentials/${ref}/rotate`, { secret: newSecret() }, org.adminKey),
+      ),
+    );
+    expect(rotations.map((r) => r.body.version).sort()).toEqual([2, 3, 4, 5, 6, 7]);
+
+    const racing = await Promise.all([
+      app.http.delete(`/v1/credentials/${ref}`, org.adminKey),
+      ...Array.from({ length: 4 }, () =>
+        app.http.post(`/v1/credentials/${ref}/rotate`, { secret: newSecret() }, org.adminKey),
+      ),
+    ]);
+    expect(racing.every((r) => [200, 204, 404].includes(r.status))).toBe(true);
+    const row = await app.infra.knex('credentials').where({ ref }).first();
+    expect(row).toMatchObject({ sealed_secret: null });
+    expect(row.deleted_at).not.toBeNull();
+  });
+});
