@@ -33,7 +33,8 @@ export const pricingRoutes = [
   defineRoute({
     method: 'PUT',
     path: modelPath,
-    summary: "Set the org's own price for a model (overrides the built-in price, or prices a new model; send a slash in a model name as %2F)",
+    summary:
+      "Set the org's own price for a model (overrides the built-in price, or prices a new model; send a slash in a model name as %2F)",
     tag: 'pricing',
     access: needs('org:admin'),
     body: PutPriceBody,
