@@ -1,3 +1,4 @@
+import canonicalize from 'canonicalize';
 import { newAuditEvent } from '../audit/new-event';
 import type { Clock } from '../clock';
 import { invalidState, notFound, validationError } from '../errors';
@@ -78,7 +79,8 @@ export const getAgent = (deps: AgentDeps, ctx: CallContext, id: string): Promise
 export const listAgents = (deps: AgentDeps, ctx: CallContext, page: PageRequest): Promise<Page<Agent>> =>
   deps.uow.read((tx) => tx.agents.list(ctx.principal.orgId, page));
 
-const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
+/** Equal as JSON whatever the key order (jsonb hands objects back with its own order). */
+const same = (a: unknown, b: unknown): boolean => canonicalize(a) === canonicalize(b);
 const snakeCase = (field: string): string => field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 /**

@@ -104,12 +104,16 @@ describe('agents', () => {
     expect(renamed.body).toMatchObject({ name: 'patchy-2', version: 2, allowed_models: ['gpt-4o'] });
     const same = await patch(agent.id, { name: 'patchy-2' });
     expect(same.body.version).toBe(2);
+    await patch(agent.id, { metadata: { a: 1, zone: 'eu' } });
+    // jsonb hands the object back as {a, zone}; the same keys in another order are no change.
+    const reordered = await patch(agent.id, { metadata: { zone: 'eu', a: 1 } });
+    expect(reordered.body.version).toBe(3);
     const models = await patch(agent.id, {
       allowed_models: [],
       description: 'now with nothing',
       owner: null,
     });
-    expect(models.body).toMatchObject({ version: 3, allowed_models: [], description: 'now with nothing' });
+    expect(models.body).toMatchObject({ version: 4, allowed_models: [], description: 'now with nothing' });
     expect(Date.parse(models.body.updated_at as string)).toBeGreaterThanOrEqual(
       Date.parse(agent.updated_at as string),
     );
