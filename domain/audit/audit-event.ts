@@ -29,7 +29,9 @@ export interface AuditEntry extends AuditEvent {
   hash: string;
 }
 
-const SECRET_FIELD = /pass(word)?|secret|token|^key$|authorization|api_?key/i;
+// Whole names or `_`-suffixes (session_token, api_key), so counts such as max_tokens or
+// input_tokens, and harmless names such as secret_hint, stay readable.
+const SECRET_FIELD = /(^|_)(pass(word)?|secret|token|key|api_?key|authorization)$/i;
 const SECRET_VALUE = /\b(csk|css|cit)_[A-Za-z0-9_-]{20,}/;
 
 /**
