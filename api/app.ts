@@ -5,6 +5,7 @@ import { accessLog } from './http/access-log';
 import { errorHandler } from './http/error-handler';
 import { mountRoutes } from './http/mount-routes';
 import { requestId } from './http/request-id';
+import { tracing } from './http/tracing';
 import { ROUTES } from './routes';
 
 export function createApp(infra: Infra): Koa {
@@ -12,6 +13,7 @@ export function createApp(infra: Infra): Koa {
   const router = mountRoutes(ROUTES, infra);
   app.use(requestId());
   app.use(accessLog(infra.logger));
+  app.use(tracing());
   app.use(errorHandler(infra.logger));
   app.use(router.routes());
   // Reached only when no route answered: 405 for a known path, 404 otherwise.

@@ -63,6 +63,8 @@ function responsesOf(route: RouteDef) {
     out['401'] = errorResponse('missing_credentials, invalid_api_key or expired_api_key');
   if (route.access.kind === 'scope')
     out['403'] = errorResponse(`insufficient_scope: requires ${route.access.scope}`);
+  if (route.access.kind === 'anyScope')
+    out['403'] = errorResponse(`insufficient_scope: requires one of ${route.access.scopes.join(', ')}`);
   if (!route.unlimited) out['429'] = errorResponse('rate_limited; see Retry-After');
   out['503'] = errorResponse('unavailable: the database or Redis is unreachable');
   return out;
@@ -75,6 +77,7 @@ function operation(route: RouteDef) {
     operationId: `${route.method.toLowerCase()}${route.path.replace(/[^A-Za-z0-9]+(\w)?/g, (_, c: string) => (c ?? '').toUpperCase())}`,
     ...(route.access.kind === 'public' ? { security: [] } : {}),
     ...(route.access.kind === 'scope' ? { 'x-required-scope': route.access.scope } : {}),
+    ...(route.access.kind === 'anyScope' ? { 'x-accepted-scopes': route.access.scopes } : {}),
     parameters: [
       ...pathParameters(route.path),
       ...queryParameters(route),

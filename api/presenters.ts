@@ -1,7 +1,11 @@
 import type { AuditEntry } from '../domain/audit/audit-event';
 import type { VerifyResult } from '../domain/audit/hash-chain';
 import type { Agent, ApiKey, Credential, Org, User } from '../domain/model';
+import type { Decision, DecisionReason, Invocation } from '../domain/invocations/invocation';
+import type { HistoryItem } from '../domain/invocations/invocation-store';
 import { microsToUsd, type Price } from '../domain/pricing/cost';
+import type { SessionView } from '../domain/sessions/session-use-cases';
+import type { UsageFigures, UsageReport } from '../domain/stats/usage-stats';
 
 const iso = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
@@ -81,4 +85,93 @@ export const presentPrice = (p: Price) => ({
   input_per_mtok_usd: microsToUsd(p.inputMicrosPerMtok),
   output_per_mtok_usd: microsToUsd(p.outputMicrosPerMtok),
   source: p.source,
+});
+
+export const presentSession = ({ session: s, reserved }: SessionView) => ({
+  id: s.id,
+  agent_id: s.agentId,
+  status: s.status,
+  limits: {
+    max_cost_usd: microsToUsd(s.limits.maxCostMicros),
+    max_calls: s.limits.maxCalls,
+    max_tokens: s.limits.maxTokens,
+  },
+  usage: {
+    cost_usd: microsToUsd(s.usage.costMicros),
+    reserved_usd: microsToUsd(reserved.costMicros),
+    calls: s.usage.calls,
+    input_tokens: s.usage.inputTokens,
+    output_tokens: s.usage.outputTokens,
+  },
+  metadata: s.metadata,
+  created_at: s.createdAt.toISOString(),
+  expires_at: s.expiresAt.toISOString(),
+  closed_at: iso(s.closedAt),
+});
+
+const presentReasons = (reasons: DecisionReason[]) =>
+  reasons.map((r) => ({ policy_id: r.policyId, code: r.code, message: r.message }));
+
+export const presentInvocation = (i: Invocation) => ({
+  id: i.id,
+  session_id: i.sessionId,
+  agent_id: i.agentId,
+  status: i.status,
+  model: i.model,
+  provider: i.provider,
+  credential_ref: i.credentialRef,
+  decision: i.decision
+    ? { id: i.decision.id, verdict: i.decision.verdict, reasons: presentReasons(i.decision.reasons) }
+    : null,
+  approval_id: i.approvalId,
+  output: i.output,
+  usage: i.usage ? { input_tokens: i.usage.inputTokens, output_tokens: i.usage.outputTokens } : null,
+  cost_usd: microsToUsd(i.costMicros),
+  error: i.error ? { error_code: i.error.errorCode, message: i.error.message } : null,
+  created_at: i.createdAt.toISOString(),
+  updated_at: i.updatedAt.toISOString(),
+  completed_at: iso(i.completedAt),
+});
+
+export const presentDecision = (d: Decision) => ({
+  id: d.id,
+  invocation_id: d.invocationId,
+  session_id: d.sessionId,
+  agent_id: d.agentId,
+  verdict: d.verdict,
+  reasons: presentReasons(d.reasons),
+  modified_action: d.modifiedAction ?? null,
+  policy_version: d.policyVersion,
+  evaluated_at: d.evaluatedAt.toISOString(),
+});
+
+export const presentHistoryItem = (item: HistoryItem) =>
+  item.invocation
+    ? {
+        type: 'invocation' as const,
+        at: item.at.toISOString(),
+        invocation: presentInvocation(item.invocation),
+      }
+    : {
+        type: 'decision' as const,
+        at: item.at.toISOString(),
+        decision: presentDecision(item.decision as Decision),
+      };
+
+const presentFigures = (f: UsageFigures) => ({
+  calls: f.calls,
+  succeeded: f.succeeded,
+  failed: f.failed,
+  denied: f.denied,
+  cancelled: f.cancelled,
+  input_tokens: f.inputTokens,
+  output_tokens: f.outputTokens,
+  cost_usd: microsToUsd(f.costMicros),
+});
+
+export const presentUsage = (r: UsageReport) => ({
+  from: r.from.toISOString(),
+  to: r.to.toISOString(),
+  totals: presentFigures(r.totals),
+  groups: r.groups.map((g) => ({ key: g.key, ...presentFigures(g) })),
 });

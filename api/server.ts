@@ -14,6 +14,8 @@ export async function startApi(
   port = infra.config.PORT,
   host = infra.config.HOST,
 ): Promise<RunningApi> {
+  // Waiting clients are answered from one subscription per process: open it before taking requests.
+  await infra.completions.listen();
   const server = createServer(createApp(infra).callback());
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {

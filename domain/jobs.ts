@@ -2,28 +2,59 @@ import { z } from 'zod';
 
 /**
  * The one contract of queues, job names, payloads and options shared by the API and the
- * workers. A worker refuses to start when a job name here has no processor (workers/registry.ts).
+ * workers. A worker refuses to start when a job name here has no processor (workers/processors.ts).
  */
-export const QUEUES = { maintenance: 'maintenance' } as const;
+export const QUEUES = { guardian: 'guardian', invoke: 'invoke', maintenance: 'maintenance' } as const;
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
 
+/** W3C trace context (traceparent, tracestate): one trace spans the request, the jobs and the provider call. */
+const traceCarrier = z.record(z.string().max(64), z.string().max(1024));
+
+/** Ids and trace context only: the request itself (messages, secrets) stays in PostgreSQL. */
+const invocationJob = z
+  .object({
+    invocation_id: z.string().min(1).max(100),
+    org_id: z.string().min(1).max(100),
+    trace: traceCarrier,
+  })
+  .strict();
+
+const periodic = z.object({}).strict();
+
+interface JobSpec {
+  queue: QueueName;
+  payload: z.ZodType;
+  /** Periodic jobs run as BullMQ job schedulers at this interval. */
+  everyMs?: number;
+  /** Attempts before the job fails for good; backoff is exponential from `backoffMs`. */
+  attempts?: number;
+  backoffMs?: number;
+}
+
 export const JOBS = {
+  /** The guardian decides an invocation: allowed ones go on to `invocation.run`. */
+  'invocation.evaluate': { queue: QUEUES.guardian, payload: invocationJob, attempts: 5, backoffMs: 200 },
+  /** Reserve, call the provider, settle, record: one attempt per provider call. */
+  'invocation.run': { queue: QUEUES.invoke, payload: invocationJob },
+  /** Returns reservations whose job died and requeues invocations whose job was lost. */
+  'invocations.reap': { queue: QUEUES.maintenance, payload: periodic, everyMs: 10_000 },
+  /** Records open sessions past their expiry as expired (they already refuse invokes). */
+  'sessions.expire': { queue: QUEUES.maintenance, payload: periodic, everyMs: 15_000 },
   /** Chains pending audit events of every org into the sealed log. */
-  'audit.seal': { queue: QUEUES.maintenance, payload: z.object({}).strict(), everyMs: 1_000 },
+  'audit.seal': { queue: QUEUES.maintenance, payload: periodic, everyMs: 1_000 },
   /** Writes the last-used times kept in Redis to the keys table. */
-  'keys.flush-last-used': { queue: QUEUES.maintenance, payload: z.object({}).strict(), everyMs: 30_000 },
+  'keys.flush-last-used': { queue: QUEUES.maintenance, payload: periodic, everyMs: 30_000 },
   /** Drops Idempotency-Key records past their 24 hours. */
-  'idempotency.delete-expired': {
-    queue: QUEUES.maintenance,
-    payload: z.object({}).strict(),
-    everyMs: 3_600_000,
-  },
-} as const;
+  'idempotency.delete-expired': { queue: QUEUES.maintenance, payload: periodic, everyMs: 3_600_000 },
+} as const satisfies Record<string, JobSpec>;
 
 export type JobName = keyof typeof JOBS;
 export type JobPayload<N extends JobName> = z.infer<(typeof JOBS)[N]['payload']>;
+export type InvocationJob = z.infer<typeof invocationJob>;
 
 export const JOB_NAMES = Object.keys(JOBS) as JobName[];
+
+export const jobSpec = (name: JobName): JobSpec => JOBS[name];
 
 /** Keep little history: job ids are not reused and Redis memory is not free. */
 export const DEFAULT_JOB_OPTIONS = {
@@ -32,3 +63,6 @@ export const DEFAULT_JOB_OPTIONS = {
   attempts: 3,
   backoff: { type: 'exponential', delay: 500 },
 } as const;
+
+/** Job ids are the invocation ids, so a duplicate enqueue of the same stage is one job. */
+export const invocationJobId = (invocationId: string): string => invocationId;

@@ -21,6 +21,8 @@ export interface CompletionRequest {
   /** Whole-call deadline; the adapter aborts and reports a retryable `timeout` after it. */
   timeoutMs: number;
   signal?: AbortSignal;
+  /** W3C trace context of the calling span; the adapter starts its own span under it and sends it on. */
+  trace?: Record<string, string>;
 }
 
 export interface CompletionResult {

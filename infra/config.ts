@@ -44,6 +44,21 @@ const schema = z
     CP_MAX_WAIT_SECONDS: int(0, 300).default(30),
     CP_SESSION_TTL_SECONDS: int(60, 30 * 86_400).default(12 * 3600),
     CP_SHUTDOWN_TIMEOUT_MS: int(100, 600_000).default(10_000),
+    // The invoke pipeline.
+    CP_MAX_SESSION_COST_USD: z.coerce.number().positive().max(1_000_000).default(1000),
+    CP_MAX_MESSAGES: int(1, 10_000).default(256),
+    CP_PROVIDER_TIMEOUT_MS: int(100, 600_000).default(60_000),
+    CP_INVOKE_ATTEMPTS: int(1, 10).default(3),
+    CP_INVOKE_BACKOFF_MS: int(10, 600_000).default(1000),
+    CP_INVOKE_CONCURRENCY: int(1, 5000).default(256),
+    CP_GUARDIAN_CONCURRENCY: int(1, 5000).default(64),
+    // How long a worker holds a job without renewing its lock before another worker takes it over.
+    CP_JOB_LOCK_MS: int(500, 600_000).default(30_000),
+    // An invocation queued or running this long is checked against its job by the reaper.
+    CP_REAP_AFTER_MS: int(1_000, 86_400_000).default(60_000),
+    CP_DB_POOL_MAX: int(1, 200).default(10),
+    OTEL_EXPORTER_OTLP_ENDPOINT: urlWithScheme(['http:', 'https:']).optional(),
+    OTEL_SERVICE_NAME: z.string().min(1).max(100).default('control-plane'),
   })
   .refine((c) => c.NODE_ENV !== 'production' || c.CP_MASTER_KEY, {
     path: ['CP_MASTER_KEY'],

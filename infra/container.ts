@@ -18,6 +18,14 @@ import type { Logger } from './logger';
 import { ProviderRouter } from './providers/provider-router';
 import { JobQueues } from './queue/job-queues';
 import { openRedis } from './redis/connections';
+import { RedisCapLedger } from './budget/redis-cap-ledger';
+import { CompletionHub } from './invocations/completion-hub';
+import { PgInvocationStore } from './invocations/pg-invocation-store';
+import { PgSessionStore } from './sessions/pg-session-store';
+import { PgUsageStats } from './stats/pg-usage-stats';
+import { installTelemetry } from './telemetry';
+import { PreparedPool } from './db/prepared-pool';
+import { Guardian } from '../domain/guardian/guardian';
 
 /** Where the stores are, once embedded defaults have been resolved. */
 export interface StoreUrls {
@@ -50,6 +58,13 @@ export interface Infra {
   /** The provider adapters (openai, openai_compatible, anthropic, mock) behind one port. */
   providers: ProviderRouter;
   idempotency: IdempotencyStore;
+  /** The invoke pipeline: invocations and sessions in PostgreSQL, caps in Redis, completion signals. */
+  invocations: PgInvocationStore;
+  sessions: PgSessionStore;
+  ledger: RedisCapLedger;
+  completions: CompletionHub;
+  guardian: Guardian;
+  usageStats: PgUsageStats;
   rateLimits: { perKey: RateLimit; perIp: RateLimit };
   checks: { database(): Promise<void>; redis(): Promise<void> };
   close(): Promise<void>;
@@ -64,13 +79,22 @@ const withTimeout = <T>(promise: Promise<T>, ms: number, what: string): Promise<
   ]);
 
 export async function createInfra(config: Config, urls: StoreUrls, logger: Logger): Promise<Infra> {
-  const orm = await openOrm(urls.databaseUrl, logger);
+  installTelemetry({
+    serviceName: config.OTEL_SERVICE_NAME,
+    otlpEndpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT,
+  });
+  const orm = await openOrm(urls.databaseUrl, logger, config.CP_DB_POOL_MAX);
   await migrate(orm, urls.databaseUrl, logger);
   const knex = orm.em.getConnection().getKnex();
   const redis = await openRedis(urls.redisUrl);
   const prefix = config.CP_REDIS_PREFIX;
   const authenticator = new TokenAuthenticator(knex, redis, prefix);
-  const queues = new JobQueues(urls.redisUrl, `${prefix}:bull`);
+  const queues = new JobQueues(urls.redisUrl, `${prefix}:bull`, {
+    invokeAttempts: config.CP_INVOKE_ATTEMPTS,
+    invokeBackoffMs: config.CP_INVOKE_BACKOFF_MS,
+  });
+  const completions = new CompletionHub(redis, urls.redisUrl, prefix, logger);
+  const prepared = new PreparedPool(urls.databaseUrl, config.CP_DB_POOL_MAX);
   const providers = new ProviderRouter({ allowPrivateHosts: config.CP_ALLOW_PRIVATE_PROVIDER_HOSTS });
   const keyring = resolveKeyring(config.CP_MASTER_KEY, config.CP_MASTER_KEY_PREVIOUS, config.CP_DATA_DIR);
   const checkpointKeys = keyring.all.map((k) => checkpointKeyFrom(k.key));
@@ -94,6 +118,12 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
     queues,
     providers,
     idempotency: new IdempotencyStore(knex, keyring),
+    invocations: new PgInvocationStore(prepared, knex),
+    sessions: new PgSessionStore(knex),
+    ledger: new RedisCapLedger(redis, prefix),
+    completions,
+    guardian: new Guardian(),
+    usageStats: new PgUsageStats(knex),
     rateLimits: {
       perKey: new RateLimit(redis, `${prefix}:rl:key`, config.CP_RATE_LIMIT_PER_MINUTE),
       perIp: new RateLimit(redis, `${prefix}:rl:ip`, config.CP_PUBLIC_RATE_LIMIT_PER_MINUTE),
@@ -104,8 +134,9 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
     },
     // Each connection closes even if another fails (Redis may already be gone).
     close: async () => {
-      await Promise.allSettled([queues.close(), providers.close()]);
+      await Promise.allSettled([queues.close(), providers.close(), completions.close()]);
       redis.disconnect();
+      await prepared.close().catch(() => undefined);
       await orm.close(true);
     },
   };

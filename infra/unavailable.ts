@@ -15,6 +15,7 @@ const NETWORK_CODES = new Set([
 const PG_UNAVAILABLE = new Set(['57P01', '57P02', '57P03', '53300', '08000', '08001', '08003', '08006']);
 const MESSAGES = [
   /Timeout acquiring a connection/i,
+  /timeout exceeded when trying to connect/i,
   /Connection terminated/i,
   /Connection is closed/i,
   /enableOfflineQueue/i,

@@ -1,10 +1,25 @@
 import type { JobName, JobPayload } from '../domain/jobs';
 import type { Infra } from '../infra/container';
+import {
+  evaluateProcessor,
+  expireProcessor,
+  reapProcessor,
+  runProcessor,
+  type JobInfo,
+} from './invocation-processors';
 
-export type Processor<N extends JobName> = (payload: JobPayload<N>, infra: Infra) => Promise<unknown>;
+export type Processor<N extends JobName> = (
+  payload: JobPayload<N>,
+  infra: Infra,
+  job: JobInfo,
+) => Promise<unknown>;
 
 /** One processor per job name; the type makes a missing or extra one a compile error. */
 export const PROCESSORS: { [N in JobName]: Processor<N> } = {
+  'invocation.evaluate': (payload, infra) => evaluateProcessor(payload, infra),
+  'invocation.run': (payload, infra, job) => runProcessor(payload, infra, job),
+  'invocations.reap': async (_payload, infra) => reapProcessor(infra),
+  'sessions.expire': async (_payload, infra) => ({ expired: await expireProcessor(infra) }),
   'audit.seal': async (_payload, infra) => ({ sealed: await infra.auditLog.sealAll() }),
   'keys.flush-last-used': async (_payload, infra) => ({ flushed: await infra.keyUsage.flush() }),
   'idempotency.delete-expired': async (_payload, infra) => ({

@@ -1,6 +1,8 @@
-import { Worker } from 'bullmq';
+import { Worker, type Job } from 'bullmq';
 import { JOBS, QUEUES, type JobName, type QueueName } from '../domain/jobs';
+import { RetryLater } from '../domain/invocations/run-invocation';
 import type { Infra } from '../infra/container';
+import { PROVIDER_BACKOFF } from '../infra/queue/job-queues';
 import { bullConnectionOptions } from '../infra/redis/connections';
 import { PROCESSORS } from './processors';
 
@@ -10,26 +12,67 @@ export interface RunningWorkers {
 
 const isJobName = (name: string): name is JobName => Object.hasOwn(JOBS, name);
 
+/** Longest a provider may make us wait between attempts, whatever its Retry-After says. */
+const MAX_RETRY_DELAY_MS = 60_000;
+
+/**
+ * Delay before a provider call is tried again: the provider's Retry-After when it sent one, else
+ * exponential from the configured base, with jitter so retries of a burst do not arrive together.
+ */
+export function providerBackoff(
+  attemptsMade: number,
+  job: Pick<Job, 'opts'> | undefined,
+  err?: Error,
+): number {
+  const base = (job?.opts.backoff as { delay?: number } | undefined)?.delay ?? 1000;
+  if (err instanceof RetryLater && err.retryAfterMs !== null)
+    return Math.min(Math.max(err.retryAfterMs, base), MAX_RETRY_DELAY_MS);
+  const exponential = base * 2 ** Math.max(0, attemptsMade - 1);
+  return Math.min(Math.round(exponential * (0.5 + Math.random() / 2)), MAX_RETRY_DELAY_MS);
+}
+
+const CONCURRENCY = (infra: Infra): Record<QueueName, number> => ({
+  guardian: infra.config.CP_GUARDIAN_CONCURRENCY,
+  invoke: infra.config.CP_INVOKE_CONCURRENCY,
+  maintenance: 2,
+});
+
 function startWorker(queue: QueueName, infra: Infra): Worker {
   const worker = new Worker(
     queue,
     async (job) => {
       if (!isJobName(job.name)) throw new Error(`no processor for job ${job.name}`);
       const payload = JOBS[job.name].payload.parse(job.data);
-      return (PROCESSORS[job.name] as (p: typeof payload, i: Infra) => Promise<unknown>)(payload, infra);
+      const info = { attemptsMade: job.attemptsMade, attempts: job.opts.attempts ?? 1 };
+      return (PROCESSORS[job.name] as (p: typeof payload, i: Infra, j: typeof info) => Promise<unknown>)(
+        payload,
+        infra,
+        info,
+      );
     },
     {
       connection: bullConnectionOptions(infra.urls.redisUrl),
       prefix: infra.queues.bullPrefix,
-      concurrency: 4,
+      concurrency: CONCURRENCY(infra)[queue],
+      // A killed worker's jobs are taken over once their lock lapses (checked as often).
+      lockDuration: infra.config.CP_JOB_LOCK_MS,
+      stalledInterval: infra.config.CP_JOB_LOCK_MS,
+      maxStalledCount: 2,
+      settings: {
+        backoffStrategy: (attemptsMade, type, err, job) =>
+          type === PROVIDER_BACKOFF ? providerBackoff(attemptsMade, job as Job, err) : 1000,
+      },
     },
   );
   worker.on('failed', (job, err) =>
-    infra.logger.warn({ job: job?.name, job_id: job?.id, err }, 'job failed'),
+    infra.logger.warn({ job: job?.name, job_id: job?.id, err: err.message }, 'job failed'),
   );
   worker.on('error', (err) => infra.logger.error({ err, queue }, 'worker error'));
   return worker;
 }
+
+/** Job schedulers live in Redis: a Redis restarted empty would lose them, so they are renewed. */
+const SCHEDULE_RENEWAL_MS = 60_000;
 
 /** Starts one BullMQ worker per queue asked for (all by default) and the periodic jobs. */
 export async function startWorkers(
@@ -39,9 +82,18 @@ export async function startWorkers(
   const workers = queues.map((q) => startWorker(q, infra));
   await Promise.all(workers.map((w) => w.waitUntilReady()));
   await infra.queues.ensureSchedules();
+  const renewal = setInterval(() => {
+    infra.queues
+      .ensureSchedules()
+      .catch((err: unknown) => infra.logger.warn({ err }, 'could not renew job schedules'));
+  }, SCHEDULE_RENEWAL_MS);
+  renewal.unref();
   infra.logger.info({ queues }, 'workers ready');
   return {
     // close() waits for jobs in flight; a job cut off by a hard kill is retried by the stalled check.
-    close: async () => void (await Promise.all(workers.map((w) => w.close()))),
+    close: async () => {
+      clearInterval(renewal);
+      await Promise.all(workers.map((w) => w.close()));
+    },
   };
 }

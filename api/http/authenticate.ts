@@ -23,6 +23,16 @@ export async function authorize(ctx: Context, access: Access, infra: Infra): Pro
       required_scope: access.scope,
     });
   }
+  if (access.kind === 'anyScope' && !access.scopes.some((s) => grants(principal.scopes, s))) {
+    throw new DomainError(
+      'insufficient_scope',
+      `this route requires one of the scopes ${access.scopes.join(', ')}`,
+      {
+        required_scope: access.scopes[0],
+        accepted_scopes: access.scopes,
+      },
+    );
+  }
   if (principal.kind === 'api_key') infra.keyUsage.touch(principal.id);
   return principal;
 }

@@ -3,6 +3,11 @@ import type { AgentDeps } from '../../domain/agents/agent-use-cases';
 import type { CredentialDeps } from '../../domain/credentials/credential-use-cases';
 import type { KeyDeps } from '../../domain/keys/key-use-cases';
 import type { PriceDeps } from '../../domain/pricing/price-use-cases';
+import type { ReadDeps } from '../../domain/invocations/await-invocation';
+import type { CancelDeps } from '../../domain/invocations/cancel-invocation';
+import type { InvokeDeps } from '../../domain/invocations/submit-invocation';
+import { usdToMicros } from '../../domain/pricing/cost';
+import type { SessionDeps } from '../../domain/sessions/session-use-cases';
 import type { Infra } from '../../infra/container';
 
 export const identityDeps = (infra: Infra): IdentityDeps => ({
@@ -28,3 +33,28 @@ export const credentialDeps = (infra: Infra): CredentialDeps => ({
 export const agentDeps = (infra: Infra): AgentDeps => ({ uow: infra.uow, clock: infra.clock });
 
 export const priceDeps = (infra: Infra): PriceDeps => ({ uow: infra.uow, clock: infra.clock });
+
+export const sessionDeps = (infra: Infra): SessionDeps => ({
+  sessions: infra.sessions,
+  invocations: infra.invocations,
+  ledger: infra.ledger,
+  uow: infra.uow,
+  clock: infra.clock,
+  maxSessionCostMicros: usdToMicros(infra.config.CP_MAX_SESSION_COST_USD),
+});
+
+export const invokeDeps = (infra: Infra): InvokeDeps => ({
+  store: infra.invocations,
+  queue: infra.queues.stages,
+  waiter: infra.completions,
+  clock: infra.clock,
+  maxMessages: infra.config.CP_MAX_MESSAGES,
+});
+
+export const cancelDeps = (infra: Infra): CancelDeps => ({
+  store: infra.invocations,
+  signal: infra.completions,
+  clock: infra.clock,
+});
+
+export const readDeps = (infra: Infra): ReadDeps => ({ store: infra.invocations, waiter: infra.completions });

@@ -45,6 +45,8 @@ function pipeline(route: RouteDef, infra: Infra) {
         principal,
         requestId: ctx.state.requestId as string,
         ip: ctx.ip,
+        header: (name: string) => ctx.get(name),
+        trace: (ctx.state.trace as Record<string, string> | undefined) ?? {},
         infra,
       });
     const reply =

@@ -4,14 +4,19 @@ import type { Scope } from '../../domain/scopes';
 import type { Infra } from '../../infra/container';
 
 /**
- * Who may call a route, declared in one place per route: public, any valid token, or a token
- * holding `scope` (org:admin implies every scope).
+ * Who may call a route, declared in one place per route: public, any valid token, a token
+ * holding `scope`, or one holding any of `scopes` (org:admin implies every scope).
  */
-export type Access = { kind: 'public' } | { kind: 'authenticated' } | { kind: 'scope'; scope: Scope };
+export type Access =
+  | { kind: 'public' }
+  | { kind: 'authenticated' }
+  | { kind: 'scope'; scope: Scope }
+  | { kind: 'anyScope'; scopes: [Scope, ...Scope[]] };
 
 export const PUBLIC: Access = { kind: 'public' };
 export const AUTHENTICATED: Access = { kind: 'authenticated' };
 export const needs = (scope: Scope): Access => ({ kind: 'scope', scope });
+export const needsAnyOf = (...scopes: [Scope, ...Scope[]]): Access => ({ kind: 'anyScope', scopes });
 
 export interface Reply {
   status: number;
@@ -27,6 +32,10 @@ export interface RouteInput<B, Q> {
   principal: Principal | null;
   requestId: string;
   ip: string;
+  /** A request header ('' when absent). */
+  header(name: string): string;
+  /** W3C trace context of the request's span, for work it hands on (jobs). */
+  trace: Record<string, string>;
   infra: Infra;
 }
 

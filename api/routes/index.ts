@@ -6,7 +6,10 @@ import { credentialRoutes } from './credentials.routes';
 import { identityRoutes } from './identity.routes';
 import { keyRoutes } from './keys.routes';
 import { pricingRoutes } from './pricing.routes';
+import { invocationRoutes } from './invocations.routes';
 import { publicRoutes } from './public.routes';
+import { sessionRoutes } from './sessions.routes';
+import { statsRoutes } from './stats.routes';
 
 const resourceRoutes: RouteDef[] = [
   ...publicRoutes,
@@ -15,6 +18,9 @@ const resourceRoutes: RouteDef[] = [
   ...credentialRoutes,
   ...agentRoutes,
   ...pricingRoutes,
+  ...sessionRoutes,
+  ...invocationRoutes,
+  ...statsRoutes,
   ...auditRoutes,
 ];
 

@@ -62,6 +62,8 @@ export const publicRoutes = [
           rate_limit_per_minute: config.CP_RATE_LIMIT_PER_MINUTE,
           public_rate_limit_per_minute: config.CP_PUBLIC_RATE_LIMIT_PER_MINUTE,
           max_wait_seconds: config.CP_MAX_WAIT_SECONDS,
+          max_messages: config.CP_MAX_MESSAGES,
+          max_session_cost_usd: config.CP_MAX_SESSION_COST_USD,
         },
       },
     }),

@@ -1,7 +1,5 @@
 import { z } from 'zod';
-import { timestamp } from './common';
-
-const MAX_METADATA_BYTES = 16 * 1024;
+import { metadata, timestamp } from './common';
 
 export const modelName = z
   .string()
@@ -18,15 +16,6 @@ const Tool = z
     description: z.string().max(2000).optional(),
   })
   .strict();
-
-const metadata = z
-  .record(z.string().min(1).max(100), z.unknown())
-  .refine((m) => Object.keys(m).length <= 50, 'at most 50 keys')
-  .refine(
-    (m) => Buffer.byteLength(JSON.stringify(m)) <= MAX_METADATA_BYTES,
-    `at most ${MAX_METADATA_BYTES} bytes`,
-  )
-  .meta({ description: 'Free-form labels (at most 50 keys, 16 KiB as JSON). Never put secrets here.' });
 
 const fields = {
   name: z.string().trim().min(1).max(100),

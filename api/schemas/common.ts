@@ -7,6 +7,17 @@ export const email = z.email().max(254);
 export const newPassword = z.string().min(12, 'must be at least 12 characters').max(1024);
 export const displayName = z.string().trim().min(1).max(200);
 
+const MAX_METADATA_BYTES = 16 * 1024;
+
+export const metadata = z
+  .record(z.string().min(1).max(100), z.unknown())
+  .refine((m) => Object.keys(m).length <= 50, 'at most 50 keys')
+  .refine(
+    (m) => Buffer.byteLength(JSON.stringify(m)) <= MAX_METADATA_BYTES,
+    `at most ${MAX_METADATA_BYTES} bytes`,
+  )
+  .meta({ description: 'Free-form labels (at most 50 keys, 16 KiB as JSON). Never put secrets here.' });
+
 export const ErrorBody = z
   .object({
     error_code: z.string(),
@@ -14,8 +25,18 @@ export const ErrorBody = z
     request_id: z.string(),
     details: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
     required_scope: z.string().optional(),
+    accepted_scopes: z.array(z.string()).optional(),
     retry_after_seconds: z.number().optional(),
     limit_bytes: z.number().optional(),
+    model: z.string().optional().meta({ description: 'unpriced_model: the model without a price' }),
+    session_id: z.string().optional().meta({ description: 'budget_exceeded, session_not_open' }),
+    cap: z.enum(['cost', 'calls', 'tokens']).optional().meta({ description: 'budget_exceeded: which cap' }),
+    limit: z.number().optional().meta({ description: 'budget_exceeded: the cap (USD for cost)' }),
+    remaining: z.number().optional().meta({ description: 'budget_exceeded: what is left of it' }),
+    status: z
+      .string()
+      .optional()
+      .meta({ description: 'session_not_open, invalid_state: the current status' }),
   })
   .meta({ id: 'Error' });
 
@@ -55,7 +76,10 @@ export function decodeCursor<T extends 'string' | 'number'>(cursor: string | und
   } catch {
     // fall through to the validation error
   }
-  throw new DomainError('validation_error', 'cursor: not a cursor this API returned', {
+  throw badCursor();
+}
+
+export const badCursor = (): DomainError =>
+  new DomainError('validation_error', 'cursor: not a cursor this API returned', {
     details: [{ path: 'cursor', message: 'cursor: not a cursor this API returned' }],
   });
-}

@@ -17,5 +17,7 @@ export const PublicConfig = z.object({
     rate_limit_per_minute: z.number().int(),
     public_rate_limit_per_minute: z.number().int(),
     max_wait_seconds: z.number().int(),
+    max_messages: z.number().int(),
+    max_session_cost_usd: z.number(),
   }),
 });

@@ -15,6 +15,9 @@ export interface Price {
   source: 'builtin' | 'org';
 }
 
+/** The two rates a cost is computed from. */
+export type Rates = Pick<Price, 'inputMicrosPerMtok' | 'outputMicrosPerMtok'>;
+
 export interface TokenCounts {
   inputTokens: number;
   outputTokens: number;
@@ -33,7 +36,7 @@ export const isWholeMicros = (usd: number): boolean =>
  * The cost of a call in micro-dollars, rounded up: the service never charges less than the exact
  * price, and never more than one micro-dollar above it.
  */
-export function costMicros(tokens: TokenCounts, price: Price): number {
+export function costMicros(tokens: TokenCounts, price: Rates): number {
   const exact =
     BigInt(tokens.inputTokens) * BigInt(price.inputMicrosPerMtok) +
     BigInt(tokens.outputTokens) * BigInt(price.outputMicrosPerMtok);
@@ -67,5 +70,5 @@ export function inputTokenBound(messages: readonly ChatMessage[]): number {
  * What to reserve before the call: the input bound and the whole output limit at their prices.
  * Any usage within the request's bounds costs no more than this (costMicros is monotonic).
  */
-export const worstCaseMicros = (messages: readonly ChatMessage[], maxTokens: number, price: Price): number =>
+export const worstCaseMicros = (messages: readonly ChatMessage[], maxTokens: number, price: Rates): number =>
   costMicros({ inputTokens: inputTokenBound(messages), outputTokens: maxTokens }, price);

@@ -31,16 +31,22 @@ const fromOrg = (p: ModelPrice): Price => ({
   source: 'org',
 });
 
+/** The org's own price (if it has one for the model), else the built-in one, else none. */
+export const effectivePrice = (model: string, own: ModelPrice | null): Price | null =>
+  own ? fromOrg(own) : builtin(model);
+
+/** Fail closed: a cap cannot hold on a cost that cannot be computed. */
+export const unpricedModel = (model: string): DomainError =>
+  new DomainError(
+    'unpriced_model',
+    `model ${model} has no price: set one with PUT /v1/pricing/{model} before invoking it`,
+    { model },
+  );
+
 /** The org's own price, else the built-in one; a model with neither cannot be invoked. */
 export async function resolvePrice(tx: Tx, orgId: string, model: string): Promise<Price> {
-  const own = await tx.prices.get(orgId, model);
-  const price = own ? fromOrg(own) : builtin(model);
-  if (!price)
-    throw new DomainError(
-      'unpriced_model',
-      `model ${model} has no price: set one with PUT /v1/pricing/{model} before invoking it`,
-      { model },
-    );
+  const price = effectivePrice(model, await tx.prices.get(orgId, model));
+  if (!price) throw unpricedModel(model);
   return price;
 }
 

@@ -3,6 +3,7 @@ import { AnthropicMessages } from './anthropic-messages';
 import { HttpTransport } from './http-transport';
 import { MockProvider } from './mock-provider';
 import { OpenAiChat } from './openai-chat';
+import { inSpan } from '../telemetry';
 
 /** Every adapter behind the one port, chosen by the credential's provider. One per process. */
 export class ProviderRouter implements ProviderClient {
@@ -19,8 +20,17 @@ export class ProviderRouter implements ProviderClient {
     };
   }
 
+  /** A client span per call, under the caller's trace; its context travels in the request headers. */
   complete(request: CompletionRequest): Promise<CompletionResult> {
-    return this.clients[request.provider].complete(request);
+    const client = this.clients[request.provider];
+    if (!request.trace) return client.complete(request);
+    return inSpan(
+      'provider.complete',
+      'client',
+      request.trace,
+      (span) => client.complete({ ...request, trace: span.carrier }),
+      { 'gen_ai.system': request.provider, 'gen_ai.request.model': request.model },
+    );
   }
 
   close(): Promise<void> {

@@ -26,6 +26,7 @@ export async function openRedis(redisUrl: string): Promise<Redis> {
     connectTimeout: 5_000,
     lazyConnect: true,
     retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
+    enableAutoPipelining: true,
   });
   redis.on('error', () => undefined); // reported through failing commands and /ready
   await redis.connect();

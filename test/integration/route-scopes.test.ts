@@ -27,6 +27,13 @@ const VALID_BODIES: Record<string, unknown> = {
   'POST /v1/agents': { name: 'matrix' },
   'PATCH /v1/agents/{id}': { name: 'matrix-2' },
   'PUT /v1/pricing/{model}': { input_per_mtok_usd: 1, output_per_mtok_usd: 2 },
+  'POST /v1/sessions': { max_cost_usd: 1 },
+  'POST /v1/llm/invoke': {
+    session_id: 'ses_doesnotexist',
+    model: 'gpt-4o-mini',
+    messages: [{ role: 'user', content: 'hi' }],
+    max_tokens: 8,
+  },
 };
 
 const scoped = ROUTES.filter((r) => r.access.kind === 'scope').map((r) => ({
@@ -70,6 +77,32 @@ describe.each(scoped)('$name requires $scope', ({ route, scope }) => {
   });
 });
 
+const anyOf = ROUTES.filter((r) => r.access.kind === 'anyScope').map((r) => ({
+  name: `${r.method} ${r.path}`,
+  route: r,
+  scopes: (r.access as { scopes: Scope[] }).scopes,
+}));
+
+describe.each(anyOf)('$name accepts any of $scopes', ({ route, scopes }) => {
+  it.each(scopes)('passes a key with only %s', async (scope) => {
+    const res = await call(route, keys.get(scope));
+    expect([401, 403]).not.toContain(res.status);
+    expect(res.status).toBeLessThan(500);
+  });
+
+  it('refuses a key with none of them: 403 insufficient_scope naming them', async () => {
+    const other = SCOPES.find((s) => !scopes.includes(s) && s !== 'org:admin') as Scope;
+    const res = await call(route, keys.get(other));
+    expect(res.status).toBe(403);
+    expect(res.body).toMatchObject({
+      error_code: 'insufficient_scope',
+      required_scope: scopes[0],
+      accepted_scopes: scopes,
+    });
+    for (const scope of scopes) expect(res.body.message).toContain(scope);
+  });
+});
+
 describe('read scopes cannot write', () => {
   it.each([
     ['credentials:read', 'POST', '/v1/credentials', { name: 'x', provider: 'mock', secret: 'x' }],
@@ -80,6 +113,15 @@ describe('read scopes cannot write', () => {
     ['agents:read', 'POST', '/v1/agents/agt_x/suspend', undefined],
     ['stats:read', 'PUT', '/v1/pricing/gpt-4o', { input_per_mtok_usd: 1, output_per_mtok_usd: 1 }],
     ['stats:read', 'DELETE', '/v1/pricing/gpt-4o', undefined],
+    ['sessions:read', 'POST', '/v1/sessions', { max_cost_usd: 1 }],
+    ['sessions:read', 'POST', '/v1/sessions/ses_x/close', undefined],
+    ['sessions:read', 'POST', '/v1/llm/invocations/inv_x/cancel', undefined],
+    [
+      'sessions:read',
+      'POST',
+      '/v1/llm/invoke',
+      { session_id: 'ses_x', model: 'm', messages: [], max_tokens: 1 },
+    ],
   ] as const)('%s cannot %s %s', async (scope, method, path, body) => {
     const res = await app.http.call(method, path, { token: keys.get(scope), body });
     expect(res.status).toBe(403);
@@ -90,6 +132,10 @@ describe('read scopes cannot write', () => {
     ['credentials:read', '/v1/credentials'],
     ['agents:read', '/v1/agents'],
     ['stats:read', '/v1/pricing'],
+    ['sessions:read', '/v1/sessions'],
+    ['sessions:read', '/v1/llm/invocations'],
+    ['llm:invoke', '/v1/llm/invocations'],
+    ['stats:read', '/v1/stats/usage'],
   ])('%s can GET %s', async (scope, path) => {
     expect((await app.http.get(path, keys.get(scope as Scope))).status).toBe(200);
   });

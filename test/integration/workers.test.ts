@@ -40,7 +40,9 @@ describe('BullMQ workers', () => {
     expect(schedulers.map((s) => s.name).sort()).toEqual([
       'audit.seal',
       'idempotency.delete-expired',
+      'invocations.reap',
       'keys.flush-last-used',
+      'sessions.expire',
     ]);
   });
 

@@ -2,10 +2,12 @@ import type { MigrationObject } from '@mikro-orm/core';
 import { Migration20261122000001Foundation } from './Migration20261122000001Foundation';
 import { Migration20261122000002Idempotency } from './Migration20261122000002Idempotency';
 import { Migration20261122000003Inventory } from './Migration20261122000003Inventory';
+import { Migration20261122000004Invocations } from './Migration20261122000004Invocations';
 
 /** Every migration, in order. Listed explicitly so the same code runs under tsx, swc and tsc. */
 export const MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261122000001Foundation', class: Migration20261122000001Foundation },
   { name: 'Migration20261122000002Idempotency', class: Migration20261122000002Idempotency },
   { name: 'Migration20261122000003Inventory', class: Migration20261122000003Inventory },
+  { name: 'Migration20261122000004Invocations', class: Migration20261122000004Invocations },
 ];

@@ -1,0 +1,118 @@
+import { z } from 'zod';
+import { INVOCATION_STATUSES } from '../../domain/invocations/invocation';
+import { modelName } from './agents.schemas';
+import { metadata, pageQuery, timestamp } from './common';
+
+const id = z.string().min(1).max(100);
+const MAX_TOOL_ARGUMENT_BYTES = 16 * 1024;
+
+const Message = z
+  .object({
+    role: z.enum(['system', 'user', 'assistant', 'tool']),
+    content: z.string(),
+  })
+  .strict();
+
+export const InvokeBody = z
+  .object({
+    session_id: id,
+    model: modelName,
+    messages: z
+      .array(Message)
+      .min(1)
+      .meta({ description: 'At most limits.max_messages (GET /v1/config/public; default 256).' }),
+    max_tokens: z
+      .number()
+      .int()
+      .min(1)
+      .max(1_000_000)
+      .meta({ description: "The completion's output limit; the worst case reserved counts all of it." }),
+    temperature: z.number().min(0).max(2).optional(),
+    credential_ref: id
+      .optional()
+      .meta({ description: "Defaults to the first of the agent's credential_refs." }),
+    agent_id: id.optional().meta({ description: "Defaults to the session's agent; may not differ from it." }),
+    tool: z
+      .object({
+        name: z.string().trim().min(1).max(100),
+        arguments: z
+          .json()
+          .refine(
+            (a) => Buffer.byteLength(JSON.stringify(a)) <= MAX_TOOL_ARGUMENT_BYTES,
+            `at most ${MAX_TOOL_ARGUMENT_BYTES} bytes`,
+          ),
+      })
+      .strict()
+      .optional(),
+    metadata: metadata.optional(),
+  })
+  .strict();
+
+/** `wait` in seconds; the handler checks it against max_wait_seconds. */
+export const WaitQuery = z
+  .object({
+    wait: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(3600)
+      .optional()
+      .meta({ description: 'Seconds to wait for the invocation to finish (0..limits.max_wait_seconds).' }),
+  })
+  .strict();
+
+export const InvocationQuery = z
+  .object({
+    session_id: id.optional(),
+    status: z.enum(INVOCATION_STATUSES).optional(),
+    ...pageQuery,
+  })
+  .strict();
+
+const Reason = z.object({ policy_id: z.string().nullable(), code: z.string(), message: z.string() });
+
+export const InvocationView = z
+  .object({
+    id: z.string(),
+    session_id: z.string(),
+    agent_id: z.string().nullable(),
+    status: z.enum(INVOCATION_STATUSES),
+    model: z.string(),
+    provider: z.string(),
+    credential_ref: z.string(),
+    decision: z
+      .object({ id: z.string(), verdict: z.string(), reasons: z.array(Reason) })
+      .nullable()
+      .meta({ description: "The guardian's decision; reasons of built-in checks have policy_id null." }),
+    approval_id: z.string().nullable(),
+    output: z.object({ role: z.literal('assistant'), content: z.string() }).nullable(),
+    usage: z.object({ input_tokens: z.number().int(), output_tokens: z.number().int() }).nullable(),
+    cost_usd: z.number().meta({ description: 'What the session was charged (0 until it succeeds).' }),
+    error: z
+      .object({ error_code: z.string(), message: z.string() })
+      .nullable()
+      .meta({
+        description:
+          'Why it failed or was denied: budget_exceeded, credential_not_found, session_not_open, guardian_denied, ' +
+          'provider_* (provider_timeout, provider_unavailable, provider_rate_limited, provider_rejected, ...), ' +
+          'worker_lost, unavailable.',
+      }),
+    created_at: timestamp,
+    updated_at: timestamp,
+    completed_at: timestamp.nullable(),
+  })
+  .meta({ id: 'Invocation' });
+
+export const DecisionView = z
+  .object({
+    id: z.string(),
+    invocation_id: z.string().nullable(),
+    session_id: z.string().nullable(),
+    agent_id: z.string().nullable(),
+    verdict: z.enum(['allow', 'deny', 'modify', 'require_approval']),
+    reasons: z.array(Reason),
+    modified_action: z.unknown().nullable(),
+    policy_version: z.number().int(),
+    evaluated_at: timestamp,
+  })
+  .meta({ id: 'Decision' });

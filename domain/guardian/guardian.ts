@@ -1,0 +1,69 @@
+import type { DecisionReason, Verdict } from '../invocations/invocation';
+import type { AgentGate } from '../invocations/invocation-store';
+import type { ChatMessage } from '../providers';
+
+/** What an agent is about to do, as the guardian sees it. */
+export interface GuardedAction {
+  type: 'llm.invoke';
+  model: string;
+  messages: ChatMessage[];
+  maxTokens: number;
+  tool?: { name: string; arguments: unknown };
+}
+
+export interface GuardianInput {
+  orgId: string;
+  agent: AgentGate | null;
+  sessionId: string | null;
+  action: GuardedAction;
+}
+
+export interface GuardianVerdict {
+  verdict: Verdict;
+  reasons: DecisionReason[];
+  /** The action to run instead, for a `modify` verdict. */
+  modifiedAction: GuardedAction | null;
+  policyVersion: number;
+}
+
+/**
+ * Where the org's policies plug in (the policy engine): it sees every action the built-in checks
+ * let through. Until an org has policies, everything they let through is allowed.
+ */
+export interface PolicyEngine {
+  evaluate(input: GuardianInput): Promise<GuardianVerdict>;
+}
+
+export const allowEverything: PolicyEngine = {
+  evaluate: async () => ({ verdict: 'allow', reasons: [], modifiedAction: null, policyVersion: 0 }),
+};
+
+const deny = (code: string, message: string): GuardianVerdict => ({
+  verdict: 'deny',
+  reasons: [{ policyId: null, code, message }],
+  modifiedAction: null,
+  policyVersion: 0,
+});
+
+/** The checks every org gets, before its own policies: what the agent record itself forbids. */
+function builtinCheck(input: GuardianInput): GuardianVerdict | null {
+  const { agent, action } = input;
+  if (!agent) return null;
+  if (agent.status === 'suspended')
+    return deny('agent_suspended', `agent ${agent.id} is suspended; resume it to let it act`);
+  if (!agent.allowedModels.includes(action.model))
+    return deny(
+      'model_not_allowed',
+      `model ${action.model} is not in the allowed_models of agent ${agent.id}`,
+    );
+  return null;
+}
+
+/** Decides allow, deny, modify or require_approval for one action: built-in checks, then policies. */
+export class Guardian {
+  constructor(private readonly engine: PolicyEngine = allowEverything) {}
+
+  async decide(input: GuardianInput): Promise<GuardianVerdict> {
+    return builtinCheck(input) ?? this.engine.evaluate(input);
+  }
+}

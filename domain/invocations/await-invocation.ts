@@ -1,0 +1,46 @@
+import { notFound } from '../errors';
+import type { CallContext } from '../principal';
+import { isTerminal, type Invocation } from './invocation';
+import type { InvocationStore } from './invocation-store';
+import type { CompletionWaiter, WaitResult } from './signals';
+
+/**
+ * Waits on an already registered waiter. The signal usually carries the finished invocation; when
+ * it does not (too large to broadcast), or the wait ran out, the row is read once: no poll loop.
+ */
+export async function awaitFinished(
+  store: InvocationStore,
+  invocation: Invocation,
+  waiting: { result: Promise<WaitResult> },
+): Promise<Invocation> {
+  const result = await waiting.result;
+  if (result.kind === 'finished' && result.invocation) return result.invocation;
+  return (await store.get(invocation.orgId, invocation.id)) ?? invocation;
+}
+
+export interface ReadDeps {
+  store: InvocationStore;
+  waiter: CompletionWaiter;
+}
+
+/** `GET /v1/llm/invocations/{id}`, with an optional long poll until it finishes or `waitMs` passes. */
+export async function getInvocation(
+  deps: ReadDeps,
+  ctx: CallContext,
+  id: string,
+  waitMs: number,
+): Promise<Invocation> {
+  const orgId = ctx.principal.orgId;
+  // Registered before the read, so a finish between the two is not missed.
+  const waiting = waitMs > 0 ? deps.waiter.wait(id, waitMs) : null;
+  const current = await deps.store.get(orgId, id).catch((err: unknown) => {
+    waiting?.cancel();
+    throw err;
+  });
+  if (!current || isTerminal(current.status) || !waiting) {
+    waiting?.cancel();
+    if (!current) throw notFound('invocation');
+    return current;
+  }
+  return awaitFinished(deps.store, current, waiting);
+}

@@ -1,0 +1,163 @@
+import { SYSTEM_ACTOR } from '../audit/audit-event';
+import { newAuditEvent } from '../audit/new-event';
+import { worstCase } from '../budget/charges';
+import type { Clock } from '../clock';
+import type { Guardian, GuardianVerdict } from '../guardian/guardian';
+import { newId } from '../ids';
+import { statusAt } from '../sessions/session';
+import type { Decision, Invocation, InvocationRequest } from './invocation';
+import type { DecisionWrite, GuardianView, InvocationStore } from './invocation-store';
+import { applyFinish, endWithoutUsage } from './outcomes';
+import type { CompletionSignal, StageQueue } from './signals';
+
+export interface EvaluateDeps {
+  store: InvocationStore;
+  queue: StageQueue;
+  signal: CompletionSignal;
+  guardian: Guardian;
+  clock: Clock;
+}
+
+export interface StageJob {
+  invocationId: string;
+  orgId: string;
+  /** Trace context of this stage's span, handed to the next stage. */
+  trace: Record<string, string>;
+}
+
+export type EvaluateOutcome = 'admitted' | 'denied' | 'failed' | 'skipped';
+
+/**
+ * Verdicts this pipeline can act on. Approvals come with the HITL queue; until then a
+ * require_approval verdict fails closed, as a deny that says why.
+ */
+function actionable(verdict: GuardianVerdict): GuardianVerdict {
+  if (verdict.verdict !== 'require_approval') return verdict;
+  return {
+    ...verdict,
+    verdict: 'deny',
+    reasons: [
+      ...verdict.reasons,
+      {
+        policyId: null,
+        code: 'approvals_unavailable',
+        message: 'approval is required but approvals are not enabled',
+      },
+    ],
+  };
+}
+
+/** A modify verdict changes what runs: the request, and with it the worst case reserved. */
+function modifiedRequest(invocation: Invocation, verdict: GuardianVerdict): InvocationRequest | undefined {
+  const action = verdict.verdict === 'modify' ? verdict.modifiedAction : null;
+  if (!action) return undefined;
+  return { ...invocation.request, messages: action.messages, maxTokens: action.maxTokens };
+}
+
+function decisionWrite(invocation: Invocation, verdict: GuardianVerdict, at: Date): DecisionWrite {
+  const decision: Decision = {
+    id: newId('dec'),
+    orgId: invocation.orgId,
+    invocationId: invocation.id,
+    sessionId: invocation.sessionId,
+    agentId: invocation.agentId,
+    verdict: verdict.verdict,
+    reasons: verdict.reasons,
+    modifiedAction: verdict.modifiedAction,
+    policyVersion: verdict.policyVersion,
+    evaluatedAt: at,
+  };
+  const admitted = verdict.verdict === 'allow' || verdict.verdict === 'modify';
+  const request = modifiedRequest(invocation, verdict);
+  const error = admitted
+    ? null
+    : { errorCode: 'guardian_denied', message: verdict.reasons.map((r) => r.message).join('; ') };
+  return {
+    invocationId: invocation.id,
+    decision,
+    status: admitted ? 'running' : 'denied',
+    ...(request
+      ? { request, reservation: worstCase(request.messages, request.maxTokens, invocation.price) }
+      : {}),
+    error,
+    at,
+    event: newAuditEvent({
+      orgId: invocation.orgId,
+      actor: SYSTEM_ACTOR,
+      action: admitted ? 'llm.invoke.allowed' : 'llm.invoke.denied',
+      resource: { type: 'invocation', id: invocation.id },
+      at,
+      requestId: invocation.requestId,
+      outcome: admitted ? 'success' : 'denied',
+      details: {
+        decision_id: decision.id,
+        verdict: decision.verdict,
+        reasons: decision.reasons.map((r) => ({ policy_id: r.policyId, code: r.code })),
+        policy_version: decision.policyVersion,
+      },
+    }),
+  };
+}
+
+const runJob = (job: StageJob) => ({ invocation_id: job.invocationId, org_id: job.orgId, trace: job.trace });
+
+/** A session closed or expired while the invocation was queued: it never runs. */
+async function failClosedSession(deps: EvaluateDeps, view: GuardianView, at: Date): Promise<EvaluateOutcome> {
+  const status = statusAt(view.session, at);
+  const error = {
+    errorCode: 'session_not_open',
+    message: `session ${view.invocation.sessionId} is ${status}`,
+  };
+  const write = endWithoutUsage(view.invocation, ['queued'], 'failed', error, at);
+  if ((await deps.store.finish(write)) !== 'applied') return 'skipped';
+  await deps.signal.finished(applyFinish(view.invocation, write));
+  return 'failed';
+}
+
+/**
+ * The `guardian` job: decide a queued invocation, record the decision with its audit entry, and
+ * hand an admitted one to the invoke queue. Safe to run twice: a decided invocation is not
+ * decided again, and an admitted one is only (re)enqueued under its own job id.
+ */
+export async function evaluateInvocation(deps: EvaluateDeps, job: StageJob): Promise<EvaluateOutcome> {
+  const view = await deps.store.forGuardian(job.invocationId);
+  if (!view) return 'skipped';
+  const { invocation } = view;
+  if (invocation.status === 'running') {
+    // Decided by an earlier run that stopped before it enqueued the next stage.
+    await deps.queue.enqueue('invocation.run', runJob(job));
+    return 'admitted';
+  }
+  if (invocation.status !== 'queued') return 'skipped';
+  const at = deps.clock.now();
+  if (statusAt(view.session, at) !== 'open') return failClosedSession(deps, view, at);
+  const verdict = actionable(
+    await deps.guardian.decide({
+      orgId: invocation.orgId,
+      agent: view.agent,
+      sessionId: invocation.sessionId,
+      action: {
+        type: 'llm.invoke',
+        model: invocation.model,
+        messages: invocation.request.messages,
+        maxTokens: invocation.request.maxTokens,
+        ...(invocation.request.tool ? { tool: invocation.request.tool } : {}),
+      },
+    }),
+  );
+  const write = decisionWrite(invocation, verdict, at);
+  if ((await deps.store.decide(write)) !== 'applied') return 'skipped';
+  if (write.status === 'running') {
+    await deps.queue.enqueue('invocation.run', runJob(job));
+    return 'admitted';
+  }
+  await deps.signal.finished({
+    ...invocation,
+    status: 'denied',
+    decision: { id: write.decision.id, verdict: write.decision.verdict, reasons: write.decision.reasons },
+    error: write.error,
+    updatedAt: at,
+    completedAt: at,
+  });
+  return 'denied';
+}

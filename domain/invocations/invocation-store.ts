@@ -1,0 +1,151 @@
+import type { AuditEvent } from '../audit/audit-event';
+import type { CapSnapshot } from '../budget/cap-ledger';
+import type { CapAmounts } from '../budget/charges';
+import type { AgentStatus, ModelPrice, Page } from '../model';
+import type { Provider } from '../providers';
+import type { Session, SessionStatus } from '../sessions/session';
+import type {
+  Decision,
+  Invocation,
+  InvocationError,
+  InvocationRequest,
+  InvocationStatus,
+} from './invocation';
+
+/** The parts of an agent the invoke path decides on. */
+export interface AgentGate {
+  id: string;
+  status: AgentStatus;
+  allowedModels: string[];
+  credentialRefs: string[];
+}
+
+/** A credential as the API sees it when admitting an invocation: no secret. */
+export interface CredentialRefInfo {
+  ref: string;
+  provider: Provider;
+  deleted: boolean;
+}
+
+/** Everything the API needs to admit an invocation, read in one round trip. */
+export interface InvokeContext {
+  session: Session | null;
+  /** The agent named in the request, else the session's agent; null when neither names one. */
+  agent: AgentGate | null;
+  /** The credential named in the request, else the agent's first; null when none is named or known. */
+  credential: CredentialRefInfo | null;
+  orgPrice: ModelPrice | null;
+}
+
+export interface InvokeContextQuery {
+  sessionId: string;
+  agentId: string | null;
+  credentialRef: string | null;
+  model: string;
+}
+
+/** What the guardian evaluates an invocation with. */
+export interface GuardianView {
+  invocation: Invocation;
+  agent: AgentGate | null;
+  session: { status: SessionStatus; expiresAt: Date };
+}
+
+/** A credential as the invoke worker needs it: sealed, opened only for the call. */
+export interface SealedCredential {
+  ref: string;
+  provider: Provider;
+  baseUrl: string | null;
+  sealedSecret: string | null;
+  keyId: string;
+}
+
+export interface RunView {
+  invocation: Invocation;
+  credential: SealedCredential | null;
+}
+
+/** The guardian's outcome, written with its decision and audit entry in one transaction. */
+export interface DecisionWrite {
+  invocationId: string;
+  decision: Decision;
+  /** `running`: admitted (waits for an invoke worker); `denied`: final. */
+  status: 'running' | 'denied';
+  /** Set when the guardian changed the request (a modify verdict), with the worst case it now needs. */
+  request?: InvocationRequest;
+  reservation?: CapAmounts;
+  error: InvocationError | null;
+  at: Date;
+  event: AuditEvent;
+}
+
+/** A final outcome, written with the session's usage and the audit entry in one transaction. */
+export interface FinishWrite {
+  invocationId: string;
+  /** The write applies only while the invocation is still in one of these. */
+  from: InvocationStatus[];
+  status: 'succeeded' | 'failed' | 'denied' | 'cancelled';
+  output: { role: 'assistant'; content: string } | null;
+  usage: { inputTokens: number; outputTokens: number } | null;
+  costMicros: number;
+  chargedCalls: number;
+  error: InvocationError | null;
+  at: Date;
+  event: AuditEvent;
+}
+
+/**
+ * `applied`: written. `skipped`: the invocation had already left the expected statuses (another
+ * run or a cancel won). `cap_violation`: the database refused the usage as past a session cap.
+ */
+export type WriteOutcome = 'applied' | 'skipped' | 'cap_violation';
+
+export interface InvocationFilter {
+  sessionId?: string | undefined;
+  status?: InvocationStatus | undefined;
+}
+
+/** An invocation that should have moved on by now (no job picked it up, or its job died). */
+export interface StuckInvocation {
+  id: string;
+  orgId: string;
+  sessionId: string;
+  status: 'queued' | 'running';
+}
+
+export interface HistoryItem {
+  kind: 'invocation' | 'decision';
+  at: Date;
+  invocation?: Invocation;
+  decision?: Decision;
+}
+
+/**
+ * Invocations in PostgreSQL. Writes on the invoke path are batched across concurrent requests
+ * (one statement per batch), which is what lets one process carry thousands of invokes a second.
+ */
+export interface InvocationStore {
+  invokeContext(orgId: string, query: InvokeContextQuery): Promise<InvokeContext>;
+  /** Inserts a queued invocation and its audit event, atomically. */
+  insert(invocation: Invocation, event: AuditEvent): Promise<void>;
+  get(orgId: string, id: string): Promise<Invocation | null>;
+  list(
+    orgId: string,
+    filter: InvocationFilter,
+    page: { limit: number; after: string | null },
+  ): Promise<Page<Invocation>>;
+  forGuardian(id: string): Promise<GuardianView | null>;
+  decide(write: DecisionWrite): Promise<WriteOutcome>;
+  forRun(id: string): Promise<RunView | null>;
+  finish(write: FinishWrite): Promise<WriteOutcome>;
+  capSnapshot(sessionId: string): Promise<CapSnapshot | null>;
+  /** Queued or running invocations last changed before `before`, oldest first. */
+  stuck(before: Date, limit: number): Promise<StuckInvocation[]>;
+  /** Current rows of these invocations (any org), for the reaper. */
+  getMany(ids: string[]): Promise<Invocation[]>;
+  history(
+    orgId: string,
+    sessionId: string,
+    page: { limit: number; after: { at: Date; id: string } | null },
+  ): Promise<{ items: HistoryItem[]; next: { at: Date; id: string } | null }>;
+}

@@ -1,0 +1,34 @@
+import type { InvocationJob } from '../jobs';
+import type { Invocation } from './invocation';
+
+export type InvocationStage = 'invocation.evaluate' | 'invocation.run';
+
+/** Where a stage's job is: alive (waiting, delayed or running), gone, or ended without finishing the work. */
+export type JobState = 'alive' | 'gone' | 'ended';
+
+/** The queue, as the invoke pipeline uses it. */
+export interface StageQueue {
+  enqueue(stage: InvocationStage, job: InvocationJob): Promise<void>;
+  state(stage: InvocationStage, invocationId: string): Promise<JobState>;
+  /** Enqueues again, replacing an ended job of the same id (a plain enqueue would be deduplicated). */
+  requeue(stage: InvocationStage, job: InvocationJob): Promise<void>;
+}
+
+/**
+ * Tells waiting clients that an invocation finished. Waiters are served by one subscription per
+ * API process, not by a listener or a poll loop per request.
+ */
+export interface CompletionSignal {
+  finished(invocation: Invocation): Promise<void>;
+}
+
+/** The signal carries the finished invocation unless it was too large to broadcast. */
+export type WaitResult = { kind: 'finished'; invocation: Invocation | null } | { kind: 'timeout' };
+
+export interface CompletionWaiter {
+  /**
+   * Resolves when the invocation's signal comes, or with `timeout` after `ms`. Register before
+   * the work starts (or before reading the row), so a signal in between is not missed.
+   */
+  wait(invocationId: string, ms: number): { result: Promise<WaitResult>; cancel(): void };
+}

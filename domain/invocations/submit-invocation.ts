@@ -1,0 +1,175 @@
+import { newAuditEvent } from '../audit/new-event';
+import { worstCase } from '../budget/charges';
+import type { Clock } from '../clock';
+import { invalidField, invalidState, notFound } from '../errors';
+import { newId } from '../ids';
+import { effectivePrice, unpricedModel } from '../pricing/price-use-cases';
+import { actorOf, type CallContext } from '../principal';
+import type { ChatMessage } from '../providers';
+import { assertNotExhausted, assertOpen, type Session } from '../sessions/session';
+import { awaitFinished } from './await-invocation';
+import type { Invocation, InvocationRequest } from './invocation';
+import type { AgentGate, InvocationStore, InvokeContext } from './invocation-store';
+import { endWithoutUsage } from './outcomes';
+import type { CompletionWaiter, StageQueue } from './signals';
+
+export interface InvokeDeps {
+  store: InvocationStore;
+  queue: StageQueue;
+  waiter: CompletionWaiter;
+  clock: Clock;
+  maxMessages: number;
+}
+
+export interface InvokeInput {
+  sessionId: string;
+  model: string;
+  messages: ChatMessage[];
+  maxTokens: number;
+  temperature?: number | undefined;
+  credentialRef?: string | undefined;
+  agentId?: string | undefined;
+  tool?: { name: string; arguments: unknown } | undefined;
+  metadata?: Record<string, unknown> | undefined;
+  /** W3C trace context of the request, carried into the jobs. */
+  trace: Record<string, string>;
+}
+
+/** The agent the invocation acts for: the request's, else the session's; they may not differ. */
+function agentOf(session: Session, input: InvokeInput, context: InvokeContext): AgentGate | null {
+  if (input.agentId && session.agentId && input.agentId !== session.agentId)
+    throw invalidField('agent_id', `agent_id: session ${session.id} belongs to agent ${session.agentId}`);
+  if (!(input.agentId ?? session.agentId)) return null;
+  const agent = context.agent;
+  if (!agent) throw notFound('agent');
+  if (agent.status === 'suspended')
+    throw invalidState('suspended', `agent ${agent.id} is suspended; resume it before invoking`);
+  return agent;
+}
+
+/** The credential named, else the agent's first; a deleted one fails later as credential_not_found. */
+function credentialOf(input: InvokeInput, agent: AgentGate | null, context: InvokeContext) {
+  if (!input.credentialRef && !agent?.credentialRefs[0])
+    throw invalidField(
+      'credential_ref',
+      'credential_ref: required when the agent has no credential_refs (or no agent is named)',
+    );
+  if (!context.credential)
+    throw invalidField('credential_ref', `credential_ref: no credential ${input.credentialRef ?? ''}`);
+  return context.credential;
+}
+
+function requestOf(input: InvokeInput): InvocationRequest {
+  return {
+    messages: input.messages,
+    maxTokens: input.maxTokens,
+    ...(input.temperature !== undefined ? { temperature: input.temperature } : {}),
+    ...(input.tool ? { tool: input.tool } : {}),
+    ...(input.metadata ? { metadata: input.metadata } : {}),
+  };
+}
+
+/** Checks everything a client can get wrong, then records the invocation as queued. */
+async function admit(deps: InvokeDeps, ctx: CallContext, input: InvokeInput): Promise<Invocation> {
+  if (input.messages.length > deps.maxMessages)
+    throw invalidField('messages', `messages: at most ${deps.maxMessages} per invoke`);
+  const orgId = ctx.principal.orgId;
+  const now = deps.clock.now();
+  const context = await deps.store.invokeContext(orgId, {
+    sessionId: input.sessionId,
+    agentId: input.agentId ?? null,
+    credentialRef: input.credentialRef ?? null,
+    model: input.model,
+  });
+  const session = context.session;
+  if (!session) throw notFound('session');
+  assertOpen(session, now);
+  assertNotExhausted(session);
+  const agent = agentOf(session, input, context);
+  const price = effectivePrice(input.model, context.orgPrice);
+  if (!price) throw unpricedModel(input.model);
+  const credential = credentialOf(input, agent, context);
+  const reserve = worstCase(input.messages, input.maxTokens, price);
+  const invocation: Invocation = {
+    id: newId('inv'),
+    orgId,
+    sessionId: session.id,
+    agentId: agent?.id ?? null,
+    requestedBy: actorOf(ctx.principal),
+    status: 'queued',
+    model: input.model,
+    provider: credential.provider,
+    credentialRef: credential.ref,
+    request: requestOf(input),
+    price: { inputMicrosPerMtok: price.inputMicrosPerMtok, outputMicrosPerMtok: price.outputMicrosPerMtok },
+    reservation: { costMicros: reserve.costMicros, tokens: reserve.tokens },
+    decision: null,
+    approvalId: null,
+    output: null,
+    usage: null,
+    costMicros: 0,
+    chargedCalls: 0,
+    error: null,
+    requestId: ctx.requestId,
+    createdAt: now,
+    updatedAt: now,
+    completedAt: null,
+  };
+  await deps.store.insert(invocation, requestedEvent(invocation, ctx));
+  return invocation;
+}
+
+const requestedEvent = (invocation: Invocation, ctx: CallContext) =>
+  newAuditEvent({
+    orgId: invocation.orgId,
+    actor: actorOf(ctx.principal),
+    action: 'llm.invoke.requested',
+    resource: { type: 'invocation', id: invocation.id },
+    at: invocation.createdAt,
+    requestId: ctx.requestId,
+    // Never message text: the log is immutable and prompts may hold personal data.
+    details: {
+      session_id: invocation.sessionId,
+      agent_id: invocation.agentId,
+      model: invocation.model,
+      provider: invocation.provider,
+      credential_ref: invocation.credentialRef,
+      messages: invocation.request.messages.length,
+      max_tokens: invocation.request.maxTokens,
+      reserve_micros: invocation.reservation.costMicros,
+    },
+  });
+
+/**
+ * `POST /v1/llm/invoke`: admits the invocation, queues it for the guardian and, when the client
+ * asked to wait, waits up to `waitMs` for it to finish. Returns the invocation as it is then.
+ */
+export async function invoke(
+  deps: InvokeDeps,
+  ctx: CallContext,
+  input: InvokeInput,
+  waitMs: number,
+): Promise<Invocation> {
+  const invocation = await admit(deps, ctx, input);
+  // Registered before the job exists, so even an instant finish is not missed.
+  const waiting = waitMs > 0 ? deps.waiter.wait(invocation.id, waitMs) : null;
+  try {
+    await deps.queue.enqueue('invocation.evaluate', {
+      invocation_id: invocation.id,
+      org_id: invocation.orgId,
+      trace: input.trace,
+    });
+  } catch (err) {
+    waiting?.cancel();
+    // The client is told to retry (503), so this one must not run later: fail it (best effort;
+    // if even that fails, the row stays queued and the reaper enqueues it once Redis is back).
+    const at = deps.clock.now();
+    const error = { errorCode: 'unavailable', message: 'the job queue was unreachable; retry the invoke' };
+    await deps.store
+      .finish(endWithoutUsage(invocation, ['queued'], 'failed', error, at))
+      .catch(() => undefined);
+    throw err;
+  }
+  if (!waiting) return invocation;
+  return awaitFinished(deps.store, invocation, waiting);
+}

@@ -1,0 +1,30 @@
+import type { AuditEvent } from '../../domain/audit/audit-event';
+
+/**
+ * Audit events as one JSON parameter, for statements that insert them beside the change they
+ * record (same statement, same transaction): `${INSERT_AUDIT} select * from ${auditRecordset('$2')}`
+ * (or '?' under knex).
+ */
+export const INSERT_AUDIT = `insert into audit_outbox
+  (id, org_id, at, actor_type, actor_id, action, resource_type, resource_id, outcome, details, request_id)`;
+
+export const auditRecordset = (param: string): string => `json_to_recordset(${param}::json) as a(
+  id text, org_id text, at timestamptz, actor_type text, actor_id text, action text,
+  resource_type text, resource_id text, outcome text, details jsonb, request_id text)`;
+
+export const auditJson = (events: AuditEvent[]): string =>
+  JSON.stringify(
+    events.map((e) => ({
+      id: e.id,
+      org_id: e.orgId,
+      at: e.at,
+      actor_type: e.actor.type,
+      actor_id: e.actor.id,
+      action: e.action,
+      resource_type: e.resource.type,
+      resource_id: e.resource.id,
+      outcome: e.outcome,
+      details: e.details,
+      request_id: e.requestId,
+    })),
+  );

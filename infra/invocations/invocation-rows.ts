@@ -1,0 +1,219 @@
+import type { ActorType } from '../../domain/audit/audit-event';
+import type {
+  Decision,
+  DecisionReason,
+  DecisionSummary,
+  Invocation,
+  InvocationRequest,
+  InvocationStatus,
+  Verdict,
+} from '../../domain/invocations/invocation';
+import type { Provider } from '../../domain/providers';
+import type { Session, SessionStatus } from '../../domain/sessions/session';
+
+/**
+ * Rows as PostgreSQL returns them, through the driver (bigints as strings, timestamps as text)
+ * or through row_to_json (bigints as numbers): the mappers accept both.
+ */
+type Num = number | string;
+type Time = Date | string;
+type Json<T> = T | null;
+
+export interface InvocationRow {
+  id: string;
+  org_id: string;
+  session_id: string;
+  agent_id: string | null;
+  requested_by_type: string;
+  requested_by: string;
+  status: string;
+  model: string;
+  provider: string;
+  credential_ref: string;
+  request: StoredRequest;
+  input_price_micros: Num;
+  output_price_micros: Num;
+  reserve_micros: Num;
+  reserve_tokens: Num;
+  decision: Json<StoredDecision>;
+  approval_id: string | null;
+  output: Json<{ role: 'assistant'; content: string }>;
+  input_tokens: Num | null;
+  output_tokens: Num | null;
+  cost_micros: Num;
+  charged_calls: Num;
+  error: Json<{ error_code: string; message: string }>;
+  request_id: string | null;
+  created_at: Time;
+  updated_at: Time;
+  completed_at: Time | null;
+}
+
+/** The request as stored (snake_case, like the API that took it). */
+export interface StoredRequest {
+  messages: InvocationRequest['messages'];
+  max_tokens: number;
+  temperature?: number;
+  tool?: { name: string; arguments: unknown };
+  metadata?: Record<string, unknown>;
+}
+
+interface StoredReason {
+  policy_id: string | null;
+  code: string;
+  message: string;
+}
+
+interface StoredDecision {
+  id: string;
+  verdict: Verdict;
+  reasons: StoredReason[];
+}
+
+const toDate = (t: Time): Date => (t instanceof Date ? t : new Date(t));
+const toDateOrNull = (t: Time | null): Date | null => (t === null ? null : toDate(t));
+
+export const storeRequest = (r: InvocationRequest): StoredRequest => ({
+  messages: r.messages,
+  max_tokens: r.maxTokens,
+  ...(r.temperature !== undefined ? { temperature: r.temperature } : {}),
+  ...(r.tool ? { tool: r.tool } : {}),
+  ...(r.metadata ? { metadata: r.metadata } : {}),
+});
+
+const loadRequest = (r: StoredRequest): InvocationRequest => ({
+  messages: r.messages,
+  maxTokens: r.max_tokens,
+  ...(r.temperature !== undefined ? { temperature: r.temperature } : {}),
+  ...(r.tool ? { tool: r.tool } : {}),
+  ...(r.metadata ? { metadata: r.metadata } : {}),
+});
+
+export const storeReasons = (reasons: DecisionReason[]): StoredReason[] =>
+  reasons.map((r) => ({ policy_id: r.policyId, code: r.code, message: r.message }));
+
+const loadReasons = (reasons: StoredReason[]): DecisionReason[] =>
+  reasons.map((r) => ({ policyId: r.policy_id, code: r.code, message: r.message }));
+
+export const storeDecision = (d: DecisionSummary): StoredDecision => ({
+  id: d.id,
+  verdict: d.verdict,
+  reasons: storeReasons(d.reasons),
+});
+
+export const toInvocation = (r: InvocationRow): Invocation => ({
+  id: r.id,
+  orgId: r.org_id,
+  sessionId: r.session_id,
+  agentId: r.agent_id,
+  requestedBy: { type: r.requested_by_type as ActorType, id: r.requested_by },
+  status: r.status as InvocationStatus,
+  model: r.model,
+  provider: r.provider as Provider,
+  credentialRef: r.credential_ref,
+  request: loadRequest(r.request),
+  price: {
+    inputMicrosPerMtok: Number(r.input_price_micros),
+    outputMicrosPerMtok: Number(r.output_price_micros),
+  },
+  reservation: { costMicros: Number(r.reserve_micros), tokens: Number(r.reserve_tokens) },
+  decision: r.decision
+    ? { id: r.decision.id, verdict: r.decision.verdict, reasons: loadReasons(r.decision.reasons) }
+    : null,
+  approvalId: r.approval_id,
+  output: r.output,
+  usage:
+    r.input_tokens === null || r.output_tokens === null
+      ? null
+      : { inputTokens: Number(r.input_tokens), outputTokens: Number(r.output_tokens) },
+  costMicros: Number(r.cost_micros),
+  chargedCalls: Number(r.charged_calls),
+  error: r.error ? { errorCode: r.error.error_code, message: r.error.message } : null,
+  requestId: r.request_id,
+  createdAt: toDate(r.created_at),
+  updatedAt: toDate(r.updated_at),
+  completedAt: toDateOrNull(r.completed_at),
+});
+
+export interface DecisionRow {
+  id: string;
+  org_id: string;
+  invocation_id: string | null;
+  session_id: string | null;
+  agent_id: string | null;
+  verdict: string;
+  reasons: StoredReason[];
+  modified_action: unknown;
+  policy_version: Num;
+  evaluated_at: Time;
+}
+
+export const toDecision = (r: DecisionRow): Decision => ({
+  id: r.id,
+  orgId: r.org_id,
+  invocationId: r.invocation_id,
+  sessionId: r.session_id,
+  agentId: r.agent_id,
+  verdict: r.verdict as Verdict,
+  reasons: loadReasons(r.reasons),
+  modifiedAction: r.modified_action ?? null,
+  policyVersion: Number(r.policy_version),
+  evaluatedAt: toDate(r.evaluated_at),
+});
+
+export const decisionJson = (d: Decision) => ({
+  id: d.id,
+  org_id: d.orgId,
+  invocation_id: d.invocationId,
+  session_id: d.sessionId,
+  agent_id: d.agentId,
+  verdict: d.verdict,
+  reasons: storeReasons(d.reasons),
+  modified_action: d.modifiedAction ?? null,
+  policy_version: d.policyVersion,
+  evaluated_at: d.evaluatedAt,
+});
+
+export interface SessionRow {
+  id: string;
+  org_id: string;
+  agent_id: string | null;
+  status: string;
+  max_cost_micros: Num;
+  max_calls: Num | null;
+  max_tokens: Num | null;
+  cost_micros: Num;
+  calls: Num;
+  input_tokens: Num;
+  output_tokens: Num;
+  metadata: Record<string, unknown>;
+  created_by: string;
+  created_at: Time;
+  expires_at: Time;
+  closed_at: Time | null;
+}
+
+const numOrNull = (n: Num | null): number | null => (n === null ? null : Number(n));
+
+export const toSession = (r: SessionRow): Session => ({
+  id: r.id,
+  orgId: r.org_id,
+  agentId: r.agent_id,
+  status: r.status as SessionStatus,
+  limits: {
+    maxCostMicros: Number(r.max_cost_micros),
+    maxCalls: numOrNull(r.max_calls),
+    maxTokens: numOrNull(r.max_tokens),
+  },
+  usage: {
+    costMicros: Number(r.cost_micros),
+    calls: Number(r.calls),
+    inputTokens: Number(r.input_tokens),
+    outputTokens: Number(r.output_tokens),
+  },
+  metadata: r.metadata,
+  createdBy: r.created_by,
+  createdAt: toDate(r.created_at),
+  expiresAt: toDate(r.expires_at),
+  closedAt: toDateOrNull(r.closed_at),
+});

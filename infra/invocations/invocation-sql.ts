@@ -1,0 +1,192 @@
+import { auditRecordset, INSERT_AUDIT } from '../db/audit-rows';
+import type { Statement } from '../db/prepared-pool';
+
+/**
+ * The invoke path's statements, prepared (see PreparedPool). Writes take their rows as JSON
+ * (json_to_recordset), so one statement writes a whole batch, and data-modifying CTEs put the
+ * change and its audit entries in the same statement: one round trip, one transaction. Audit rows
+ * are inserted only for invocations the conditional update changed (joined on the resource id).
+ */
+const statement = (name: string, text: string): Statement => ({ name: `cp_${name}`, text });
+
+/** $1 invocations JSON, $2 audit JSON. */
+export const INSERT_QUEUED = statement(
+  'insert_queued',
+  `
+  with rows as (
+    select * from json_to_recordset($1::json) as r(
+      id text, org_id text, session_id text, agent_id text, requested_by_type text, requested_by text,
+      model text, provider text, credential_ref text, request jsonb, input_price_micros bigint,
+      output_price_micros bigint, reserve_micros bigint, reserve_tokens bigint, request_id text,
+      created_at timestamptz)
+  ),
+  inv as (
+    insert into invocations (id, org_id, session_id, agent_id, requested_by_type, requested_by, status,
+      model, provider, credential_ref, request, input_price_micros, output_price_micros, reserve_micros,
+      reserve_tokens, request_id, created_at, updated_at)
+    select id, org_id, session_id, agent_id, requested_by_type, requested_by, 'queued', model, provider,
+      credential_ref, request, input_price_micros, output_price_micros, reserve_micros, reserve_tokens,
+      request_id, created_at, created_at
+    from rows
+    returning id
+  ),
+  aud as (${INSERT_AUDIT} select * from ${auditRecordset('$2')} returning 1)
+  select (select count(*) from inv) as invocations, (select count(*) from aud) as events`,
+);
+
+/** $1 decision writes JSON, $2 decisions JSON, $3 audit JSON. Only queued invocations are decided. */
+export const DECIDE = statement(
+  'decide',
+  `
+  with x as (
+    select * from json_to_recordset($1::json) as x(
+      invocation_id text, status text, request jsonb, reserve_micros bigint, reserve_tokens bigint,
+      decision jsonb, error jsonb, at timestamptz)
+  ),
+  u as (
+    update invocations i set
+      status = x.status,
+      decision = x.decision,
+      request = coalesce(x.request, i.request),
+      reserve_micros = coalesce(x.reserve_micros, i.reserve_micros),
+      reserve_tokens = coalesce(x.reserve_tokens, i.reserve_tokens),
+      error = x.error,
+      updated_at = x.at,
+      completed_at = case when x.status = 'running' then null else x.at end
+    from x
+    where i.id = x.invocation_id and i.status = 'queued'
+    returning i.id
+  ),
+  d as (
+    insert into decisions (id, org_id, invocation_id, session_id, agent_id, verdict, reasons, modified_action,
+      policy_version, evaluated_at)
+    select * from json_to_recordset($2::json) as d(id text, org_id text, invocation_id text, session_id text,
+      agent_id text, verdict text, reasons jsonb, modified_action jsonb, policy_version integer,
+      evaluated_at timestamptz)
+    where d.invocation_id in (select id from u)
+  ),
+  aud as (${INSERT_AUDIT} select * from ${auditRecordset('$3')} where a.resource_id in (select id from u))
+  select coalesce(array_agg(id), '{}') as applied from u`,
+);
+
+/**
+ * $1 finish writes JSON, $2 audit JSON. The invocation's outcome, its charge added to the
+ * session's settled usage (whose CHECK constraints refuse anything past a cap), and the audit entry.
+ */
+export const FINISH = statement(
+  'finish',
+  `
+  with x as (
+    select * from json_to_recordset($1::json) as x(
+      invocation_id text, from_statuses text[], status text, output jsonb, input_tokens bigint,
+      output_tokens bigint, cost_micros bigint, charged_calls integer, error jsonb, at timestamptz)
+  ),
+  u as (
+    update invocations i set
+      status = x.status,
+      output = x.output,
+      input_tokens = x.input_tokens,
+      output_tokens = x.output_tokens,
+      cost_micros = x.cost_micros,
+      charged_calls = x.charged_calls,
+      error = x.error,
+      updated_at = x.at,
+      completed_at = x.at
+    from x
+    where i.id = x.invocation_id and i.status = any(x.from_statuses)
+    returning i.id, i.session_id, x.cost_micros, x.charged_calls, x.input_tokens, x.output_tokens
+  ),
+  charged as (
+    select session_id, sum(cost_micros) as cost, sum(charged_calls) as calls,
+      sum(coalesce(input_tokens, 0)) as input_tokens, sum(coalesce(output_tokens, 0)) as output_tokens
+    from u group by session_id
+    having sum(cost_micros) > 0 or sum(charged_calls) > 0
+      or sum(coalesce(input_tokens, 0)) > 0 or sum(coalesce(output_tokens, 0)) > 0
+  ),
+  s as (
+    update sessions s set
+      cost_micros = s.cost_micros + charged.cost,
+      calls = s.calls + charged.calls,
+      input_tokens = s.input_tokens + charged.input_tokens,
+      output_tokens = s.output_tokens + charged.output_tokens
+    from charged
+    where s.id = charged.session_id
+  ),
+  aud as (${INSERT_AUDIT} select * from ${auditRecordset('$2')} where a.resource_id in (select id from u))
+  select coalesce(array_agg(id), '{}') as applied from u`,
+);
+
+/** $1 ids. With what the guardian decides on: the agent and the session's status. */
+export const FOR_GUARDIAN = statement(
+  'for_guardian',
+  `
+  select i.*, s.status as session_status, s.expires_at as session_expires_at,
+    a.id as gate_id, a.status as gate_status, a.allowed_models as gate_allowed_models,
+    a.credential_refs as gate_credential_refs
+  from invocations i
+  join sessions s on s.id = i.session_id
+  left join agents a on a.id = i.agent_id and a.org_id = i.org_id
+  where i.id = any($1::text[])`,
+);
+
+/** $1 ids. With the sealed credential the call needs (a deleted one has no secret). */
+export const FOR_RUN = statement(
+  'for_run',
+  `
+  select i.*, c.ref as cred_ref, c.provider as cred_provider, c.base_url as cred_base_url,
+    c.sealed_secret as cred_sealed_secret, c.key_id as cred_key_id
+  from invocations i
+  left join credentials c on c.org_id = i.org_id and c.ref = i.credential_ref
+  where i.id = any($1::text[])`,
+);
+
+/** $1 ids. */
+export const BY_IDS = statement('invocations_by_ids', `select * from invocations where id = any($1::text[])`);
+
+/**
+ * $1 org, $2 session, $3 agent, $4 credential ref, $5 model. Everything admission
+ * checks, in one round trip: the agent defaults to the session's, the credential to the agent's
+ * first, the price is the org's own (the built-in table is in code).
+ */
+export const INVOKE_CONTEXT = statement(
+  'invoke_context',
+  `
+  with s as (select * from sessions where org_id = $1 and id = $2),
+  a as (
+    select id, status, allowed_models, credential_refs from agents
+    where org_id = $1 and id = coalesce($3::text, (select agent_id from s))
+  ),
+  c as (
+    select ref, provider, deleted_at from credentials
+    where org_id = $1 and ref = coalesce($4::text, (select credential_refs[1] from a))
+  ),
+  p as (select * from model_prices where org_id = $1 and model = $5)
+  select (select row_to_json(s) from s) as session, (select row_to_json(a) from a) as agent,
+    (select row_to_json(c) from c) as credential, (select row_to_json(p) from p) as price`,
+);
+
+/** $1 session id. Settled usage and the in-flight reservations, in one snapshot. */
+export const CAP_SNAPSHOT = statement(
+  'cap_snapshot',
+  `
+  select s.max_cost_micros, s.max_calls, s.max_tokens, s.cost_micros, s.calls, s.input_tokens,
+    s.output_tokens, s.expires_at,
+    coalesce((
+      select json_agg(json_build_object('id', i.id, 'cost', i.reserve_micros, 'tokens', i.reserve_tokens))
+      from invocations i where i.session_id = s.id and i.status = 'running'
+    ), '[]'::json) as in_flight
+  from sessions s where s.id = $1`,
+);
+
+/** Bindings (knex): org, session, org, session, after-at, after-at, after-id, limit. Oldest first. */
+export const HISTORY = `
+  select * from (
+    select 'invocation' as kind, i.created_at as at, i.id, row_to_json(i) as row
+    from invocations i where i.org_id = ? and i.session_id = ?
+    union all
+    select 'decision' as kind, d.evaluated_at as at, d.id, row_to_json(d) as row
+    from decisions d where d.org_id = ? and d.session_id = ?
+  ) h
+  where ?::timestamptz is null or (h.at, h.id) > (?::timestamptz, ?::text)
+  order by h.at, h.id
+  limit ?`;

@@ -1,0 +1,73 @@
+import type { Knex } from '@mikro-orm/knex';
+import type { GroupBy, UsageFigures, UsageReport, UsageStatsReader } from '../../domain/stats/usage-stats';
+
+/** The grouping key of each `group_by`, as SQL over the invocations table. */
+const KEY_SQL: Record<GroupBy, string> = {
+  day: `to_char(completed_at at time zone 'UTC', 'YYYY-MM-DD')`,
+  agent: `coalesce(agent_id, 'none')`,
+  model: 'model',
+  session: 'session_id',
+  key: 'requested_by',
+};
+
+const FIGURES = `
+  count(*) filter (where charged_calls > 0) as calls,
+  count(*) filter (where status = 'succeeded') as succeeded,
+  count(*) filter (where status = 'failed') as failed,
+  count(*) filter (where status = 'denied') as denied,
+  count(*) filter (where status = 'cancelled') as cancelled,
+  coalesce(sum(input_tokens), 0) as input_tokens,
+  coalesce(sum(output_tokens), 0) as output_tokens,
+  coalesce(sum(cost_micros), 0) as cost_micros`;
+
+type FigureRow = Record<
+  | 'calls'
+  | 'succeeded'
+  | 'failed'
+  | 'denied'
+  | 'cancelled'
+  | 'input_tokens'
+  | 'output_tokens'
+  | 'cost_micros',
+  string | number
+>;
+
+const toFigures = (r: FigureRow | undefined): UsageFigures => ({
+  calls: Number(r?.calls ?? 0),
+  succeeded: Number(r?.succeeded ?? 0),
+  failed: Number(r?.failed ?? 0),
+  denied: Number(r?.denied ?? 0),
+  cancelled: Number(r?.cancelled ?? 0),
+  inputTokens: Number(r?.input_tokens ?? 0),
+  outputTokens: Number(r?.output_tokens ?? 0),
+  costMicros: Number(r?.cost_micros ?? 0),
+});
+
+/**
+ * Usage from finished invocations, by when they finished: the rows whose charges were added to
+ * their sessions in the same transaction, so the totals equal the sessions' settled usage.
+ */
+export class PgUsageStats implements UsageStatsReader {
+  constructor(private readonly knex: Knex) {}
+
+  async usage(
+    orgId: string,
+    from: Date,
+    to: Date,
+    groupBy: GroupBy | null,
+  ): Promise<Omit<UsageReport, 'from' | 'to'>> {
+    // One statement, one snapshot: the totals row (grouping set ()) and the groups always agree.
+    const key = groupBy ? KEY_SQL[groupBy] : `''`;
+    const { rows } = (await this.knex.raw(
+      `select grouping(k) as is_total, k as key, ${FIGURES}
+       from (select *, ${key} as k from invocations
+             where org_id = ? and completed_at >= ? and completed_at < ?) x
+       group by grouping sets ((k), ())
+       order by is_total desc, k`,
+      [orgId, from, to],
+    )) as { rows: (FigureRow & { is_total: number; key: string })[] };
+    const totals = rows.find((r) => Number(r.is_total) === 1);
+    const groups = groupBy ? rows.filter((r) => Number(r.is_total) === 0) : [];
+    return { totals: toFigures(totals), groups: groups.map((r) => ({ key: r.key, ...toFigures(r) })) };
+  }
+}
