@@ -130,7 +130,8 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
     },
     checks: {
       database: async () => void (await withTimeout(knex.raw('select 1'), 2_000, 'PostgreSQL')),
-      redis: async () => void (await withTimeout(redis.ping(), 2_000, 'Redis')),
+      // The API's own connection and the job producers' (which reconnect on their own after an outage).
+      redis: async () => void (await withTimeout(Promise.all([redis.ping(), queues.ping()]), 2_000, 'Redis')),
     },
     // Each connection closes even if another fails (Redis may already be gone).
     close: async () => {

@@ -40,7 +40,16 @@ export const evaluateProcessor = (payload: InvocationJob, infra: Infra) =>
   );
 
 /** The invoke stage: its span is the parent of the provider call's. */
-export const runProcessor = (payload: InvocationJob, infra: Infra, job: JobInfo) =>
+export const runProcessor = async (payload: InvocationJob, infra: Infra, job: JobInfo) => {
+  const outcome = await runStage(payload, infra, job);
+  infra.logger.debug(
+    { invocation_id: payload.invocation_id, outcome, attempt: job.attemptsMade + 1 },
+    'invocation run',
+  );
+  return outcome;
+};
+
+const runStage = (payload: InvocationJob, infra: Infra, job: JobInfo) =>
   inSpan(
     'invocation.run',
     'consumer',

@@ -15,7 +15,7 @@ const readers = needsAnyOf('llm:invoke', 'sessions:read');
 const notFound = { description: 'no such invocation in this org' };
 
 /** RFC 7240 `Prefer: wait=N`; like any preference, an out-of-range value is bounded, not refused. */
-const PREFER_WAIT = /(?:^|[,;\s])wait\s*=\s*(\d{1,6})(?:$|[,;\s])/i;
+const PREFER_WAIT = /(?:^|[,;\s])wait\s*=\s*(\d+)(?:$|[,;\s])/i;
 
 /**
  * Seconds to wait: the `wait` query (0..max_wait_seconds, else 400), or else `Prefer: wait=N`

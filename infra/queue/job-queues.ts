@@ -1,4 +1,5 @@
 import { Queue, type JobsOptions } from 'bullmq';
+import type Redis from 'ioredis';
 import {
   DEFAULT_JOB_OPTIONS,
   invocationJobId,
@@ -8,6 +9,7 @@ import {
   type JobName,
   type JobPayload,
   type QueueName,
+  QUEUES,
 } from '../../domain/jobs';
 import type { InvocationStage, JobState, StageQueue } from '../../domain/invocations/signals';
 import { bullConnectionOptions } from '../redis/connections';
@@ -99,6 +101,14 @@ export class JobQueues {
     const old = await queue.getJob(invocationJobId(job.invocation_id));
     if (old && !ALIVE.has(await old.getState())) await old.remove();
     await this.enqueueStage(stage, job);
+  }
+
+  /** Answers when every producer connection made so far does: the API enqueues through them. */
+  async ping(): Promise<void> {
+    this.queue(QUEUES.guardian);
+    await Promise.all(
+      [...this.queues.values()].map(async (q) => ((await q.backend.client) as unknown as Redis).ping()),
+    );
   }
 
   /** Periodic jobs, as BullMQ Job Schedulers (upserted, so every replica may call this). */

@@ -6,6 +6,8 @@ let org: SignedUpOrg;
 let keyId: string;
 let credentialRef: string;
 let agentId: string;
+let invokeAgentId: string;
+let sessionId: string;
 
 beforeAll(async () => {
   app = await startTestApp();
@@ -18,6 +20,25 @@ beforeAll(async () => {
   );
   credentialRef = credential.body.credential_ref;
   agentId = (await app.http.post<{ id: string }>('/v1/agents', { name: 'a' }, org.adminKey)).body.id;
+  const invoker = await app.http.post<{ id: string }>(
+    '/v1/agents',
+    { name: 'invoker', allowed_models: ['mock-1'], credential_refs: [credentialRef] },
+    org.adminKey,
+  );
+  expect(invoker.status).toBe(201);
+  invokeAgentId = invoker.body.id;
+  const priced = await app.http.call('PUT', '/v1/pricing/mock-1', {
+    token: org.adminKey,
+    body: { input_per_mtok_usd: 1, output_per_mtok_usd: 2 },
+  });
+  expect(priced.status).toBe(200);
+  const session = await app.http.post<{ id: string }>(
+    '/v1/sessions',
+    { agent_id: invokeAgentId, max_cost_usd: 1 },
+    org.adminKey,
+  );
+  expect(session.status).toBe(201);
+  sessionId = session.body.id;
 });
 
 /** A route's path with real ids of this org in it. */
@@ -27,6 +48,13 @@ const concrete = (path: string) =>
     .replace('/v1/agents/{id}', `/v1/agents/${agentId}`)
     .replace('{ref}', credentialRef)
     .replace('{model}', 'my-model');
+
+/** Stands for the session opened in beforeAll (bodies are written before it exists). */
+const SESSION = '{session}';
+const withSession = (body: unknown): unknown =>
+  body !== null && typeof body === 'object' && (body as { session_id?: unknown }).session_id === SESSION
+    ? { ...body, session_id: sessionId }
+    : body;
 afterAll(() => app.close());
 
 type Case = [label: string, body: unknown, field: string];
@@ -39,6 +67,10 @@ const invite = { email: 'c@example.test', role: 'viewer' };
 const key = { name: 'k', scopes: ['read'] };
 const cred = { name: 'c', provider: 'openai', secret: 'sk-test-1234567890' };
 const price = { input_per_mtok_usd: 1, output_per_mtok_usd: 2 };
+const session = { max_cost_usd: 1 };
+const hello = { role: 'user', content: 'hello' };
+const call = { session_id: SESSION, model: 'mock-1', messages: [hello], max_tokens: 16 };
+const tool = { name: 't', arguments: { q: 1 } };
 
 /** Each field of a body: missing, wrong type, out of range; plus unknown fields (bodies are strict). */
 const BODY_CASES: Record<string, Case[]> = {
@@ -164,6 +196,71 @@ const BODY_CASES: Record<string, Case[]> = {
     ['output with seven decimals', { ...price, output_per_mtok_usd: 0.0000001 }, 'output_per_mtok_usd'],
     ['an unknown field', { ...price, currency: 'EUR' }, 'body'],
   ],
+  'POST /v1/sessions': [
+    ['max_cost_usd missing', { ...session, max_cost_usd: undefined }, 'max_cost_usd'],
+    ['max_cost_usd 0', { ...session, max_cost_usd: 0 }, 'max_cost_usd'],
+    ['max_cost_usd negative', { ...session, max_cost_usd: -1 }, 'max_cost_usd'],
+    ['max_cost_usd a string', { ...session, max_cost_usd: '1' }, 'max_cost_usd'],
+    ['max_cost_usd with seven decimals', { ...session, max_cost_usd: 0.0000001 }, 'max_cost_usd'],
+    ['max_cost_usd above the org cap', { ...session, max_cost_usd: 1000.01 }, 'max_cost_usd'],
+    ['max_calls 0', { ...session, max_calls: 0 }, 'max_calls'],
+    ['max_calls 1.5', { ...session, max_calls: 1.5 }, 'max_calls'],
+    ['max_calls a string', { ...session, max_calls: '5' }, 'max_calls'],
+    ['max_tokens 0', { ...session, max_tokens: 0 }, 'max_tokens'],
+    ['max_tokens -5', { ...session, max_tokens: -5 }, 'max_tokens'],
+    ['ttl_seconds 59', { ...session, ttl_seconds: 59 }, 'ttl_seconds'],
+    ['ttl_seconds 604801', { ...session, ttl_seconds: 604_801 }, 'ttl_seconds'],
+    ['ttl_seconds 1.5', { ...session, ttl_seconds: 1.5 }, 'ttl_seconds'],
+    ['agent_id a number', { ...session, agent_id: 7 }, 'agent_id'],
+    ['agent_id empty', { ...session, agent_id: '' }, 'agent_id'],
+    ['metadata an array', { ...session, metadata: ['a'] }, 'metadata'],
+    ['metadata over 16 KiB', { ...session, metadata: { big: long(17_000) } }, 'metadata'],
+    ['an unknown field', { ...session, max_cost: 5 }, 'body'],
+  ],
+  'POST /v1/llm/invoke': [
+    ['session_id missing', { ...call, session_id: undefined }, 'session_id'],
+    ['session_id a number', { ...call, session_id: 42 }, 'session_id'],
+    ['session_id empty', { ...call, session_id: '' }, 'session_id'],
+    ['model missing', { ...call, model: undefined }, 'model'],
+    ['model with a space', { ...call, model: 'bad model' }, 'model'],
+    ['model too long', { ...call, model: long(201) }, 'model'],
+    ['messages missing', { ...call, messages: undefined }, 'messages'],
+    ['messages empty', { ...call, messages: [] }, 'messages'],
+    ['messages not an array', { ...call, messages: hello }, 'messages'],
+    ['a message with role wizard', { ...call, messages: [{ ...hello, role: 'wizard' }] }, 'messages.0.role'],
+    ['a message without content', { ...call, messages: [{ role: 'user' }] }, 'messages.0.content'],
+    [
+      'a message with content a number',
+      { ...call, messages: [{ ...hello, content: 5 }] },
+      'messages.0.content',
+    ],
+    [
+      'a message with an unknown field',
+      { ...call, messages: [hello, { ...hello, name: 'x' }] },
+      'messages.1',
+    ],
+    ['max_tokens missing', { ...call, max_tokens: undefined }, 'max_tokens'],
+    ['max_tokens 0', { ...call, max_tokens: 0 }, 'max_tokens'],
+    ['max_tokens 1.5', { ...call, max_tokens: 1.5 }, 'max_tokens'],
+    ['max_tokens a string', { ...call, max_tokens: '16' }, 'max_tokens'],
+    ['max_tokens 1000001', { ...call, max_tokens: 1_000_001 }, 'max_tokens'],
+    ['temperature -0.1', { ...call, temperature: -0.1 }, 'temperature'],
+    ['temperature 2.1', { ...call, temperature: 2.1 }, 'temperature'],
+    ['temperature a string', { ...call, temperature: '1' }, 'temperature'],
+    ['credential_ref a number', { ...call, credential_ref: 1 }, 'credential_ref'],
+    ['credential_ref empty', { ...call, credential_ref: '' }, 'credential_ref'],
+    ['agent_id empty', { ...call, agent_id: '' }, 'agent_id'],
+    ['tool without a name', { ...call, tool: { arguments: {} } }, 'tool.name'],
+    ['tool with an unknown field', { ...call, tool: { ...tool, version: '1' } }, 'tool'],
+    [
+      'tool.arguments over 16 KiB',
+      { ...call, tool: { ...tool, arguments: { big: long(17_000) } } },
+      'tool.arguments',
+    ],
+    ['metadata an array', { ...call, metadata: [] }, 'metadata'],
+    ['an unknown field', { ...call, stream: true }, 'body'],
+    ['more than 256 messages', { ...call, messages: Array.from({ length: 257 }, () => hello) }, 'messages'],
+  ],
 };
 
 const PUBLIC = new Set(['POST /v1/orgs/signup', 'POST /v1/auth/signup', 'POST /v1/auth/login']);
@@ -181,8 +278,9 @@ describe('bad request bodies', () => {
       const res = await app.http.call<{ error_code: string; details: { path: string; message: string }[] }>(
         method,
         concrete(path),
-        { token, body },
+        { token, body: withSession(body) },
       );
+      expect(res.status).toBeLessThan(500);
       expect(res.status).toBe(400);
       expect(res.body.error_code).toBe('validation_error');
       expect(res.body.details.map((d) => d.path)).toContain(field);
@@ -227,11 +325,64 @@ describe('bad query strings', () => {
     '/v1/credentials?cursor=nope',
     '/v1/agents?limit=1000',
     '/v1/agents?status=active',
+    '/v1/llm/invocations?limit=0',
+    '/v1/llm/invocations?status=flying',
+    '/v1/llm/invocations?cursor=nope',
+    '/v1/llm/invocations?unknown=1',
+    '/v1/sessions?status=sleeping',
+    '/v1/sessions?limit=101',
   ])('GET %s -> 400 validation_error', async (path) => {
     const res = await app.http.get<{ error_code: string; details: unknown[] }>(path, org.adminKey);
     expect(res.status).toBe(400);
     expect(res.body.error_code).toBe('validation_error');
     expect(res.body.details.length).toBeGreaterThan(0);
+  });
+
+  it.each(['31', '-1', 'abc', '1.5'])(
+    'POST /v1/llm/invoke?wait=%s with a valid body -> 400 validation_error on wait, nothing queued',
+    async (wait) => {
+      const res = await app.http.post<{
+        error_code: string;
+        details: { path: string }[];
+        request_id: string;
+      }>(`/v1/llm/invoke?wait=${wait}`, withSession(call), org.adminKey);
+      expect(res.status).toBe(400);
+      expect(res.body.error_code).toBe('validation_error');
+      expect(res.body.details.map((d) => d.path)).toContain('wait');
+      const rows = await app.infra.knex('invocations').where({ request_id: res.body.request_id });
+      expect(rows).toEqual([]);
+    },
+  );
+
+  it.each(['31', '-1', 'abc'])(
+    'GET /v1/llm/invocations/inv_x?wait=%s -> 400 on wait, before the lookup',
+    async (wait) => {
+      const res = await app.http.get<{ error_code: string; details: { path: string }[] }>(
+        `/v1/llm/invocations/inv_x?wait=${wait}`,
+        org.adminKey,
+      );
+      expect(res.status).toBe(400);
+      expect(res.body.error_code).toBe('validation_error');
+      expect(res.body.details.map((d) => d.path)).toContain('wait');
+    },
+  );
+
+  it('the valid bodies these cases start from are accepted (the 400s come from the field changed)', async () => {
+    const opened = await app.http.post('/v1/sessions', session, org.adminKey);
+    expect(opened.status).toBe(201);
+    const queued = await app.http.post<{ status: string }>('/v1/llm/invoke', withSession(call), org.adminKey);
+    expect(queued.status).toBe(202);
+    expect(queued.body.status).toBe('queued');
+    const withTool = await app.http.post('/v1/llm/invoke', withSession({ ...call, tool }), org.adminKey);
+    expect(withTool.status).toBe(202);
+    const at256 = withSession({ ...call, messages: Array.from({ length: 256 }, () => hello) });
+    expect((await app.http.post('/v1/llm/invoke', at256, org.adminKey)).status).toBe(202);
+    const atLimits = await app.http.post(
+      '/v1/sessions',
+      { ...session, max_cost_usd: 1000, ttl_seconds: 604_800, max_calls: 1, max_tokens: 1 },
+      org.adminKey,
+    );
+    expect(atLimits.status).toBe(201);
   });
 });
 

@@ -1,0 +1,348 @@
+import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { addSpanProcessor } from '../../infra/telemetry';
+import { startWorkers } from '../../workers/start-workers';
+import { StubProvider, type RecordedRequest } from '../support/stub-provider';
+import { startTestApp, type TestApp } from '../support/test-app';
+import {
+  eventually,
+  invoke,
+  openSession,
+  setUpInvoking,
+  type InvocationBody,
+  type InvokeSetup,
+} from '../support/invoke-fixtures';
+
+const SECRET = 'sk-stub-secret-0001';
+const spans = new InMemorySpanExporter();
+addSpanProcessor(new SimpleSpanProcessor(spans));
+
+let app: TestApp;
+let stub: StubProvider;
+let setup: InvokeSetup;
+/** Calls the stub got per model, and how it answers each model. */
+const calls = new Map<string, number>();
+
+const completion = (usage: { prompt_tokens: number; completion_tokens: number }) => ({
+  model: 'stub',
+  choices: [{ message: { role: 'assistant', content: 'stub answer' } }],
+  usage,
+});
+
+function answer(req: RecordedRequest, res: import('node:http').ServerResponse): unknown {
+  const body = req.body as { model: string; max_tokens: number };
+  const n = (calls.get(body.model) ?? 0) + 1;
+  calls.set(body.model, n);
+  const json = (status: number, payload: unknown, headers: Record<string, string> = {}) =>
+    res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(payload));
+  switch (body.model) {
+    case 'always-500':
+      return json(500, { error: { message: 'upstream exploded' } });
+    case 'rejects-400':
+      return json(400, { error: { message: 'bad request' } });
+    case 'flaky-429':
+      return n === 1
+        ? json(429, { error: { message: 'slow down' } }, { 'retry-after': '0' })
+        : json(200, completion({ prompt_tokens: 10, completion_tokens: 4 }));
+    case 'too-slow':
+      return void setTimeout(() => json(200, completion({ prompt_tokens: 1, completion_tokens: 1 })), 1500);
+    case 'over-reports':
+      return json(200, completion({ prompt_tokens: 1_000_000, completion_tokens: 1_000_000 }));
+    default:
+      return json(200, completion({ prompt_tokens: 1000, completion_tokens: 500 }));
+  }
+}
+
+const MODELS = ['priced', 'always-500', 'rejects-400', 'flaky-429', 'too-slow', 'over-reports'];
+
+beforeAll(async () => {
+  stub = await new StubProvider().start();
+  stub.handler = answer;
+  app = await startTestApp({
+    workers: true,
+    captureLogs: true,
+    env: {
+      CP_ALLOW_PRIVATE_PROVIDER_HOSTS: 'true',
+      CP_PROVIDER_TIMEOUT_MS: '300',
+      CP_INVOKE_ATTEMPTS: '3',
+      CP_INVOKE_BACKOFF_MS: '20',
+    },
+  });
+  // 3 USD per million input tokens, 15 per million output tokens.
+  setup = await setUpInvoking(app.http, {
+    baseUrl: stub.url,
+    models: MODELS,
+    price: { input: 3, output: 15 },
+  });
+});
+afterAll(async () => {
+  await app.close();
+  await stub.stop();
+});
+
+const seen: unknown[] = [];
+const long = 'x'.repeat(2000); // its input bound (2000 + 4 + 8 + 64 bytes) covers 1000 prompt tokens
+const body = (sessionId: string, model = 'priced', extra: Record<string, unknown> = {}) => ({
+  session_id: sessionId,
+  model,
+  messages: [{ role: 'user', content: long }],
+  max_tokens: 500,
+  ...extra,
+});
+
+async function run(model: string, extra: Record<string, unknown> = {}, sessionBody = { max_cost_usd: 10 }) {
+  const session = await openSession(app.http, setup.org.adminKey, {
+    agent_id: setup.agentId,
+    ...sessionBody,
+  });
+  const res = await invoke(app.http, setup.org.adminKey, body(session.id, model, extra), 20);
+  seen.push(res.body);
+  return { session, res, invocation: res.body };
+}
+
+const sessionOf = async (id: string) =>
+  (await app.http.get<{ usage: Record<string, number> }>(`/v1/sessions/${id}`, setup.org.adminKey)).body
+    .usage;
+
+describe('the governed invoke flow', () => {
+  it('runs an invocation to succeeded and charges the exact cost from the price table', async () => {
+    const { session, res, invocation } = await run('priced');
+    expect(res.status).toBe(200);
+    expect(invocation).toMatchObject({
+      status: 'succeeded',
+      model: 'priced',
+      provider: 'openai_compatible',
+      agent_id: setup.agentId,
+      credential_ref: setup.credentialRef,
+      output: { role: 'assistant', content: 'stub answer' },
+      usage: { input_tokens: 1000, output_tokens: 500 },
+      decision: { verdict: 'allow', reasons: [] },
+      error: null,
+    });
+    // 1000 x 3 + 500 x 15 micro-dollars per million... = 3,000,000,000 + 7,500,000,000 / 1e6
+    expect(invocation.cost_usd).toBe(0.0105);
+    expect(await sessionOf(session.id)).toEqual({
+      cost_usd: 0.0105,
+      reserved_usd: 0,
+      calls: 1,
+      input_tokens: 1000,
+      output_tokens: 500,
+    });
+    const sent = stub.requests.at(-1);
+    expect(sent?.headers.authorization).toBe(`Bearer ${SECRET}`);
+    expect(sent?.body).toMatchObject({
+      model: 'priced',
+      max_tokens: 500,
+      messages: [{ role: 'user', content: long }],
+    });
+  });
+
+  it('records the request, the decision and the outcome in the audit log, in order', async () => {
+    const { invocation } = await run('priced');
+    const audit = await app.http.get<{ data: { action: string; details: Record<string, unknown> }[] }>(
+      `/v1/audit?resource_id=${invocation.id}`,
+      setup.org.adminKey,
+    );
+    expect(audit.body.data.map((e) => e.action).reverse()).toEqual([
+      'llm.invoke.requested',
+      'llm.invoke.allowed',
+      'llm.invoke.succeeded',
+    ]);
+    expect(audit.body.data[0]?.details).toMatchObject({ cost_usd: 0.0105, input_tokens: 1000, calls: 1 });
+    expect((await app.http.get('/v1/audit/verify', setup.org.adminKey)).body.valid).toBe(true);
+  });
+
+  it('answers 202 at once and the long poll then returns the finished invocation', async () => {
+    const session = await openSession(app.http, setup.org.adminKey, {
+      agent_id: setup.agentId,
+      max_cost_usd: 1,
+    });
+    const accepted = await app.http.post<InvocationBody>(
+      '/v1/llm/invoke',
+      body(session.id),
+      setup.org.adminKey,
+    );
+    expect([200, 202]).toContain(accepted.status);
+    if (accepted.status === 202) {
+      expect(accepted.headers.get('location')).toBe(`/v1/llm/invocations/${accepted.body.id}`);
+      expect(['queued', 'running']).toContain(accepted.body.status);
+    }
+    const polled = await app.http.get<InvocationBody>(
+      `/v1/llm/invocations/${accepted.body.id}?wait=10`,
+      setup.org.adminKey,
+    );
+    expect(polled.status).toBe(200);
+    expect(polled.body).toMatchObject({ id: accepted.body.id, status: 'succeeded', cost_usd: 0.0105 });
+  });
+
+  it('charges a provider that reports more tokens than the request allows at the bound, never above the reservation', async () => {
+    const { session, invocation } = await run('over-reports');
+    const bound = 2000 + 4 + 8 + 64;
+    expect(invocation.usage).toEqual({ input_tokens: bound, output_tokens: 500 });
+    expect(invocation.cost_usd).toBe(Math.ceil(bound * 3 + 500 * 15) / 1e6);
+    expect((await sessionOf(session.id)).cost_usd).toBe(invocation.cost_usd);
+  });
+});
+
+describe('provider errors', () => {
+  it('retries a 500 up to the attempt policy, then fails with provider_unavailable and charges no cost', async () => {
+    const before = calls.get('always-500') ?? 0;
+    const { session, invocation } = await run('always-500');
+    expect(invocation.status).toBe('failed');
+    expect(invocation.error?.error_code).toBe('provider_unavailable');
+    expect(invocation.error?.message).toContain('upstream exploded');
+    expect((calls.get('always-500') ?? 0) - before).toBe(3);
+    const usage = await sessionOf(session.id);
+    // It reached the provider (one call against max_calls), but cost nothing.
+    expect(usage).toMatchObject({ cost_usd: 0, calls: 1, reserved_usd: 0, input_tokens: 0 });
+  });
+
+  it('retries a 429 and succeeds on the next attempt', async () => {
+    const { invocation } = await run('flaky-429');
+    expect(invocation.status).toBe('succeeded');
+    expect(calls.get('flaky-429')).toBe(2);
+    expect(invocation.usage).toEqual({ input_tokens: 10, output_tokens: 4 });
+  });
+
+  it('fails a call that times out on every attempt with provider_timeout', async () => {
+    const before = calls.get('too-slow') ?? 0;
+    const { session, invocation } = await run('too-slow');
+    expect(invocation.status).toBe('failed');
+    expect(invocation.error?.error_code).toBe('provider_timeout');
+    expect((calls.get('too-slow') ?? 0) - before).toBe(3);
+    expect(await sessionOf(session.id)).toMatchObject({ cost_usd: 0, reserved_usd: 0 });
+  });
+
+  it('does not retry a final 400: failed with provider_rejected after one call', async () => {
+    const before = calls.get('rejects-400') ?? 0;
+    const { invocation } = await run('rejects-400');
+    expect(invocation).toMatchObject({ status: 'failed', error: { error_code: 'provider_rejected' } });
+    expect((calls.get('rejects-400') ?? 0) - before).toBe(1);
+  });
+});
+
+describe('refusals after admission', () => {
+  it('fails an invocation whose worst case does not fit the remaining budget, without calling the provider', async () => {
+    const before = stub.requests.length;
+    // Worst case: 2076 x 3 + 500 x 15 micro-dollars = 0.013728 USD, over a cap of 0.01.
+    const { session, invocation } = await run('priced', {}, { max_cost_usd: 0.01 });
+    expect(invocation).toMatchObject({
+      status: 'failed',
+      error: { error_code: 'budget_exceeded' },
+      cost_usd: 0,
+    });
+    expect(stub.requests.length).toBe(before);
+    expect(await sessionOf(session.id)).toMatchObject({ cost_usd: 0, calls: 0, reserved_usd: 0 });
+  });
+
+  it('denies a model outside the agent allowed_models, with the guardian reason, and never calls the provider', async () => {
+    await app.http.call('PUT', '/v1/pricing/not-allowed', {
+      token: setup.org.adminKey,
+      body: { input_per_mtok_usd: 1, output_per_mtok_usd: 1 },
+    });
+    const before = stub.requests.length;
+    const { invocation } = await run('not-allowed');
+    expect(invocation).toMatchObject({
+      status: 'denied',
+      decision: {
+        verdict: 'deny',
+        reasons: [
+          { policy_id: null, code: 'model_not_allowed', message: expect.stringContaining('not-allowed') },
+        ],
+      },
+      error: { error_code: 'guardian_denied' },
+      cost_usd: 0,
+      usage: null,
+    });
+    expect(stub.requests.length).toBe(before);
+  });
+
+  it('fails with credential_not_found once the credential is deleted', async () => {
+    const ref = (
+      await app.http.post<{ credential_ref: string }>(
+        '/v1/credentials',
+        { name: 'doomed', provider: 'openai_compatible', secret: SECRET, base_url: stub.url },
+        setup.org.adminKey,
+      )
+    ).body.credential_ref;
+    expect((await app.http.delete(`/v1/credentials/${ref}`, setup.org.adminKey)).status).toBe(204);
+    const { invocation } = await run('priced', { credential_ref: ref });
+    expect(invocation).toMatchObject({
+      status: 'failed',
+      credential_ref: ref,
+      error: { error_code: 'credential_not_found' },
+    });
+  });
+});
+
+describe('trace context', () => {
+  it('spans the request, both jobs and the provider call in one trace, and sends it to the provider', async () => {
+    const traceId = 'a1b2c3d4e5f60718293a4b5c6d7e8f90';
+    const session = await openSession(app.http, setup.org.adminKey, {
+      agent_id: setup.agentId,
+      max_cost_usd: 1,
+    });
+    const res = await app.http.call<InvocationBody>('POST', '/v1/llm/invoke?wait=10', {
+      token: setup.org.adminKey,
+      body: body(session.id),
+      headers: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` },
+    });
+    expect(res.body.status).toBe('succeeded');
+    const sent = stub.requests.at(-1)?.headers.traceparent as string;
+    expect(sent).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
+    const trace = await eventually(async () => {
+      const mine = spans.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
+      return mine.length >= 4 ? mine : null;
+    });
+    const byName = (name: string) => trace.find((s) => s.name === name);
+    const server = byName('POST /v1/llm/invoke');
+    const evaluate = byName('invocation.evaluate');
+    const runSpan = byName('invocation.run');
+    const provider = byName('provider.complete');
+    expect(server?.parentSpanContext?.spanId).toBe('00f067aa0ba902b7');
+    expect(evaluate?.parentSpanContext?.spanId).toBe(server?.spanContext().spanId);
+    expect(runSpan?.parentSpanContext?.spanId).toBe(evaluate?.spanContext().spanId);
+    expect(provider?.parentSpanContext?.spanId).toBe(runSpan?.spanContext().spanId);
+    expect(sent.split('-')[2]).toBe(provider?.spanContext().spanId);
+  });
+});
+
+describe('secrets', () => {
+  it('never puts the provider secret in a response, an audit entry or a log line', async () => {
+    const audit = await app.infra.knex('audit_entries').select('details');
+    const outbox = await app.infra.knex('audit_outbox').select('details');
+    const haystack = JSON.stringify([seen, audit, outbox]) + app.logs.join('\n');
+    expect(haystack).not.toContain(SECRET);
+    expect(app.logs.length).toBeGreaterThan(0);
+  });
+});
+
+describe('a guardian that decides after admission', () => {
+  it('denies an invocation whose agent was suspended while it was queued', async () => {
+    const quiet = await startTestApp({ env: { CP_ALLOW_PRIVATE_PROVIDER_HOSTS: 'true' } });
+    try {
+      const own = await setUpInvoking(quiet.http, { baseUrl: stub.url, models: ['priced'] });
+      const session = await openSession(quiet.http, own.org.adminKey, {
+        agent_id: own.agentId,
+        max_cost_usd: 1,
+      });
+      const queued = await invoke(quiet.http, own.org.adminKey, body(session.id), 0);
+      expect(queued.status).toBe(202);
+      await quiet.http.post(`/v1/agents/${own.agentId}/suspend`, undefined, own.org.adminKey);
+      const workers = await startWorkers(quiet.infra);
+      try {
+        const done = await quiet.http.get<InvocationBody>(
+          `/v1/llm/invocations/${queued.body.id}?wait=10`,
+          own.org.adminKey,
+        );
+        expect(done.body).toMatchObject({
+          status: 'denied',
+          decision: { verdict: 'deny', reasons: [{ code: 'agent_suspended' }] },
+        });
+      } finally {
+        await workers.close();
+      }
+    } finally {
+      await quiet.close();
+    }
+  });
+});

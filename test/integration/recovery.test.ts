@@ -1,0 +1,236 @@
+import type { ServerResponse } from 'node:http';
+import { UnrecoverableError, Worker } from 'bullmq';
+import { succeeded } from '../../domain/invocations/outcomes';
+import { reapInvocations } from '../../domain/invocations/reap-invocations';
+import { bullConnectionOptions } from '../../infra/redis/connections';
+import { evaluateProcessor } from '../../workers/invocation-processors';
+import {
+  eventually,
+  finished,
+  invoke,
+  openSession,
+  setUpInvoking,
+  type InvocationBody,
+  type InvokeSetup,
+} from '../support/invoke-fixtures';
+import { StubProvider } from '../support/stub-provider';
+import { startTestApp, type TestApp } from '../support/test-app';
+import { TEST_REDIS_URL } from '../support/test-db';
+import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
+
+/** The API only: workers are started (and killed) by each test. */
+let app: TestApp;
+let stub: StubProvider;
+let setup: InvokeSetup;
+const held: ServerResponse[] = [];
+let holdNext = false;
+
+const USAGE = { prompt_tokens: 40, completion_tokens: 10 }; // at 1 and 2 USD per Mtok: 60 micro-dollars
+const answerNow = (res: ServerResponse) =>
+  res
+    .writeHead(200, { 'content-type': 'application/json' })
+    .end(JSON.stringify({ choices: [{ message: { role: 'assistant', content: 'ok' } }], usage: USAGE }));
+
+beforeAll(async () => {
+  stub = await new StubProvider().start();
+  stub.handler = (_req, res) => {
+    if (!holdNext) return answerNow(res);
+    holdNext = false;
+    held.push(res); // never answered: the worker calling is about to die
+  };
+  app = await startTestApp({ env: { CP_ALLOW_PRIVATE_PROVIDER_HOSTS: 'true' } });
+  setup = await setUpInvoking(app.http, {
+    baseUrl: stub.url,
+    models: ['stub-model'],
+    price: { input: 1, output: 2 },
+  });
+});
+afterAll(async () => {
+  for (const res of held) res.destroy();
+  await app.close();
+  await stub.stop();
+});
+
+const workerEnv = () => ({
+  DATABASE_URL: app.db.url,
+  REDIS_URL: TEST_REDIS_URL,
+  CP_REDIS_PREFIX: app.prefix,
+  // A dead worker's jobs are taken over after about a second, not the default 30 s.
+  CP_JOB_LOCK_MS: '1000',
+});
+
+const body = (sessionId: string) => ({
+  session_id: sessionId,
+  model: 'stub-model',
+  messages: [{ role: 'user', content: 'hello' }],
+  max_tokens: 10,
+});
+
+const newSession = () =>
+  openSession(app.http, setup.org.adminKey, { agent_id: setup.agentId, max_cost_usd: 1 });
+
+async function usageOf(sessionId: string) {
+  return (
+    await app.http.get<{ usage: Record<string, number> }>(`/v1/sessions/${sessionId}`, setup.org.adminKey)
+  ).body.usage;
+}
+
+const reservations = (sessionId: string) => app.infra.redis.hlen(`${app.prefix}:cap:{${sessionId}}:res`);
+
+describe('a worker killed with SIGKILL in the middle of a provider call', () => {
+  let first: WorkerProcess | undefined;
+  let second: WorkerProcess | undefined;
+  afterAll(async () => {
+    await first?.kill();
+    await second?.stop();
+  });
+
+  it('leaves no leaked reservation and no double charge once another worker takes over', async () => {
+    const session = await newSession();
+    first = await startWorkerProcess(workerEnv());
+    holdNext = true;
+    const before = stub.requests.length;
+    const accepted = await invoke(app.http, setup.org.adminKey, body(session.id), 0);
+    // The first worker reserved and is now inside the provider call.
+    await eventually(async () => stub.requests.length > before);
+    expect(await reservations(session.id)).toBe(1);
+    await first.kill();
+
+    second = await startWorkerProcess(workerEnv());
+    const done = await finished(app.http, setup.org.adminKey, accepted.body.id, 30_000);
+    expect(done).toMatchObject({ status: 'succeeded', usage: { input_tokens: 40, output_tokens: 10 } });
+    // The provider saw the call twice (the first answer never came back), the session paid once.
+    expect(stub.requests.length - before).toBe(2);
+    expect(await usageOf(session.id)).toEqual({
+      cost_usd: 0.00006,
+      reserved_usd: 0,
+      calls: 1,
+      input_tokens: 40,
+      output_tokens: 10,
+    });
+    expect(await reservations(session.id)).toBe(0);
+    const audit = await app.http.get<{ data: unknown[] }>(
+      `/v1/audit?resource_id=${accepted.body.id}&action=llm.invoke.succeeded`,
+      setup.org.adminKey,
+    );
+    expect(audit.body.data).toHaveLength(1);
+  }, 60_000);
+});
+
+describe('the reaper', () => {
+  const deps = () => ({
+    store: app.infra.invocations,
+    queue: app.infra.queues.stages,
+    ledger: app.infra.ledger,
+    signal: app.infra.completions,
+    clock: app.infra.clock,
+    stuckAfterMs: 0,
+    leaseGraceMs: 0,
+  });
+
+  /** The worker's first step: take the reservation (restoring the session's ledger state first). */
+  async function reserve(sessionId: string, invocationId: string) {
+    const snapshot = await app.infra.invocations.capSnapshot(sessionId);
+    await app.infra.ledger.restore(snapshot as NonNullable<typeof snapshot>);
+    const amounts = { costMicros: 101, calls: 1, tokens: 91 };
+    expect(await app.infra.ledger.reserve(sessionId, invocationId, amounts)).toEqual({ kind: 'reserved' });
+    return amounts;
+  }
+
+  /** Runs the guardian stage in this process, as a worker would: the invocation is then `running`. */
+  async function admitted(sessionId: string): Promise<InvocationBody> {
+    const queued = await invoke(app.http, setup.org.adminKey, body(sessionId), 0);
+    await evaluateProcessor({ invocation_id: queued.body.id, org_id: setup.org.orgId, trace: {} }, app.infra);
+    const job = await app.infra.queues.queue('invoke').getJob(queued.body.id);
+    expect(job?.name).toBe('invocation.run');
+    return queued.body;
+  }
+
+  it('settles a reservation left by a worker that died after recording its result', async () => {
+    const session = await newSession();
+    const invocation = await admitted(session.id);
+    await app.infra.queues.queue('invoke').remove(invocation.id);
+    const amounts = await reserve(session.id, invocation.id);
+    // The result is recorded (PostgreSQL first) and the worker dies before it settles in Redis.
+    const row = (await app.infra.invocations.getMany([invocation.id]))[0];
+    const write = succeeded(
+      row as NonNullable<typeof row>,
+      { role: 'assistant', content: 'ok' },
+      { inputTokens: 40, outputTokens: 10 },
+      60,
+      new Date(),
+    );
+    expect(await app.infra.invocations.finish(write)).toBe('applied');
+    // 'hello' bounds the input at 5 + 4 + 8 + 64 = 81 tokens; with 10 output: 81 x 1 + 10 x 2 micro-dollars.
+    expect((await usageOf(session.id)).reserved_usd).toBe(0.000101);
+
+    const report = await reapInvocations(deps());
+    expect(report.released).toBeGreaterThanOrEqual(1);
+    expect(await reservations(session.id)).toBe(0);
+    const usage = await usageOf(session.id);
+    expect(usage).toMatchObject({ reserved_usd: 0, cost_usd: 0.00006, calls: 1 });
+    const [cost, calls, tokens] = await app.infra.redis.hmget(
+      `${app.prefix}:cap:{${session.id}}`,
+      'cs',
+      'ks',
+      'ts',
+    );
+    expect([cost, calls, tokens]).toEqual(['60', '1', '50']);
+    // Settling is idempotent: a late worker settling too changes nothing.
+    expect(await app.infra.ledger.settle(session.id, invocation.id, amounts)).toBe('already_settled');
+  });
+
+  it('enqueues again a running invocation whose job Redis lost, and a worker finishes it', async () => {
+    const session = await newSession();
+    const invocation = await admitted(session.id);
+    await app.infra.queues.queue('invoke').remove(invocation.id);
+    await app.infra
+      .knex('invocations')
+      .where({ id: invocation.id })
+      .update({ updated_at: new Date(Date.now() - 60_000) });
+    const report = await reapInvocations(deps());
+    expect(report.requeued).toBeGreaterThanOrEqual(1);
+    const worker = await startWorkerProcess(workerEnv());
+    try {
+      const done = await finished(app.http, setup.org.adminKey, invocation.id, 30_000);
+      expect(done.status).toBe('succeeded');
+      expect((await usageOf(session.id)).calls).toBe(1);
+    } finally {
+      await worker.stop();
+    }
+  }, 60_000);
+
+  it('fails an invocation whose job ended without finishing it, and returns its reservation', async () => {
+    const session = await newSession();
+    const invocation = await admitted(session.id);
+    await reserve(session.id, invocation.id);
+    // A worker whose every attempt blows up: the job ends failed and the invocation is left running.
+    const broken = new Worker(
+      'invoke',
+      async () => {
+        throw new UnrecoverableError('boom');
+      },
+      { connection: bullConnectionOptions(TEST_REDIS_URL), prefix: app.infra.queues.bullPrefix },
+    );
+    try {
+      await eventually(
+        async () => (await app.infra.queues.stages.state('invocation.run', invocation.id)) === 'ended',
+      );
+    } finally {
+      await broken.close();
+    }
+    await app.infra
+      .knex('invocations')
+      .where({ id: invocation.id })
+      .update({ updated_at: new Date(Date.now() - 60_000) });
+    const report = await reapInvocations(deps());
+    expect(report.failed).toBeGreaterThanOrEqual(1);
+    const done = await app.http.get<InvocationBody>(
+      `/v1/llm/invocations/${invocation.id}`,
+      setup.org.adminKey,
+    );
+    expect(done.body).toMatchObject({ status: 'failed', error: { error_code: 'worker_lost' }, cost_usd: 0 });
+    expect(await reservations(session.id)).toBe(0);
+    expect((await usageOf(session.id)).reserved_usd).toBe(0);
+  });
+});

@@ -1,0 +1,121 @@
+import Redis from 'ioredis';
+import { TEST_REDIS_URL } from '../support/test-db';
+import { startTestApp, type TestApp } from '../support/test-app';
+import {
+  invoke,
+  invokeBody,
+  openSession,
+  setUpInvoking,
+  type InvocationBody,
+  type InvokeSetup,
+} from '../support/invoke-fixtures';
+
+/** No workers: invocations stay queued until the test finishes them. */
+let app: TestApp;
+let setup: InvokeSetup;
+let sessionId: string;
+
+beforeAll(async () => {
+  app = await startTestApp();
+  setup = await setUpInvoking(app.http);
+  sessionId = (await openSession(app.http, setup.org.adminKey, { agent_id: setup.agentId, max_cost_usd: 10 }))
+    .id;
+});
+afterAll(() => app.close());
+
+const queue = async (n: number) => {
+  const ids: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const res = await invoke(app.http, setup.org.adminKey, invokeBody(sessionId), 0);
+    expect(res.status).toBe(202);
+    ids.push(res.body.id);
+  }
+  return ids;
+};
+
+describe('jobs', () => {
+  it('carry only ids and the trace context: no message text, no secret', async () => {
+    const [id] = await queue(1);
+    const job = await app.infra.queues.queue('guardian').getJob(id as string);
+    expect(job?.name).toBe('invocation.evaluate');
+    expect(Object.keys(job?.data ?? {}).sort()).toEqual(['invocation_id', 'org_id', 'trace']);
+    expect(job?.data.invocation_id).toBe(id);
+    expect(job?.data.trace.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/);
+    expect(JSON.stringify(job?.data)).not.toContain('hello');
+  });
+
+  it('are one per invocation and stage: the job id is the invocation id', async () => {
+    const [id] = await queue(1);
+    await app.infra.queues.stages.enqueue('invocation.evaluate', {
+      invocation_id: id as string,
+      org_id: setup.org.orgId,
+      trace: {},
+    });
+    const counts = await app.infra.queues.queue('guardian').getJobCounts('waiting');
+    const jobs = await app.infra.queues.queue('guardian').getJobs(['waiting']);
+    expect(jobs.filter((j) => j.id === id)).toHaveLength(1);
+    expect(counts.waiting).toBe(jobs.length);
+  });
+});
+
+describe('1,000 waiting clients', () => {
+  it('hold one Redis subscription and no poll loop, and are each answered when their invocation finishes', async () => {
+    const ids = await queue(100);
+    const reads = { count: 0 };
+    const store = app.infra.invocations;
+    const get = store.get.bind(store);
+    store.get = (orgId, id) => {
+      reads.count++;
+      return get(orgId, id);
+    };
+    try {
+      const started = Date.now();
+      const waiting = ids.flatMap((id) =>
+        Array.from({ length: 10 }, () =>
+          app.http.get<InvocationBody>(`/v1/llm/invocations/${id}?wait=25`, setup.org.adminKey),
+        ),
+      );
+      await waitUntil(() => app.infra.completions.waiting === 1000);
+      const readsWhileWaiting = reads.count;
+      expect(readsWhileWaiting).toBe(1000); // one read per waiter on arrival
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(reads.count).toBe(readsWhileWaiting); // nobody polls while waiting
+
+      const redis = new Redis(TEST_REDIS_URL);
+      const [, subscribers] = (await redis.pubsub('NUMSUB', `${app.prefix}:invocations:finished`)) as [
+        string,
+        number,
+      ];
+      redis.disconnect();
+      expect(Number(subscribers)).toBe(1);
+
+      for (const id of ids)
+        await app.http.post(`/v1/llm/invocations/${id}/cancel`, undefined, setup.org.adminKey);
+      const answers = await Promise.all(waiting);
+      expect(answers.every((a) => a.status === 200 && a.body.status === 'cancelled')).toBe(true);
+      expect(Date.now() - started).toBeLessThan(20_000);
+      // One read per cancel request; the signal carried the invocation, so no waiter read again.
+      expect(reads.count).toBe(readsWhileWaiting + ids.length);
+      expect(app.infra.completions.waiting).toBe(0);
+    } finally {
+      store.get = get;
+    }
+  });
+
+  it('reads the row once when the wait runs out', async () => {
+    const [id] = await queue(1);
+    const started = Date.now();
+    const res = await app.http.get<InvocationBody>(`/v1/llm/invocations/${id}?wait=1`, setup.org.adminKey);
+    expect(res.body.status).toBe('queued');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(950);
+    expect(app.infra.completions.waiting).toBe(0);
+  });
+});
+
+async function waitUntil(condition: () => boolean, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
