@@ -18,9 +18,13 @@ const revive = (i: Invocation): Invocation => ({
   completedAt: i.completedAt ? new Date(i.completedAt) : null,
 });
 
+/**
+ * `<id> <json>`: every API process receives every message, so the id comes first and the JSON is
+ * parsed only where someone waits for that invocation.
+ */
 function encode(invocation: Invocation): string {
   const full = JSON.stringify({ id: invocation.id, invocation } satisfies Message);
-  return Buffer.byteLength(full) <= MAX_MESSAGE_BYTES ? full : JSON.stringify({ id: invocation.id });
+  return `${invocation.id} ${Buffer.byteLength(full) <= MAX_MESSAGE_BYTES ? full : JSON.stringify({ id: invocation.id })}`;
 }
 
 /**
@@ -95,14 +99,15 @@ export class CompletionHub implements CompletionSignal, CompletionWaiter {
   }
 
   private deliver(text: string): void {
+    const space = text.indexOf(' ');
+    const set = space > 0 ? this.waiters.get(text.slice(0, space)) : undefined;
+    if (!set) return;
     let message: Message;
     try {
-      message = JSON.parse(text) as Message;
+      message = JSON.parse(text.slice(space + 1)) as Message;
     } catch {
       return;
     }
-    const set = this.waiters.get(message.id);
-    if (!set) return;
     const invocation = message.invocation ? revive(message.invocation) : null;
     for (const settle of [...set]) settle({ kind: 'finished', invocation });
   }

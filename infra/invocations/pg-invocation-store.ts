@@ -19,7 +19,7 @@ import type {
 import type { AgentStatus, ModelPrice, Page } from '../../domain/model';
 import type { Provider } from '../../domain/providers';
 import { auditJson } from '../db/audit-rows';
-import { MicroBatcher } from '../db/micro-batcher';
+import { MicroBatcher } from '../micro-batcher';
 import type { PreparedPool, Statement } from '../db/prepared-pool';
 import {
   decisionJson,

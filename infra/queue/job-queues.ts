@@ -12,6 +12,7 @@ import {
   QUEUES,
 } from '../../domain/jobs';
 import type { InvocationStage, JobState, StageQueue } from '../../domain/invocations/signals';
+import { MicroBatcher } from '../micro-batcher';
 import { bullConnectionOptions } from '../redis/connections';
 
 /** The backoff type of provider retries: honours a provider's Retry-After (workers/backoff.ts). */
@@ -86,8 +87,27 @@ export class JobQueues {
     requeue: (stage, job) => this.requeue(stage, job),
   };
 
+  /** Stage jobs enqueued at the same time go to Redis together (one addBulk, one round trip). */
+  private readonly stageBatches = new Map<InvocationStage, MicroBatcher<InvocationJob, void>>();
+
   private enqueueStage(stage: InvocationStage, job: InvocationJob): Promise<void> {
-    return this.enqueue(stage, job, invocationJobId(job.invocation_id));
+    let batcher = this.stageBatches.get(stage);
+    if (!batcher) {
+      const options = this.optionsOf(stage);
+      const payload = JOBS[stage].payload;
+      batcher = new MicroBatcher(async (jobs) => {
+        await this.queue(JOBS[stage].queue).addBulk(
+          jobs.map((j) => ({
+            name: stage,
+            data: payload.parse(j),
+            opts: { ...options, jobId: invocationJobId(j.invocation_id) },
+          })),
+        );
+        return jobs.map(() => undefined);
+      });
+      this.stageBatches.set(stage, batcher);
+    }
+    return batcher.submit(job);
   }
 
   private async stageState(stage: InvocationStage, invocationId: string): Promise<JobState> {
