@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import type { AuditEvent } from '../../domain/audit/audit-event';
 import { LockMode } from '@mikro-orm/core';
 import type { AgbomState, Agent, ApiKey, Credential, Page, PageRequest } from '../../domain/model';
-import type { Tx } from '../../domain/ports';
+import type { ModelUse, Tx } from '../../domain/ports';
 import {
   AgentSchema,
   ApiKeySchema,
@@ -80,6 +80,23 @@ async function recordAgbomState(
     bomVersion: Number(row.bom_version),
     changedAt: new Date(row.changed_at),
   };
+}
+
+/** Models an agent has called through the plane: invocations that reached the provider. */
+async function modelsUsedBy(em: EntityManager, orgId: string, agentId: string): Promise<ModelUse[]> {
+  const rows: { model: string; provider: string; calls: string; last_used_at: Date | string }[] =
+    await em.execute(
+      `select model, provider, count(*) as calls, max(completed_at) as last_used_at
+     from invocations where org_id = ? and agent_id = ? and charged_calls > 0
+     group by model, provider order by model, provider`,
+      [orgId, agentId],
+    );
+  return rows.map((r) => ({
+    model: r.model,
+    provider: r.provider,
+    calls: Number(r.calls),
+    lastUsedAt: new Date(r.last_used_at),
+  }));
 }
 
 /**
@@ -169,11 +186,10 @@ export function repositoriesFor(em: EntityManager): Tx {
     agbomStates: {
       record: (orgId, agentId, contentHash, at) => recordAgbomState(em, orgId, agentId, contentHash, at),
     },
-    // Policies (the policy engine) and invocations do not exist yet: no agent has either so far.
-    // The AGBOM already renders both; these readers are where their tables will plug in.
+    // Policies (the policy engine) do not exist yet; their reader is where their table will plug in.
     activity: {
       policiesFor: async () => [],
-      modelsUsedBy: async () => [],
+      modelsUsedBy: (orgId, agentId) => modelsUsedBy(em, orgId, agentId),
     },
     audit: {
       record: (event) => void em.persist(em.create(AuditOutboxSchema, toOutboxRow(event))),

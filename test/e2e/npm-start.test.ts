@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import { signupOrg } from '../support/factories';
 import { HttpClient } from '../support/http-client';
+import { invoke, invokeBody, openSession, setUpInvoking } from '../support/invoke-fixtures';
 import { freePort, runNpmScript, type ServiceProcess } from '../support/service-process';
 import { createTestDatabase, TEST_REDIS_URL, type TestDatabase } from '../support/test-db';
 
@@ -75,6 +76,13 @@ describe('npm start on an empty database', () => {
     expect(refused.status).toBe(403);
     expect(refused.body).toMatchObject({ error_code: 'insufficient_scope', required_scope: 'org:admin' });
 
+    // The README's invoke walkthrough: the mock provider, a price, an agent, a session, an invoke.
+    const setup = await setUpInvoking(http);
+    const session = await openSession(http, setup.org.adminKey, { agent_id: setup.agentId, max_cost_usd: 1 });
+    const done = await invoke(http, setup.org.adminKey, invokeBody(session.id), 10);
+    expect(done.status).toBe(200);
+    expect(done.body).toMatchObject({ status: 'succeeded', output: { content: 'mock reply to: hello' } });
+
     expect(await proc.stop()).toBe(true);
     expect(proc.output()).toMatch(/shutting down/);
   });
@@ -89,6 +97,14 @@ describe('npm start on an empty database', () => {
     // The worker process, not the API, seals the audit events the API wrote.
     const org = await signupOrg(api.http);
     await eventually(async () => (await countSealed(org.orgId)) === 3);
+    // ... and runs the invocations the API admits.
+    const setup = await setUpInvoking(api.http);
+    const session = await openSession(api.http, setup.org.adminKey, {
+      agent_id: setup.agentId,
+      max_cost_usd: 1,
+    });
+    const done = await invoke(api.http, setup.org.adminKey, invokeBody(session.id), 10);
+    expect(done.body.status).toBe('succeeded');
     expect(await worker.proc.stop()).toBe(true);
     expect(await api.proc.stop()).toBe(true);
   });

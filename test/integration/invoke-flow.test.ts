@@ -1,6 +1,7 @@
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { addSpanProcessor } from '../../infra/telemetry';
 import { startWorkers } from '../../workers/start-workers';
+import { validateCycloneDx16 } from '../support/cyclonedx-validator';
 import { StubProvider, type RecordedRequest } from '../support/stub-provider';
 import { startTestApp, type TestApp } from '../support/test-app';
 import {
@@ -45,6 +46,8 @@ function answer(req: RecordedRequest, res: import('node:http').ServerResponse): 
         : json(200, completion({ prompt_tokens: 10, completion_tokens: 4 }));
     case 'too-slow':
       return void setTimeout(() => json(200, completion({ prompt_tokens: 1, completion_tokens: 1 })), 1500);
+    case 'held':
+      return void held.push(() => json(200, completion({ prompt_tokens: 100, completion_tokens: 50 })));
     case 'over-reports':
       return json(200, completion({ prompt_tokens: 1_000_000, completion_tokens: 1_000_000 }));
     default:
@@ -52,7 +55,9 @@ function answer(req: RecordedRequest, res: import('node:http').ServerResponse): 
   }
 }
 
-const MODELS = ['priced', 'always-500', 'rejects-400', 'flaky-429', 'too-slow', 'over-reports'];
+const MODELS = ['priced', 'always-500', 'rejects-400', 'flaky-429', 'too-slow', 'over-reports', 'held'];
+/** Answers the stub holds back until a test releases them. */
+const held: (() => void)[] = [];
 
 beforeAll(async () => {
   stub = await new StubProvider().start();
@@ -306,6 +311,48 @@ describe('trace context', () => {
   });
 });
 
+describe("the agent's bill of materials", () => {
+  it('lists the models and providers the agent actually called, with their call counts', async () => {
+    const agent = await app.http.post<{ id: string }>(
+      '/v1/agents',
+      {
+        name: 'bom',
+        allowed_models: ['priced', 'always-500', 'rejects-400'],
+        credential_refs: [setup.credentialRef],
+      },
+      setup.org.adminKey,
+    );
+    const session = await openSession(app.http, setup.org.adminKey, {
+      agent_id: agent.body.id,
+      max_cost_usd: 1,
+    });
+    for (const model of ['priced', 'priced', 'always-500'])
+      await invoke(app.http, setup.org.adminKey, body(session.id, model), 20);
+    const bom = await app.http.get<{
+      components: { name: string; type: string; properties: { name: string; value: string }[] }[];
+    }>(`/v1/agents/${agent.body.id}/agbom`, setup.org.adminKey);
+    expect(validateCycloneDx16(bom.body)).toEqual([]);
+    const model = (name: string) =>
+      Object.fromEntries(
+        (
+          bom.body.components.find((c) => c.type === 'machine-learning-model' && c.name === name)
+            ?.properties ?? []
+        ).map((p) => [p.name, p.value]),
+      );
+    expect(model('priced')).toMatchObject({
+      'cp:model:used': 'true',
+      'cp:model:used_via': 'openai_compatible',
+      'cp:model:calls:openai_compatible': '2',
+    });
+    // A call the provider answered with an error still reached it.
+    expect(model('always-500')).toMatchObject({
+      'cp:model:used': 'true',
+      'cp:model:calls:openai_compatible': '1',
+    });
+    expect(model('rejects-400')).toMatchObject({ 'cp:model:used': 'false' });
+  });
+});
+
 describe('secrets', () => {
   it('never puts the provider secret in a response, an audit entry or a log line', async () => {
     const audit = await app.infra.knex('audit_entries').select('details');
@@ -316,7 +363,62 @@ describe('secrets', () => {
   });
 });
 
+describe('closing a session', () => {
+  it('still settles an invocation already running when its session is closed', async () => {
+    const session = await openSession(app.http, setup.org.adminKey, {
+      agent_id: setup.agentId,
+      max_cost_usd: 1,
+    });
+    const accepted = await invoke(app.http, setup.org.adminKey, body(session.id, 'held'), 0);
+    await eventually(async () => held.length > 0);
+    const closed = await app.http.post<{ status: string }>(
+      `/v1/sessions/${session.id}/close`,
+      undefined,
+      setup.org.adminKey,
+    );
+    expect(closed.body.status).toBe('closed');
+    held.splice(0).forEach((release) => release());
+    const done = await app.http.get<InvocationBody>(
+      `/v1/llm/invocations/${accepted.body.id}?wait=10`,
+      setup.org.adminKey,
+    );
+    expect(done.body).toMatchObject({ status: 'succeeded', cost_usd: (100 * 3 + 50 * 15) / 1e6 });
+    const after = await app.http.get<{ status: string; usage: { cost_usd: number; calls: number } }>(
+      `/v1/sessions/${session.id}`,
+      setup.org.adminKey,
+    );
+    expect(after.body).toMatchObject({ status: 'closed', usage: { cost_usd: 0.00105, calls: 1 } });
+  });
+});
+
 describe('a guardian that decides after admission', () => {
+  it('fails an invocation whose session was closed while it was queued, without calling the provider', async () => {
+    const quiet = await startTestApp({ env: { CP_ALLOW_PRIVATE_PROVIDER_HOSTS: 'true' } });
+    try {
+      const own = await setUpInvoking(quiet.http, { baseUrl: stub.url, models: ['priced'] });
+      const session = await openSession(quiet.http, own.org.adminKey, {
+        agent_id: own.agentId,
+        max_cost_usd: 1,
+      });
+      const queued = await invoke(quiet.http, own.org.adminKey, body(session.id), 0);
+      await quiet.http.post(`/v1/sessions/${session.id}/close`, undefined, own.org.adminKey);
+      const before = stub.requests.length;
+      const workers = await startWorkers(quiet.infra);
+      try {
+        const done = await quiet.http.get<InvocationBody>(
+          `/v1/llm/invocations/${queued.body.id}?wait=10`,
+          own.org.adminKey,
+        );
+        expect(done.body).toMatchObject({ status: 'failed', error: { error_code: 'session_not_open' } });
+        expect(stub.requests.length).toBe(before);
+      } finally {
+        await workers.close();
+      }
+    } finally {
+      await quiet.close();
+    }
+  });
+
   it('denies an invocation whose agent was suspended while it was queued', async () => {
     const quiet = await startTestApp({ env: { CP_ALLOW_PRIVATE_PROVIDER_HOSTS: 'true' } });
     try {

@@ -62,6 +62,7 @@ export class Migration20261122000004Invocations extends Migration {
       );
       create index invocations_org_idx on invocations (org_id, id desc);
       create index invocations_session_idx on invocations (session_id, id);
+      create index invocations_agent_idx on invocations (agent_id, model, provider) where agent_id is not null;
       create index invocations_completed_idx on invocations (org_id, completed_at) where completed_at is not null;
       create index invocations_in_flight_idx on invocations (updated_at) where status in ('queued', 'running');
 

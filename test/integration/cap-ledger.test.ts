@@ -1,0 +1,147 @@
+import { randomBytes } from 'node:crypto';
+import Redis from 'ioredis';
+import type { CapSnapshot } from '../../domain/budget/cap-ledger';
+import { RedisCapLedger } from '../../infra/budget/redis-cap-ledger';
+import { TEST_REDIS_URL } from '../support/test-db';
+
+const prefix = `cpt_${randomBytes(5).toString('hex')}`;
+let redis: Redis;
+let ledger: RedisCapLedger;
+let clock = 1_000_000;
+
+beforeAll(() => {
+  redis = new Redis(TEST_REDIS_URL);
+  ledger = new RedisCapLedger(redis, prefix, () => clock);
+});
+afterAll(async () => {
+  const keys = await redis.keys(`${prefix}:*`);
+  if (keys.length) await redis.del(...keys);
+  redis.disconnect();
+});
+
+let n = 0;
+const snapshot = (over: Partial<CapSnapshot> = {}): CapSnapshot => ({
+  sessionId: `ses_${++n}`,
+  limits: { costMicros: 1000, calls: 3, tokens: 500 },
+  spent: { costMicros: 0, calls: 0, tokens: 0 },
+  expiresAt: new Date(Date.now() + 3_600_000),
+  inFlight: [],
+  ...over,
+});
+const amounts = (costMicros: number, tokens = 10) => ({ costMicros, calls: 1, tokens });
+const held = async (sessionId: string) => (await ledger.reserved([sessionId])).get(sessionId);
+const spent = (sessionId: string) => redis.hmget(`${prefix}:cap:{${sessionId}}`, 'cs', 'ks', 'ts');
+
+describe('the cap ledger', () => {
+  it('has no state for a session it never saw: the caller restores it from PostgreSQL', async () => {
+    expect(await ledger.reserve('ses_unknown', 'inv_1', amounts(1))).toEqual({ kind: 'missing' });
+    expect(await ledger.settle('ses_unknown', 'inv_1', amounts(1))).toBe('missing');
+  });
+
+  it('reserves while spent + reserved + amount fits, and refuses with the cap and what remains', async () => {
+    const s = snapshot({ spent: { costMicros: 400, calls: 0, tokens: 0 } });
+    expect(await ledger.restore(s)).toBe(true);
+    expect(await ledger.reserve(s.sessionId, 'inv_a', amounts(500))).toEqual({ kind: 'reserved' });
+    expect(await ledger.reserve(s.sessionId, 'inv_b', amounts(101))).toEqual({
+      kind: 'refused',
+      cap: 'cost',
+      limit: 1000,
+      remaining: 100,
+    });
+    expect(await ledger.reserve(s.sessionId, 'inv_c', amounts(100))).toEqual({ kind: 'reserved' });
+    expect(await held(s.sessionId)).toEqual({ costMicros: 600, calls: 2, tokens: 20 });
+  });
+
+  it('checks calls and tokens too', async () => {
+    const s = snapshot();
+    await ledger.restore(s);
+    for (const id of ['i1', 'i2', 'i3'])
+      expect((await ledger.reserve(s.sessionId, id, amounts(1))).kind).toBe('reserved');
+    expect(await ledger.reserve(s.sessionId, 'i4', amounts(1))).toMatchObject({
+      kind: 'refused',
+      cap: 'calls',
+    });
+    const t = snapshot();
+    await ledger.restore(t);
+    expect(await ledger.reserve(t.sessionId, 'big', amounts(1, 501))).toMatchObject({
+      kind: 'refused',
+      cap: 'tokens',
+      limit: 500,
+    });
+  });
+
+  it('is idempotent per invocation: a second reserve holds nothing more, a second settle charges nothing', async () => {
+    const s = snapshot();
+    await ledger.restore(s);
+    await ledger.reserve(s.sessionId, 'inv_1', amounts(300, 50));
+    expect(await ledger.reserve(s.sessionId, 'inv_1', amounts(300, 50))).toEqual({ kind: 'reserved' });
+    expect(await held(s.sessionId)).toEqual({ costMicros: 300, calls: 1, tokens: 50 });
+    expect(await ledger.settle(s.sessionId, 'inv_1', amounts(120, 30))).toBe('settled');
+    expect(await ledger.settle(s.sessionId, 'inv_1', amounts(120, 30))).toBe('already_settled');
+    expect(await ledger.reserve(s.sessionId, 'inv_1', amounts(300, 50))).toEqual({ kind: 'settled' });
+    expect(await spent(s.sessionId)).toEqual(['120', '1', '30']);
+    expect(await held(s.sessionId)).toEqual({ costMicros: 0, calls: 0, tokens: 0 });
+  });
+
+  it('never settles more than was reserved', async () => {
+    const s = snapshot();
+    await ledger.restore(s);
+    await ledger.reserve(s.sessionId, 'inv_1', amounts(100, 10));
+    await ledger.settle(s.sessionId, 'inv_1', { costMicros: 999, calls: 5, tokens: 999 });
+    expect(await spent(s.sessionId)).toEqual(['100', '1', '10']);
+  });
+
+  it('restores only a session without state, with in-flight invocations held and confirmed only while all fits', async () => {
+    const s = snapshot({
+      spent: { costMicros: 600, calls: 1, tokens: 0 },
+      inFlight: [
+        { invocationId: 'inv_x', amounts: amounts(300) },
+        { invocationId: 'inv_y', amounts: amounts(300) },
+      ],
+    });
+    expect(await ledger.restore(s)).toBe(true);
+    expect(await ledger.restore({ ...s, spent: { costMicros: 0, calls: 0, tokens: 0 }, inFlight: [] })).toBe(
+      false,
+    );
+    // 600 + 300 + 300 > 1000: a rebuilt reservation is confirmed only if everything held fits.
+    expect(await held(s.sessionId)).toEqual({ costMicros: 600, calls: 2, tokens: 20 });
+    expect(await ledger.reserve(s.sessionId, 'inv_x', amounts(300))).toMatchObject({
+      kind: 'refused',
+      cap: 'cost',
+    });
+    expect(await ledger.reserve(s.sessionId, 'inv_y', amounts(300))).toEqual({ kind: 'reserved' });
+    expect(await held(s.sessionId)).toEqual({ costMicros: 300, calls: 1, tokens: 10 });
+    // An in-flight invocation that was really running settles its rebuilt reservation as usual.
+    expect(await ledger.settle(s.sessionId, 'inv_y', amounts(250))).toBe('settled');
+    expect(await spent(s.sessionId)).toEqual(['850', '2', '10']);
+  });
+
+  it('keeps every key of a session in one cluster slot (one hash tag)', async () => {
+    const s = snapshot();
+    await ledger.restore(s);
+    await ledger.reserve(s.sessionId, 'inv_1', amounts(1));
+    await ledger.settle(s.sessionId, 'inv_1', amounts(1));
+    const keys = await redis.keys(`${prefix}:cap:{${s.sessionId}}*`);
+    expect(keys.sort()).toEqual(
+      [`${prefix}:cap:{${s.sessionId}}`, `${prefix}:cap:{${s.sessionId}}:settled`].sort(),
+    );
+    expect(await redis.pttl(keys[0] as string)).toBeGreaterThan(3_600_000);
+  });
+
+  it('indexes reservations by when they were taken, for the reaper, and drops the index entry on settle', async () => {
+    const s = snapshot();
+    await ledger.restore(s);
+    clock = 5_000_000;
+    await ledger.reserve(s.sessionId, 'old', amounts(1));
+    clock = 5_060_000;
+    await ledger.reserve(s.sessionId, 'new', amounts(1));
+    const stale = await ledger.heldLongerThan(30_000, 100);
+    expect(stale).toContainEqual({ sessionId: s.sessionId, invocationId: 'old' });
+    expect(stale).not.toContainEqual({ sessionId: s.sessionId, invocationId: 'new' });
+    await ledger.settle(s.sessionId, 'old', amounts(1));
+    expect(await ledger.heldLongerThan(30_000, 100)).not.toContainEqual({
+      sessionId: s.sessionId,
+      invocationId: 'old',
+    });
+  });
+});

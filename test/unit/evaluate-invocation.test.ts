@@ -1,0 +1,100 @@
+import { worstCase } from '../../domain/budget/charges';
+import { Guardian, type GuardianVerdict } from '../../domain/guardian/guardian';
+import { evaluateInvocation, type EvaluateDeps } from '../../domain/invocations/evaluate-invocation';
+import type { Invocation } from '../../domain/invocations/invocation';
+import type { DecisionWrite, GuardianView, InvocationStore } from '../../domain/invocations/invocation-store';
+import type { InvocationStage } from '../../domain/invocations/signals';
+
+const now = new Date('2026-11-22T12:00:00Z');
+const price = { inputMicrosPerMtok: 1_000_000, outputMicrosPerMtok: 2_000_000 };
+const messages = [{ role: 'user' as const, content: 'x'.repeat(50) }];
+
+const invocation: Invocation = {
+  id: 'inv_1',
+  orgId: 'org_1',
+  sessionId: 'ses_1',
+  agentId: 'agt_1',
+  requestedBy: { type: 'api_key', id: 'key_1' },
+  status: 'queued',
+  model: 'm',
+  provider: 'mock',
+  credentialRef: 'cred_1',
+  request: { messages, maxTokens: 1000 },
+  price,
+  reservation: { costMicros: worstCase(messages, 1000, price).costMicros, tokens: 0 },
+  decision: null,
+  approvalId: null,
+  output: null,
+  usage: null,
+  costMicros: 0,
+  chargedCalls: 0,
+  error: null,
+  requestId: null,
+  createdAt: now,
+  updatedAt: now,
+  completedAt: null,
+};
+
+/** In-memory fakes of the ports the guardian stage uses (unit tests only). */
+function fakes(verdict: GuardianVerdict) {
+  const decisions: DecisionWrite[] = [];
+  const enqueued: InvocationStage[] = [];
+  const view: GuardianView = {
+    invocation,
+    agent: { id: 'agt_1', status: 'active', allowedModels: ['m'], credentialRefs: ['cred_1'] },
+    session: { status: 'open', expiresAt: new Date(now.getTime() + 60_000) },
+  };
+  const store = {
+    forGuardian: async () => view,
+    decide: async (w: DecisionWrite) => (decisions.push(w), 'applied' as const),
+  } as unknown as InvocationStore;
+  const deps: EvaluateDeps = {
+    store,
+    queue: {
+      enqueue: async (stage) => void enqueued.push(stage),
+      state: async () => 'alive',
+      requeue: async () => undefined,
+    },
+    signal: { finished: async () => undefined },
+    guardian: new Guardian({ evaluate: async () => verdict }),
+    clock: { now: () => now },
+  };
+  return { deps, decisions, enqueued };
+}
+
+const job = { invocationId: 'inv_1', orgId: 'org_1', trace: {} };
+
+describe('the guardian stage', () => {
+  it('runs a modify verdict as modified: new request, new worst case reserved, then the invoke queue', async () => {
+    const smaller = [{ role: 'user' as const, content: '[redacted]' }];
+    const { deps, decisions, enqueued } = fakes({
+      verdict: 'modify',
+      reasons: [{ policyId: 'pol_1', code: 'max_tokens', message: 'clamped' }],
+      modifiedAction: { type: 'llm.invoke', model: 'm', messages: smaller, maxTokens: 100 },
+      policyVersion: 3,
+    });
+    expect(await evaluateInvocation(deps, job)).toBe('admitted');
+    const write = decisions[0] as DecisionWrite;
+    expect(write.status).toBe('running');
+    expect(write.request).toEqual({ messages: smaller, maxTokens: 100 });
+    expect(write.reservation).toEqual(worstCase(smaller, 100, price));
+    expect(write.decision).toMatchObject({ verdict: 'modify', policyVersion: 3 });
+    expect(write.event.action).toBe('llm.invoke.allowed');
+    expect(enqueued).toEqual(['invocation.run']);
+  });
+
+  it('fails closed on require_approval until approvals exist: denied, saying why', async () => {
+    const { deps, decisions, enqueued } = fakes({
+      verdict: 'require_approval',
+      reasons: [{ policyId: 'pol_2', code: 'require_approval', message: 'a human must approve' }],
+      modifiedAction: null,
+      policyVersion: 1,
+    });
+    expect(await evaluateInvocation(deps, job)).toBe('denied');
+    const write = decisions[0] as DecisionWrite;
+    expect(write.status).toBe('denied');
+    expect(write.decision.reasons.map((r) => r.code)).toEqual(['require_approval', 'approvals_unavailable']);
+    expect(write.error?.errorCode).toBe('guardian_denied');
+    expect(enqueued).toEqual([]);
+  });
+});
