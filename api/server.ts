@@ -27,10 +27,18 @@ export async function startApi(
   return {
     server,
     url,
-    // Stop taking connections, let requests in flight finish, then drop idle keep-alives.
+    // Stop taking connections, answer long polls now, let requests in flight finish, then drop
+    // idle keep-alives.
     close: () =>
       new Promise<void>((resolve) => {
-        server.close(() => resolve());
+        // A keep-alive connection whose request finishes after close() would otherwise linger
+        // until keepAliveTimeout: drop connections as they fall idle.
+        const sweep = setInterval(() => server.closeIdleConnections(), 50);
+        server.close(() => {
+          clearInterval(sweep);
+          resolve();
+        });
+        infra.completions.stopWaiting();
         server.closeIdleConnections();
       }),
   };

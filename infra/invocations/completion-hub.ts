@@ -35,6 +35,7 @@ function encode(invocation: Invocation): string {
  */
 export class CompletionHub implements CompletionSignal, CompletionWaiter {
   private subscriber: Redis | null = null;
+  private draining = false;
   private listening: Promise<void> | null = null;
   private readonly waiters = new Map<string, Set<(result: WaitResult) => void>>();
   private readonly channel: string;
@@ -59,6 +60,7 @@ export class CompletionHub implements CompletionSignal, CompletionWaiter {
   }
 
   wait(invocationId: string, ms: number): { result: Promise<WaitResult>; cancel(): void } {
+    if (this.draining) return { result: Promise.resolve({ kind: 'timeout' }), cancel: () => undefined };
     void this.listen().catch((err: unknown) => this.logger.warn({ err }, 'completion channel unavailable'));
     let settle: (result: WaitResult) => void = () => undefined;
     const result = new Promise<WaitResult>((resolve) => {
@@ -82,8 +84,17 @@ export class CompletionHub implements CompletionSignal, CompletionWaiter {
     return n;
   }
 
-  async close(): Promise<void> {
+  /**
+   * Shutdown: every waiting request is answered now with the invocation as it is (a long poll
+   * must not hold the process for up to max_wait_seconds), and later waits return at once.
+   */
+  stopWaiting(): void {
+    this.draining = true;
     for (const set of [...this.waiters.values()]) for (const settle of [...set]) settle({ kind: 'timeout' });
+  }
+
+  async close(): Promise<void> {
+    this.stopWaiting();
     this.subscriber?.disconnect();
     this.subscriber = null;
     this.listening = null;

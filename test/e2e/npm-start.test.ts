@@ -109,6 +109,24 @@ describe('npm start on an empty database', () => {
     expect(await api.proc.stop()).toBe(true);
   });
 
+  it('answers long polls at once when it stops, instead of holding the shutdown', async () => {
+    const { proc, http } = await start('start:api');
+    await proc.waitFor(/ready: listening/);
+    const setup = await setUpInvoking(http);
+    const session = await openSession(http, setup.org.adminKey, { agent_id: setup.agentId, max_cost_usd: 1 });
+    // No worker runs: the invocation stays queued and the long poll would wait 25 s.
+    const queued = await invoke(http, setup.org.adminKey, invokeBody(session.id), 0);
+    const started = Date.now();
+    const poll = http.get<{ status: string }>(`/v1/llm/invocations/${queued.body.id}?wait=25`, setup.org.adminKey);
+    await new Promise((r) => setTimeout(r, 300));
+    const stopped = proc.stop();
+    const answer = await poll;
+    expect(answer.status).toBe(200);
+    expect(answer.body.status).toBe('queued');
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(await stopped).toBe(true);
+  });
+
   it('refuses to start with a clear message for a bad variable', async () => {
     const { proc } = await start('start', { PORT: 'eighty' });
     const code = await new Promise<number | null>((r) => proc.child.on('exit', r));
