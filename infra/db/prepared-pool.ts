@@ -20,9 +20,12 @@ export class PreparedPool {
       max,
       connectionTimeoutMillis: 5_000,
       idleTimeoutMillis: 30_000,
-      // Generic plans are made once per connection, possibly while tables are small: seq scans are
-      // ruled out so a plan made on an empty table cannot turn into a full scan of a large one.
-      options: '-c plan_cache_mode=force_generic_plan -c enable_seqscan=off -c statement_timeout=30000',
+      // Generic plans are made once per connection, possibly while tables are small. Every statement
+      // here looks rows up by key: scans and hash or merge joins are ruled out, so a plan made on an
+      // empty table cannot turn into a full scan of a large one.
+      options:
+        '-c plan_cache_mode=force_generic_plan -c enable_seqscan=off -c enable_hashjoin=off ' +
+        '-c enable_mergejoin=off -c statement_timeout=30000',
     });
     this.pool.on('error', () => undefined); // an idle connection dropped: the next query reconnects
   }

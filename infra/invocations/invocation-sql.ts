@@ -34,14 +34,18 @@ export const INSERT_QUEUED = statement(
   select (select count(*) from inv) as invocations, (select count(*) from aud) as events`,
 );
 
-/** $1 decision writes JSON, $2 decisions JSON, $3 audit JSON. Only queued invocations are decided. */
+/**
+ * $1 decision writes JSON, $2 decisions JSON, $3 audit JSON. Only queued invocations are decided.
+ * The expected status travels as data: a literal would let a generic plan drive the update from
+ * the partial in-flight index (all invocations in flight) instead of the batch's primary keys.
+ */
 export const DECIDE = statement(
   'decide',
   `
   with x as (
     select * from json_to_recordset($1::json) as x(
-      invocation_id text, status text, request jsonb, reserve_micros bigint, reserve_tokens bigint,
-      decision jsonb, error jsonb, at timestamptz)
+      invocation_id text, expected text, status text, request jsonb, reserve_micros bigint,
+      reserve_tokens bigint, decision jsonb, error jsonb, at timestamptz)
   ),
   u as (
     update invocations i set
@@ -54,7 +58,7 @@ export const DECIDE = statement(
       updated_at = x.at,
       completed_at = case when x.status = 'running' then null else x.at end
     from x
-    where i.id = x.invocation_id and i.status = 'queued'
+    where i.id = x.invocation_id and i.status = x.expected
     returning i.id
   ),
   d as (

@@ -195,6 +195,7 @@ const insertJson = (i: Invocation) => ({
 
 const decideJson = (w: DecisionWrite) => ({
   invocation_id: w.invocationId,
+  expected: 'queued',
   status: w.status,
   request: w.request ? storeRequest(w.request) : null,
   reserve_micros: w.reservation?.costMicros ?? null,
