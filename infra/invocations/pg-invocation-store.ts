@@ -359,12 +359,15 @@ export class PgInvocationStore implements InvocationStore {
   }
 
   async stuck(before: Date, limit: number): Promise<StuckInvocation[]> {
+    // Through the index of unfinished invocations, oldest first.
     const rows: { id: string; org_id: string; session_id: string; status: 'queued' | 'running' }[] =
       await this.knex('invocations')
         .select('id', 'org_id', 'session_id', 'status')
+        .whereNull('completed_at')
+        .andWhere('created_at', '<', before)
         .whereIn('status', ['queued', 'running'])
         .andWhere('updated_at', '<', before)
-        .orderBy('updated_at')
+        .orderBy('created_at')
         .limit(limit);
     return rows.map((r) => ({ id: r.id, orgId: r.org_id, sessionId: r.session_id, status: r.status }));
   }

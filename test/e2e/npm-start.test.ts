@@ -117,7 +117,10 @@ describe('npm start on an empty database', () => {
     // No worker runs: the invocation stays queued and the long poll would wait 25 s.
     const queued = await invoke(http, setup.org.adminKey, invokeBody(session.id), 0);
     const started = Date.now();
-    const poll = http.get<{ status: string }>(`/v1/llm/invocations/${queued.body.id}?wait=25`, setup.org.adminKey);
+    const poll = http.get<{ status: string }>(
+      `/v1/llm/invocations/${queued.body.id}?wait=25`,
+      setup.org.adminKey,
+    );
     await new Promise((r) => setTimeout(r, 300));
     const stopped = proc.stop();
     const answer = await poll;
