@@ -2,7 +2,7 @@ import { SYSTEM_ACTOR } from '../audit/audit-event';
 import { newAuditEvent } from '../audit/new-event';
 import { worstCase } from '../budget/charges';
 import type { Clock } from '../clock';
-import type { Guardian, GuardianVerdict } from '../guardian/guardian';
+import type { Guardian, GuardianInput, GuardianVerdict } from '../guardian/guardian';
 import { newId } from '../ids';
 import { statusAt } from '../sessions/session';
 import type { Decision, Invocation, InvocationRequest } from './invocation';
@@ -54,24 +54,41 @@ function modifiedRequest(invocation: Invocation, verdict: GuardianVerdict): Invo
   return { ...invocation.request, messages: action.messages, maxTokens: action.maxTokens };
 }
 
-function decisionWrite(invocation: Invocation, verdict: GuardianVerdict, at: Date): DecisionWrite {
-  const decision: Decision = {
-    id: newId('dec'),
+const decisionOf = (invocation: Invocation, verdict: GuardianVerdict, at: Date): Decision => ({
+  id: newId('dec'),
+  orgId: invocation.orgId,
+  invocationId: invocation.id,
+  sessionId: invocation.sessionId,
+  agentId: invocation.agentId,
+  verdict: verdict.verdict,
+  reasons: verdict.reasons,
+  modifiedAction: verdict.modifiedAction,
+  policyVersion: verdict.policyVersion,
+  evaluatedAt: at,
+});
+
+/** One entry records both the decision and the state change it makes. */
+const decisionEvent = (invocation: Invocation, decision: Decision, admitted: boolean) =>
+  newAuditEvent({
     orgId: invocation.orgId,
-    invocationId: invocation.id,
-    sessionId: invocation.sessionId,
-    agentId: invocation.agentId,
-    verdict: verdict.verdict,
-    reasons: verdict.reasons,
-    modifiedAction: verdict.modifiedAction,
-    policyVersion: verdict.policyVersion,
-    evaluatedAt: at,
-  };
+    actor: SYSTEM_ACTOR,
+    action: admitted ? 'llm.invoke.allowed' : 'llm.invoke.denied',
+    resource: { type: 'invocation', id: invocation.id },
+    at: decision.evaluatedAt,
+    requestId: invocation.requestId,
+    outcome: admitted ? 'success' : 'denied',
+    details: {
+      decision_id: decision.id,
+      verdict: decision.verdict,
+      reasons: decision.reasons.map((r) => ({ policy_id: r.policyId, code: r.code })),
+      policy_version: decision.policyVersion,
+    },
+  });
+
+function decisionWrite(invocation: Invocation, verdict: GuardianVerdict, at: Date): DecisionWrite {
+  const decision = decisionOf(invocation, verdict, at);
   const admitted = verdict.verdict === 'allow' || verdict.verdict === 'modify';
   const request = modifiedRequest(invocation, verdict);
-  const error = admitted
-    ? null
-    : { errorCode: 'guardian_denied', message: verdict.reasons.map((r) => r.message).join('; ') };
   return {
     invocationId: invocation.id,
     decision,
@@ -79,23 +96,11 @@ function decisionWrite(invocation: Invocation, verdict: GuardianVerdict, at: Dat
     ...(request
       ? { request, reservation: worstCase(request.messages, request.maxTokens, invocation.price) }
       : {}),
-    error,
+    error: admitted
+      ? null
+      : { errorCode: 'guardian_denied', message: verdict.reasons.map((r) => r.message).join('; ') },
     at,
-    event: newAuditEvent({
-      orgId: invocation.orgId,
-      actor: SYSTEM_ACTOR,
-      action: admitted ? 'llm.invoke.allowed' : 'llm.invoke.denied',
-      resource: { type: 'invocation', id: invocation.id },
-      at,
-      requestId: invocation.requestId,
-      outcome: admitted ? 'success' : 'denied',
-      details: {
-        decision_id: decision.id,
-        verdict: decision.verdict,
-        reasons: decision.reasons.map((r) => ({ policy_id: r.policyId, code: r.code })),
-        policy_version: decision.policyVersion,
-      },
-    }),
+    event: decisionEvent(invocation, decision, admitted),
   };
 }
 
@@ -131,33 +136,35 @@ export async function evaluateInvocation(deps: EvaluateDeps, job: StageJob): Pro
   if (invocation.status !== 'queued') return 'skipped';
   const at = deps.clock.now();
   if (statusAt(view.session, at) !== 'open') return failClosedSession(deps, view, at);
-  const verdict = actionable(
-    await deps.guardian.decide({
-      orgId: invocation.orgId,
-      agent: view.agent,
-      sessionId: invocation.sessionId,
-      action: {
-        type: 'llm.invoke',
-        model: invocation.model,
-        messages: invocation.request.messages,
-        maxTokens: invocation.request.maxTokens,
-        ...(invocation.request.tool ? { tool: invocation.request.tool } : {}),
-      },
-    }),
-  );
-  const write = decisionWrite(invocation, verdict, at);
+  const write = decisionWrite(invocation, actionable(await deps.guardian.decide(guardianInput(view))), at);
   if ((await deps.store.decide(write)) !== 'applied') return 'skipped';
   if (write.status === 'running') {
     await deps.queue.enqueue('invocation.run', runJob(job));
     return 'admitted';
   }
-  await deps.signal.finished({
-    ...invocation,
-    status: 'denied',
-    decision: { id: write.decision.id, verdict: write.decision.verdict, reasons: write.decision.reasons },
-    error: write.error,
-    updatedAt: at,
-    completedAt: at,
-  });
+  await deps.signal.finished(denied(invocation, write));
   return 'denied';
 }
+
+const guardianInput = ({ invocation, agent }: GuardianView): GuardianInput => ({
+  orgId: invocation.orgId,
+  agent,
+  sessionId: invocation.sessionId,
+  action: {
+    type: 'llm.invoke',
+    model: invocation.model,
+    messages: invocation.request.messages,
+    maxTokens: invocation.request.maxTokens,
+    ...(invocation.request.tool ? { tool: invocation.request.tool } : {}),
+  },
+});
+
+/** The invocation as the denial left it, for waiting clients. */
+const denied = (invocation: Invocation, write: DecisionWrite): Invocation => ({
+  ...invocation,
+  status: 'denied',
+  decision: { id: write.decision.id, verdict: write.decision.verdict, reasons: write.decision.reasons },
+  error: write.error,
+  updatedAt: write.at,
+  completedAt: write.at,
+});

@@ -3,13 +3,14 @@ import { worstCase } from '../budget/charges';
 import type { Clock } from '../clock';
 import { invalidField, invalidState, notFound } from '../errors';
 import { newId } from '../ids';
+import type { Rates } from '../pricing/cost';
 import { effectivePrice, unpricedModel } from '../pricing/price-use-cases';
 import { actorOf, type CallContext } from '../principal';
 import type { ChatMessage } from '../providers';
 import { assertNotExhausted, assertOpen, type Session } from '../sessions/session';
 import { awaitFinished } from './await-invocation';
 import type { Invocation, InvocationRequest } from './invocation';
-import type { AgentGate, InvocationStore, InvokeContext } from './invocation-store';
+import type { AgentGate, CredentialRefInfo, InvocationStore, InvokeContext } from './invocation-store';
 import { endWithoutUsage } from './outcomes';
 import type { CompletionWaiter, StageQueue } from './signals';
 
@@ -69,12 +70,17 @@ function requestOf(input: InvokeInput): InvocationRequest {
   };
 }
 
-/** Checks everything a client can get wrong, then records the invocation as queued. */
-async function admit(deps: InvokeDeps, ctx: CallContext, input: InvokeInput): Promise<Invocation> {
+interface Admission {
+  session: Session;
+  agent: AgentGate | null;
+  credential: CredentialRefInfo;
+  price: Rates;
+}
+
+/** Everything a client can get wrong is refused here, before anything is written. */
+async function checkAdmission(deps: InvokeDeps, orgId: string, input: InvokeInput): Promise<Admission> {
   if (input.messages.length > deps.maxMessages)
     throw invalidField('messages', `messages: at most ${deps.maxMessages} per invoke`);
-  const orgId = ctx.principal.orgId;
-  const now = deps.clock.now();
   const context = await deps.store.invokeContext(orgId, {
     sessionId: input.sessionId,
     agentId: input.agentId ?? null,
@@ -83,16 +89,20 @@ async function admit(deps: InvokeDeps, ctx: CallContext, input: InvokeInput): Pr
   });
   const session = context.session;
   if (!session) throw notFound('session');
-  assertOpen(session, now);
+  assertOpen(session, deps.clock.now());
   assertNotExhausted(session);
   const agent = agentOf(session, input, context);
   const price = effectivePrice(input.model, context.orgPrice);
   if (!price) throw unpricedModel(input.model);
-  const credential = credentialOf(input, agent, context);
+  return { session, agent, credential: credentialOf(input, agent, context), price };
+}
+
+function newInvocation(ctx: CallContext, input: InvokeInput, admission: Admission, now: Date): Invocation {
+  const { session, agent, credential, price } = admission;
   const reserve = worstCase(input.messages, input.maxTokens, price);
-  const invocation: Invocation = {
+  return {
     id: newId('inv'),
-    orgId,
+    orgId: ctx.principal.orgId,
     sessionId: session.id,
     agentId: agent?.id ?? null,
     requestedBy: actorOf(ctx.principal),
@@ -115,6 +125,12 @@ async function admit(deps: InvokeDeps, ctx: CallContext, input: InvokeInput): Pr
     updatedAt: now,
     completedAt: null,
   };
+}
+
+/** Admits the invocation and records it as queued, with its audit entry, in one statement. */
+async function admit(deps: InvokeDeps, ctx: CallContext, input: InvokeInput): Promise<Invocation> {
+  const admission = await checkAdmission(deps, ctx.principal.orgId, input);
+  const invocation = newInvocation(ctx, input, admission, deps.clock.now());
   await deps.store.insert(invocation, requestedEvent(invocation, ctx));
   return invocation;
 }

@@ -3,7 +3,6 @@ import type { AuditEvent } from '../../domain/audit/audit-event';
 import type { CapSnapshot } from '../../domain/budget/cap-ledger';
 import type { Invocation } from '../../domain/invocations/invocation';
 import type {
-  AgentGate,
   DecisionWrite,
   FinishWrite,
   GuardianView,
@@ -16,22 +15,21 @@ import type {
   StuckInvocation,
   WriteOutcome,
 } from '../../domain/invocations/invocation-store';
-import type { AgentStatus, ModelPrice, Page } from '../../domain/model';
-import type { Provider } from '../../domain/providers';
+import type { Page } from '../../domain/model';
 import { auditJson } from '../db/audit-rows';
-import { MicroBatcher } from '../micro-batcher';
 import type { PreparedPool, Statement } from '../db/prepared-pool';
+import { MicroBatcher } from '../micro-batcher';
 import {
   decisionJson,
-  storeDecision,
-  storeRequest,
   toDecision,
   toInvocation,
-  toSession,
   type DecisionRow,
   type InvocationRow,
   type SessionRow,
 } from './invocation-rows';
+import { toGuardianView, toInvokeContext, toRunView, type ContextRow } from './stage-rows';
+import { decideJson, finishJson, insertJson } from './write-payloads';
+import { inRounds, isCapViolation, withConflictRetry } from './write-rounds';
 import {
   BY_IDS,
   CAP_SNAPSHOT,
@@ -45,178 +43,6 @@ import {
 } from './invocation-sql';
 
 type Rows<T> = { rows: T[] };
-
-interface ContextRow {
-  session: SessionRow | null;
-  agent: { id: string; status: string; allowed_models: string[]; credential_refs: string[] } | null;
-  credential: { ref: string; provider: string; deleted_at: string | null } | null;
-  price: {
-    org_id: string;
-    model: string;
-    input_micros_per_mtok: number;
-    output_micros_per_mtok: number;
-    updated_at: string;
-    updated_by: string;
-  } | null;
-}
-
-const priceOf = (p: ContextRow['price']): ModelPrice | null =>
-  p
-    ? {
-        orgId: p.org_id,
-        model: p.model,
-        inputMicrosPerMtok: Number(p.input_micros_per_mtok),
-        outputMicrosPerMtok: Number(p.output_micros_per_mtok),
-        updatedAt: new Date(p.updated_at),
-        updatedBy: p.updated_by,
-      }
-    : null;
-
-/** PostgreSQL refused a settled charge past a session cap (constraints sessions_*_cap). */
-const isCapViolation = (err: unknown): boolean => {
-  const e = err as { code?: string; constraint?: string; previous?: unknown; cause?: unknown };
-  if (e?.code === '23514' && e.constraint?.startsWith('sessions_')) return true;
-  return Boolean(e?.previous && isCapViolation(e.previous)) || Boolean(e?.cause && isCapViolation(e.cause));
-};
-
-/** Two batches touching the same sessions in another order: PostgreSQL aborts one; run it again. */
-const isRetryableConflict = (err: unknown): boolean => {
-  const code = (err as { code?: string })?.code;
-  return code === '40P01' || code === '40001';
-};
-
-/**
- * Splits writes into rounds with one write per invocation: two writes to the same row in one
- * statement would both look applied. Rounds run in order, so the second sees the first's result.
- */
-async function inRounds<W extends { invocationId: string }>(
-  writes: W[],
-  apply: (round: W[]) => Promise<Set<string>>,
-): Promise<WriteOutcome[]> {
-  const outcomes: WriteOutcome[] = new Array<WriteOutcome>(writes.length).fill('skipped');
-  let left = writes.map((write, index) => ({ write, index }));
-  while (left.length > 0) {
-    const seen = new Set<string>();
-    const round = left.filter(({ write }) => !seen.has(write.invocationId) && seen.add(write.invocationId));
-    left = left.filter((item) => !round.includes(item));
-    const applied = await apply(round.map((r) => r.write));
-    for (const { write, index } of round)
-      outcomes[index] = applied.has(write.invocationId) ? 'applied' : 'skipped';
-  }
-  return outcomes;
-}
-
-async function withConflictRetry<T>(run: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await run();
-    } catch (err) {
-      if (!isRetryableConflict(err) || attempt >= 5) throw err;
-    }
-  }
-}
-
-interface GuardianRow extends InvocationRow {
-  session_status: string;
-  session_expires_at: Date | string;
-  gate_id: string | null;
-  gate_status: string | null;
-  gate_allowed_models: string[] | null;
-  gate_credential_refs: string[] | null;
-}
-
-interface RunRow extends InvocationRow {
-  cred_ref: string | null;
-  cred_provider: string | null;
-  cred_base_url: string | null;
-  cred_sealed_secret: string | null;
-  cred_key_id: string | null;
-}
-
-const gateOf = (r: {
-  id: string;
-  status: string;
-  allowed_models: string[];
-  credential_refs: string[];
-}): AgentGate => ({
-  id: r.id,
-  status: r.status as AgentStatus,
-  allowedModels: r.allowed_models,
-  credentialRefs: r.credential_refs,
-});
-
-const toGuardianView = (r: GuardianRow): GuardianView => ({
-  invocation: toInvocation(r),
-  agent: r.gate_id
-    ? gateOf({
-        id: r.gate_id,
-        status: r.gate_status ?? 'active',
-        allowed_models: r.gate_allowed_models ?? [],
-        credential_refs: r.gate_credential_refs ?? [],
-      })
-    : null,
-  session: {
-    status: r.session_status as GuardianView['session']['status'],
-    expiresAt: new Date(r.session_expires_at),
-  },
-});
-
-const toRunView = (r: RunRow): RunView => ({
-  invocation: toInvocation(r),
-  credential: r.cred_ref
-    ? {
-        ref: r.cred_ref,
-        provider: r.cred_provider as Provider,
-        baseUrl: r.cred_base_url,
-        sealedSecret: r.cred_sealed_secret,
-        keyId: r.cred_key_id ?? '',
-      }
-    : null,
-});
-
-const insertJson = (i: Invocation) => ({
-  id: i.id,
-  org_id: i.orgId,
-  session_id: i.sessionId,
-  agent_id: i.agentId,
-  requested_by_type: i.requestedBy.type,
-  requested_by: i.requestedBy.id,
-  model: i.model,
-  provider: i.provider,
-  credential_ref: i.credentialRef,
-  request: storeRequest(i.request),
-  input_price_micros: i.price.inputMicrosPerMtok,
-  output_price_micros: i.price.outputMicrosPerMtok,
-  reserve_micros: i.reservation.costMicros,
-  reserve_tokens: i.reservation.tokens,
-  request_id: i.requestId,
-  created_at: i.createdAt,
-});
-
-const decideJson = (w: DecisionWrite) => ({
-  invocation_id: w.invocationId,
-  expected: 'queued',
-  status: w.status,
-  request: w.request ? storeRequest(w.request) : null,
-  reserve_micros: w.reservation?.costMicros ?? null,
-  reserve_tokens: w.reservation?.tokens ?? null,
-  decision: storeDecision(w.decision),
-  error: w.error ? { error_code: w.error.errorCode, message: w.error.message } : null,
-  at: w.at,
-});
-
-const finishJson = (w: FinishWrite) => ({
-  invocation_id: w.invocationId,
-  from_statuses: w.from,
-  status: w.status,
-  output: w.output,
-  input_tokens: w.usage?.inputTokens ?? null,
-  output_tokens: w.usage?.outputTokens ?? null,
-  cost_micros: w.costMicros,
-  charged_calls: w.chargedCalls,
-  error: w.error ? { error_code: w.error.errorCode, message: w.error.message } : null,
-  at: w.at,
-});
 
 /** Loads rows by id in batches: concurrent jobs asking for one row each share a query. */
 function rowLoader<R extends { id: string }, T>(
@@ -269,18 +95,7 @@ export class PgInvocationStore implements InvocationStore {
       q.credentialRef,
       q.model,
     ]);
-    return {
-      session: row?.session ? toSession(row.session) : null,
-      agent: row?.agent ? gateOf(row.agent) : null,
-      credential: row?.credential
-        ? {
-            ref: row.credential.ref,
-            provider: row.credential.provider as Provider,
-            deleted: row.credential.deleted_at !== null,
-          }
-        : null,
-      orgPrice: priceOf(row?.price ?? null),
-    };
+    return toInvokeContext(row);
   }
 
   insert(invocation: Invocation, event: AuditEvent): Promise<void> {

@@ -391,60 +391,55 @@ describe('closing a session', () => {
   });
 });
 
+/**
+ * Queues one invocation on an app without workers, lets `meanwhile` change the world, then starts
+ * the workers and returns how the invocation ended.
+ */
+async function decidedAfter(
+  meanwhile: (http: TestApp['http'], own: InvokeSetup, sessionId: string) => Promise<unknown>,
+) {
+  const quiet = await startTestApp({ env: { CP_ALLOW_PRIVATE_PROVIDER_HOSTS: 'true' } });
+  try {
+    const own = await setUpInvoking(quiet.http, { baseUrl: stub.url, models: ['priced'] });
+    const session = await openSession(quiet.http, own.org.adminKey, {
+      agent_id: own.agentId,
+      max_cost_usd: 1,
+    });
+    const queued = await invoke(quiet.http, own.org.adminKey, body(session.id), 0);
+    expect(queued.status).toBe(202);
+    await meanwhile(quiet.http, own, session.id);
+    const workers = await startWorkers(quiet.infra);
+    try {
+      const done = await quiet.http.get<InvocationBody>(
+        `/v1/llm/invocations/${queued.body.id}?wait=10`,
+        own.org.adminKey,
+      );
+      return done.body;
+    } finally {
+      await workers.close();
+    }
+  } finally {
+    await quiet.close();
+  }
+}
+
 describe('a guardian that decides after admission', () => {
   it('fails an invocation whose session was closed while it was queued, without calling the provider', async () => {
-    const quiet = await startTestApp({ env: { CP_ALLOW_PRIVATE_PROVIDER_HOSTS: 'true' } });
-    try {
-      const own = await setUpInvoking(quiet.http, { baseUrl: stub.url, models: ['priced'] });
-      const session = await openSession(quiet.http, own.org.adminKey, {
-        agent_id: own.agentId,
-        max_cost_usd: 1,
-      });
-      const queued = await invoke(quiet.http, own.org.adminKey, body(session.id), 0);
-      await quiet.http.post(`/v1/sessions/${session.id}/close`, undefined, own.org.adminKey);
-      const before = stub.requests.length;
-      const workers = await startWorkers(quiet.infra);
-      try {
-        const done = await quiet.http.get<InvocationBody>(
-          `/v1/llm/invocations/${queued.body.id}?wait=10`,
-          own.org.adminKey,
-        );
-        expect(done.body).toMatchObject({ status: 'failed', error: { error_code: 'session_not_open' } });
-        expect(stub.requests.length).toBe(before);
-      } finally {
-        await workers.close();
-      }
-    } finally {
-      await quiet.close();
-    }
+    const before = stub.requests.length;
+    const done = await decidedAfter((http, own, sessionId) =>
+      http.post(`/v1/sessions/${sessionId}/close`, undefined, own.org.adminKey),
+    );
+    expect(done).toMatchObject({ status: 'failed', error: { error_code: 'session_not_open' } });
+    expect(stub.requests.length).toBe(before);
   });
 
   it('denies an invocation whose agent was suspended while it was queued', async () => {
-    const quiet = await startTestApp({ env: { CP_ALLOW_PRIVATE_PROVIDER_HOSTS: 'true' } });
-    try {
-      const own = await setUpInvoking(quiet.http, { baseUrl: stub.url, models: ['priced'] });
-      const session = await openSession(quiet.http, own.org.adminKey, {
-        agent_id: own.agentId,
-        max_cost_usd: 1,
-      });
-      const queued = await invoke(quiet.http, own.org.adminKey, body(session.id), 0);
-      expect(queued.status).toBe(202);
-      await quiet.http.post(`/v1/agents/${own.agentId}/suspend`, undefined, own.org.adminKey);
-      const workers = await startWorkers(quiet.infra);
-      try {
-        const done = await quiet.http.get<InvocationBody>(
-          `/v1/llm/invocations/${queued.body.id}?wait=10`,
-          own.org.adminKey,
-        );
-        expect(done.body).toMatchObject({
-          status: 'denied',
-          decision: { verdict: 'deny', reasons: [{ code: 'agent_suspended' }] },
-        });
-      } finally {
-        await workers.close();
-      }
-    } finally {
-      await quiet.close();
-    }
+    const done = await decidedAfter((http, own) =>
+      http.post(`/v1/agents/${own.agentId}/suspend`, undefined, own.org.adminKey),
+    );
+    expect(done).toMatchObject({
+      status: 'denied',
+      decision: { verdict: 'deny', reasons: [{ code: 'agent_suspended' }] },
+    });
   });
 });

@@ -1,0 +1,108 @@
+import type {
+  AgentGate,
+  GuardianView,
+  InvokeContext,
+  RunView,
+} from '../../domain/invocations/invocation-store';
+import type { AgentStatus, ModelPrice } from '../../domain/model';
+import type { Provider } from '../../domain/providers';
+import { toInvocation, toSession, type InvocationRow, type SessionRow } from './invocation-rows';
+
+/** The rows of the invoke path's reads (invocation-sql.ts), and what each stage makes of them. */
+
+export interface ContextRow {
+  session: SessionRow | null;
+  agent: { id: string; status: string; allowed_models: string[]; credential_refs: string[] } | null;
+  credential: { ref: string; provider: string; deleted_at: string | null } | null;
+  price: {
+    org_id: string;
+    model: string;
+    input_micros_per_mtok: number;
+    output_micros_per_mtok: number;
+    updated_at: string;
+    updated_by: string;
+  } | null;
+}
+
+export const priceOf = (p: ContextRow['price']): ModelPrice | null =>
+  p
+    ? {
+        orgId: p.org_id,
+        model: p.model,
+        inputMicrosPerMtok: Number(p.input_micros_per_mtok),
+        outputMicrosPerMtok: Number(p.output_micros_per_mtok),
+        updatedAt: new Date(p.updated_at),
+        updatedBy: p.updated_by,
+      }
+    : null;
+
+export interface GuardianRow extends InvocationRow {
+  session_status: string;
+  session_expires_at: Date | string;
+  gate_id: string | null;
+  gate_status: string | null;
+  gate_allowed_models: string[] | null;
+  gate_credential_refs: string[] | null;
+}
+
+export interface RunRow extends InvocationRow {
+  cred_ref: string | null;
+  cred_provider: string | null;
+  cred_base_url: string | null;
+  cred_sealed_secret: string | null;
+  cred_key_id: string | null;
+}
+
+export const gateOf = (r: {
+  id: string;
+  status: string;
+  allowed_models: string[];
+  credential_refs: string[];
+}): AgentGate => ({
+  id: r.id,
+  status: r.status as AgentStatus,
+  allowedModels: r.allowed_models,
+  credentialRefs: r.credential_refs,
+});
+
+export const toGuardianView = (r: GuardianRow): GuardianView => ({
+  invocation: toInvocation(r),
+  agent: r.gate_id
+    ? gateOf({
+        id: r.gate_id,
+        status: r.gate_status ?? 'active',
+        allowed_models: r.gate_allowed_models ?? [],
+        credential_refs: r.gate_credential_refs ?? [],
+      })
+    : null,
+  session: {
+    status: r.session_status as GuardianView['session']['status'],
+    expiresAt: new Date(r.session_expires_at),
+  },
+});
+
+export const toRunView = (r: RunRow): RunView => ({
+  invocation: toInvocation(r),
+  credential: r.cred_ref
+    ? {
+        ref: r.cred_ref,
+        provider: r.cred_provider as Provider,
+        baseUrl: r.cred_base_url,
+        sealedSecret: r.cred_sealed_secret,
+        keyId: r.cred_key_id ?? '',
+      }
+    : null,
+});
+
+export const toInvokeContext = (row: ContextRow | undefined): InvokeContext => ({
+  session: row?.session ? toSession(row.session) : null,
+  agent: row?.agent ? gateOf(row.agent) : null,
+  credential: row?.credential
+    ? {
+        ref: row.credential.ref,
+        provider: row.credential.provider as Provider,
+        deleted: row.credential.deleted_at !== null,
+      }
+    : null,
+  orgPrice: priceOf(row?.price ?? null),
+});

@@ -1,0 +1,49 @@
+import type { Invocation } from '../../domain/invocations/invocation';
+import type { DecisionWrite, FinishWrite } from '../../domain/invocations/invocation-store';
+import { storeDecision, storeRequest } from './invocation-rows';
+
+/** The JSON rows the batched write statements read with json_to_recordset (invocation-sql.ts). */
+
+export const insertJson = (i: Invocation) => ({
+  id: i.id,
+  org_id: i.orgId,
+  session_id: i.sessionId,
+  agent_id: i.agentId,
+  requested_by_type: i.requestedBy.type,
+  requested_by: i.requestedBy.id,
+  model: i.model,
+  provider: i.provider,
+  credential_ref: i.credentialRef,
+  request: storeRequest(i.request),
+  input_price_micros: i.price.inputMicrosPerMtok,
+  output_price_micros: i.price.outputMicrosPerMtok,
+  reserve_micros: i.reservation.costMicros,
+  reserve_tokens: i.reservation.tokens,
+  request_id: i.requestId,
+  created_at: i.createdAt,
+});
+
+export const decideJson = (w: DecisionWrite) => ({
+  invocation_id: w.invocationId,
+  expected: 'queued',
+  status: w.status,
+  request: w.request ? storeRequest(w.request) : null,
+  reserve_micros: w.reservation?.costMicros ?? null,
+  reserve_tokens: w.reservation?.tokens ?? null,
+  decision: storeDecision(w.decision),
+  error: w.error ? { error_code: w.error.errorCode, message: w.error.message } : null,
+  at: w.at,
+});
+
+export const finishJson = (w: FinishWrite) => ({
+  invocation_id: w.invocationId,
+  from_statuses: w.from,
+  status: w.status,
+  output: w.output,
+  input_tokens: w.usage?.inputTokens ?? null,
+  output_tokens: w.usage?.outputTokens ?? null,
+  cost_micros: w.costMicros,
+  charged_calls: w.chargedCalls,
+  error: w.error ? { error_code: w.error.errorCode, message: w.error.message } : null,
+  at: w.at,
+});
