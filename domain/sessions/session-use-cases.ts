@@ -105,7 +105,7 @@ export async function openSession(
   return { session, reserved: NOTHING };
 }
 
-async function views(deps: SessionDeps, sessions: Session[]): Promise<SessionView[]> {
+async function withLiveUsage(deps: SessionDeps, sessions: Session[]): Promise<SessionView[]> {
   const now = deps.clock.now();
   // Closed and expired sessions may still hold reservations: their running invocations settle.
   const held = await deps.ledger.reserved(sessions.map((s) => s.id));
@@ -122,7 +122,7 @@ async function loadSession(deps: SessionDeps, ctx: CallContext, id: string): Pro
 }
 
 export async function getSession(deps: SessionDeps, ctx: CallContext, id: string): Promise<SessionView> {
-  const [view] = await views(deps, [await loadSession(deps, ctx, id)]);
+  const [view] = await withLiveUsage(deps, [await loadSession(deps, ctx, id)]);
   return view as SessionView;
 }
 
@@ -133,7 +133,7 @@ export async function listSessions(
   page: PageRequest,
 ): Promise<Page<SessionView>> {
   const found = await deps.sessions.list(ctx.principal.orgId, filter, page, deps.clock.now());
-  return { items: await views(deps, found.items), nextAfter: found.nextAfter };
+  return { items: await withLiveUsage(deps, found.items), nextAfter: found.nextAfter };
 }
 
 /** Closing stops new invokes at once; invocations already running still finish and are charged. */
@@ -147,7 +147,7 @@ export async function closeSession(deps: SessionDeps, ctx: CallContext, id: stri
     const status = statusAt(session, now);
     throw invalidState(status, `session ${id} is ${status}; only an open session can be closed`);
   }
-  const [view] = await views(deps, [closed]);
+  const [view] = await withLiveUsage(deps, [closed]);
   return view as SessionView;
 }
 

@@ -239,6 +239,30 @@ describe('refusals after admission', () => {
     expect(await sessionOf(session.id)).toMatchObject({ cost_usd: 0, calls: 0, reserved_usd: 0 });
   });
 
+  it('is refused by the database itself when Redis lets a charge past the cap through', async () => {
+    const session = await openSession(app.http, setup.org.adminKey, {
+      agent_id: setup.agentId,
+      max_cost_usd: 0.01,
+    });
+    // A ledger that disagrees with PostgreSQL: it believes the cap is 1,000 times larger.
+    await app.infra.ledger.restore({
+      sessionId: session.id,
+      limits: { costMicros: 10_000_000, calls: null, tokens: null },
+      spent: { costMicros: 0, calls: 0, tokens: 0 },
+      expiresAt: new Date(Date.now() + 3_600_000),
+      inFlight: [],
+    });
+    const res = await invoke(app.http, setup.org.adminKey, body(session.id), 20);
+    // The call costs 0.0105 USD: over the 0.01 cap, so the sessions_cost_cap constraint refuses it.
+    expect(res.body).toMatchObject({
+      status: 'failed',
+      error: { error_code: 'budget_exceeded' },
+      cost_usd: 0,
+    });
+    expect(await sessionOf(session.id)).toMatchObject({ cost_usd: 0, reserved_usd: 0 });
+    expect(app.logs.join('\n')).toContain('a session cap refused a charge the reservation allowed');
+  });
+
   it('denies a model outside the agent allowed_models, with the guardian reason, and never calls the provider', async () => {
     await app.http.call('PUT', '/v1/pricing/not-allowed', {
       token: setup.org.adminKey,
