@@ -7,7 +7,10 @@ import { z } from 'zod';
 export const QUEUES = { guardian: 'guardian', invoke: 'invoke', maintenance: 'maintenance' } as const;
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
 
-/** W3C trace context (traceparent, tracestate): one trace spans the request, the jobs and the provider call. */
+/**
+ * W3C trace context (traceparent, tracestate): one trace spans the request, the jobs and the
+ * provider call. The propagator bounds tracestate to the W3C limit of 512 characters.
+ */
 const traceCarrier = z.record(z.string().max(64), z.string().max(1024));
 
 /** Ids and trace context only: the request itself (messages, secrets) stays in PostgreSQL. */

@@ -37,14 +37,14 @@ function waitOf(input: RouteInput<unknown, { wait?: number | undefined }>): {
     : { seconds: 0, preferred: false };
 }
 
+const preferenceApplied = (wait: { seconds: number; preferred: boolean }): Record<string, string> =>
+  wait.preferred ? { 'Preference-Applied': `wait=${wait.seconds}` } : {};
+
 /** 200 once finished, 202 (with where to poll) while not. */
-const invocationReply = (invocation: Invocation, wait: { seconds: number; preferred: boolean }) => ({
+const invokeReply = (invocation: Invocation, wait: { seconds: number; preferred: boolean }) => ({
   status: isTerminal(invocation.status) ? 200 : 202,
   body: presentInvocation(invocation),
-  headers: {
-    Location: `/v1/llm/invocations/${invocation.id}`,
-    ...(wait.preferred ? { 'Preference-Applied': `wait=${wait.seconds}` } : {}),
-  },
+  headers: { Location: `/v1/llm/invocations/${invocation.id}`, ...preferenceApplied(wait) },
 });
 
 export const invocationRoutes = [
@@ -90,7 +90,7 @@ export const invocationRoutes = [
         },
         wait.seconds * 1000,
       );
-      return invocationReply(invocation, wait);
+      return invokeReply(invocation, wait);
     },
   }),
   defineRoute({
@@ -110,7 +110,7 @@ export const invocationRoutes = [
         input.params.id ?? '',
         wait.seconds * 1000,
       );
-      return { ...invocationReply(invocation, wait), status: 200 };
+      return { status: 200, body: presentInvocation(invocation), headers: preferenceApplied(wait) };
     },
   }),
   defineRoute({

@@ -44,6 +44,21 @@ describe('jobs', () => {
     expect(JSON.stringify(job?.data)).not.toContain('hello');
   });
 
+  it("carry a caller's long W3C tracestate without refusing the invoke", async () => {
+    const tracestate = Array.from({ length: 32 }, (_, i) => `v${i}=${'a'.repeat(250)}`).join(',');
+    const res = await app.http.call<InvocationBody>('POST', '/v1/llm/invoke', {
+      token: setup.org.adminKey,
+      body: invokeBody(sessionId),
+      headers: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', tracestate },
+    });
+    expect(res.status).toBe(202);
+    const job = await app.infra.queues.queue('guardian').getJob(res.body.id);
+    expect(job?.data.trace.traceparent).toMatch(/^00-0af7651916cd43dd8448eb211c80319c-/);
+    // The propagator keeps what fits the W3C limit of 512 characters.
+    expect(tracestate.startsWith(job?.data.trace.tracestate)).toBe(true);
+    expect(job?.data.trace.tracestate.length).toBeLessThanOrEqual(512);
+  });
+
   it('are one per invocation and stage: the job id is the invocation id', async () => {
     const [id] = await queue(1);
     await app.infra.queues.stages.enqueue('invocation.evaluate', {
