@@ -15,7 +15,7 @@ import type { InvocationStage, JobState, StageQueue } from '../../domain/invocat
 import { MicroBatcher } from '../micro-batcher';
 import { bullConnectionOptions } from '../redis/connections';
 
-/** The backoff type of provider retries: honours a provider's Retry-After (workers/backoff.ts). */
+/** The backoff type of provider retries: honours a provider's Retry-After (providerBackoff in workers/start-workers.ts). */
 export const PROVIDER_BACKOFF = 'provider';
 
 export interface RetryPolicy {

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Redis from 'ioredis';
 import { Client } from 'pg';
 import { signupOrg } from '../support/factories';
 import { HttpClient } from '../support/http-client';
@@ -14,6 +15,7 @@ jest.setTimeout(120_000);
 let db: TestDatabase;
 let dataDir: string;
 const running: ServiceProcess[] = [];
+const prefixes = new Set<string>();
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -21,13 +23,24 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await Promise.all(running.map((p) => p.stop()));
+  await deleteKeys([...prefixes]);
   await db.drop();
   rmSync(dataDir, { recursive: true, force: true });
 });
 
+/** What the service processes left in the shared Redis under their prefixes. */
+async function deleteKeys(used: string[]): Promise<void> {
+  const redis = new Redis(TEST_REDIS_URL);
+  for (const prefix of used) {
+    const keys = await redis.keys(`${prefix}:*`);
+    if (keys.length) await redis.del(...keys);
+  }
+  redis.disconnect();
+}
+
 async function start(script: string, extraEnv: Record<string, string> = {}) {
   const port = await freePort();
-  const proc = runNpmScript(script, {
+  const env = {
     DATABASE_URL: db.url,
     REDIS_URL: TEST_REDIS_URL,
     PORT: String(port),
@@ -35,7 +48,9 @@ async function start(script: string, extraEnv: Record<string, string> = {}) {
     CP_REDIS_PREFIX: `cpe_${randomBytes(4).toString('hex')}`,
     LOG_LEVEL: 'info',
     ...extraEnv,
-  });
+  };
+  prefixes.add(env.CP_REDIS_PREFIX);
+  const proc = runNpmScript(script, env);
   running.push(proc);
   return { proc, http: new HttpClient(`http://127.0.0.1:${port}`) };
 }
