@@ -86,8 +86,14 @@ export const InvocationView = z
       .meta({ description: "The guardian's decision; reasons of built-in checks have policy_id null." }),
     approval_id: z.string().nullable(),
     output: z.object({ role: z.literal('assistant'), content: z.string() }).nullable(),
-    usage: z.object({ input_tokens: z.number().int(), output_tokens: z.number().int() }).nullable(),
-    cost_usd: z.number().meta({ description: 'What the session was charged (0 until it succeeds).' }),
+    usage: z.object({ input_tokens: z.number().int(), output_tokens: z.number().int() }).nullable().meta({
+      description:
+        "Tokens charged: the provider's count, capped at the request's bounds (its input bound and max_tokens), so a charge never exceeds the reservation.",
+    }),
+    cost_usd: z.number().meta({
+      description:
+        'What the session was charged (0 until it succeeds). A failed call that reached the provider counts against max_calls but costs nothing.',
+    }),
     error: z
       .object({ error_code: z.string(), message: z.string() })
       .nullable()
