@@ -62,13 +62,17 @@ function responsesOf(route: RouteDef) {
   if (route.access.kind !== 'public')
     out['401'] = errorResponse('missing_credentials, invalid_api_key or expired_api_key');
   if (route.access.kind === 'scope')
-    out['403'] = errorResponse(`insufficient_scope: requires ${route.access.scope}`);
-  if (route.access.kind === 'anyScope')
-    out['403'] = errorResponse(`insufficient_scope: requires one of ${route.access.scopes.join(', ')}`);
+    out['403'] = errorResponse(`insufficient_scope: requires ${route.access.scopes.join(' or ')}`);
   if (!route.unlimited) out['429'] = errorResponse('rate_limited; see Retry-After');
   out['503'] = errorResponse('unavailable: the database or Redis is unreachable');
   return out;
 }
+
+/** x-required-scope, and x-accepted-scopes when any of several will do. */
+const scopeExtensions = (scopes: string[]) => ({
+  'x-required-scope': scopes[0],
+  ...(scopes.length > 1 ? { 'x-accepted-scopes': scopes } : {}),
+});
 
 function operation(route: RouteDef) {
   return {
@@ -76,8 +80,7 @@ function operation(route: RouteDef) {
     tags: [route.tag],
     operationId: `${route.method.toLowerCase()}${route.path.replace(/[^A-Za-z0-9]+(\w)?/g, (_, c: string) => (c ?? '').toUpperCase())}`,
     ...(route.access.kind === 'public' ? { security: [] } : {}),
-    ...(route.access.kind === 'scope' ? { 'x-required-scope': route.access.scope } : {}),
-    ...(route.access.kind === 'anyScope' ? { 'x-accepted-scopes': route.access.scopes } : {}),
+    ...(route.access.kind === 'scope' ? scopeExtensions(route.access.scopes) : {}),
     parameters: [
       ...pathParameters(route.path),
       ...queryParameters(route),

@@ -31,15 +31,14 @@ export async function startApi(
     // idle keep-alives.
     close: () =>
       new Promise<void>((resolve) => {
-        // A keep-alive connection whose request finishes after close() would otherwise linger
-        // until keepAliveTimeout: drop connections as they fall idle.
+        // close() drops the connections idle now; one whose request finishes later would linger
+        // until keepAliveTimeout, so connections are dropped as they fall idle.
         const sweep = setInterval(() => server.closeIdleConnections(), 50);
         server.close(() => {
           clearInterval(sweep);
           resolve();
         });
         infra.completions.stopWaiting();
-        server.closeIdleConnections();
       }),
   };
 }

@@ -24,21 +24,43 @@ const invocationJob = z
 
 const periodic = z.object({}).strict();
 
-interface JobSpec {
+/** A provider's Retry-After decides the delay, else exponential with jitter (workers/start-workers.ts). */
+export const PROVIDER_BACKOFF = 'provider';
+
+export interface JobSpec {
   queue: QueueName;
   payload: z.ZodType;
   /** Periodic jobs run as BullMQ job schedulers at this interval. */
   everyMs?: number;
-  /** Attempts before the job fails for good; backoff is exponential from `backoffMs`. */
+  /** Attempts before the job fails for good, retried after `backoffMs` (doubling, or `backoff`). */
   attempts?: number;
   backoffMs?: number;
+  backoff?: 'exponential' | typeof PROVIDER_BACKOFF;
+  /** Drop the job once done: for invocation stages the invocation row is the record. */
+  removeOnComplete?: true;
 }
+
+/** Per-deployment settings of a job (attempts and backoff of provider calls come from config). */
+export type JobOverrides = Partial<Record<JobName, Pick<JobSpec, 'attempts' | 'backoffMs'>>>;
 
 export const JOBS = {
   /** The guardian decides an invocation: allowed ones go on to `invocation.run`. */
-  'invocation.evaluate': { queue: QUEUES.guardian, payload: invocationJob, attempts: 5, backoffMs: 200 },
+  'invocation.evaluate': {
+    queue: QUEUES.guardian,
+    payload: invocationJob,
+    attempts: 5,
+    backoffMs: 200,
+    removeOnComplete: true,
+  },
   /** Reserve, call the provider, settle, record: one attempt per provider call. */
-  'invocation.run': { queue: QUEUES.invoke, payload: invocationJob },
+  'invocation.run': {
+    queue: QUEUES.invoke,
+    payload: invocationJob,
+    attempts: 3,
+    backoffMs: 1000,
+    backoff: PROVIDER_BACKOFF,
+    removeOnComplete: true,
+  },
   /** Returns reservations whose job died and requeues invocations whose job was lost. */
   'invocations.reap': { queue: QUEUES.maintenance, payload: periodic, everyMs: 10_000 },
   /** Records open sessions past their expiry as expired (they already refuse invokes). */

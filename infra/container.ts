@@ -90,8 +90,7 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
   const prefix = config.CP_REDIS_PREFIX;
   const authenticator = new TokenAuthenticator(knex, redis, prefix);
   const queues = new JobQueues(urls.redisUrl, `${prefix}:bull`, {
-    invokeAttempts: config.CP_INVOKE_ATTEMPTS,
-    invokeBackoffMs: config.CP_INVOKE_BACKOFF_MS,
+    'invocation.run': { attempts: config.CP_INVOKE_ATTEMPTS, backoffMs: config.CP_INVOKE_BACKOFF_MS },
   });
   const completions = new CompletionHub(redis, urls.redisUrl, prefix, logger);
   const prepared = new PreparedPool(urls.databaseUrl, config.CP_DB_POOL_MAX);

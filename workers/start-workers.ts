@@ -1,8 +1,7 @@
 import { Worker, type Job } from 'bullmq';
-import { JOBS, QUEUES, type JobName, type QueueName } from '../domain/jobs';
+import { JOBS, PROVIDER_BACKOFF, QUEUES, type JobName, type QueueName } from '../domain/jobs';
 import { RetryLater } from '../domain/invocations/run-invocation';
 import type { Infra } from '../infra/container';
-import { PROVIDER_BACKOFF } from '../infra/queue/job-queues';
 import { bullConnectionOptions } from '../infra/redis/connections';
 import { PROCESSORS } from './processors';
 

@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import { DomainError } from '../../domain/errors';
 import type { Principal } from '../../domain/principal';
-import { grants } from '../../domain/scopes';
+import { grants, type Scope } from '../../domain/scopes';
 import type { Infra } from '../../infra/container';
 import type { Access } from './route';
 
@@ -14,25 +14,25 @@ function bearerToken(ctx: Context): string {
   return match[1];
 }
 
+/** 403 naming the scope the route requires (or, for a route that takes any of several, all of them). */
+function insufficientScope([first, ...others]: [Scope, ...Scope[]]): DomainError {
+  if (others.length === 0)
+    return new DomainError('insufficient_scope', `this route requires the scope ${first}`, {
+      required_scope: first,
+    });
+  const all = [first, ...others];
+  return new DomainError('insufficient_scope', `this route requires one of the scopes ${all.join(', ')}`, {
+    required_scope: first,
+    accepted_scopes: all,
+  });
+}
+
 /** Authenticates the caller and checks the route's scope: 401 without a valid token, 403 without the scope. */
 export async function authorize(ctx: Context, access: Access, infra: Infra): Promise<Principal | null> {
   if (access.kind === 'public') return null;
   const principal = await infra.authenticator.authenticate(bearerToken(ctx));
-  if (access.kind === 'scope' && !grants(principal.scopes, access.scope)) {
-    throw new DomainError('insufficient_scope', `this route requires the scope ${access.scope}`, {
-      required_scope: access.scope,
-    });
-  }
-  if (access.kind === 'anyScope' && !access.scopes.some((s) => grants(principal.scopes, s))) {
-    throw new DomainError(
-      'insufficient_scope',
-      `this route requires one of the scopes ${access.scopes.join(', ')}`,
-      {
-        required_scope: access.scopes[0],
-        accepted_scopes: access.scopes,
-      },
-    );
-  }
+  if (access.kind === 'scope' && !access.scopes.some((s) => grants(principal.scopes, s)))
+    throw insufficientScope(access.scopes);
   if (principal.kind === 'api_key') infra.keyUsage.touch(principal.id);
   return principal;
 }

@@ -3,7 +3,7 @@ import type { AgentDeps } from '../../domain/agents/agent-use-cases';
 import type { CredentialDeps } from '../../domain/credentials/credential-use-cases';
 import type { KeyDeps } from '../../domain/keys/key-use-cases';
 import type { PriceDeps } from '../../domain/pricing/price-use-cases';
-import type { ReadDeps } from '../../domain/invocations/await-invocation';
+import type { ReadDeps } from '../../domain/invocations/read-invocations';
 import type { CancelDeps } from '../../domain/invocations/cancel-invocation';
 import type { InvokeDeps } from '../../domain/invocations/submit-invocation';
 import { usdToMicros } from '../../domain/pricing/cost';

@@ -4,19 +4,16 @@ import type { Scope } from '../../domain/scopes';
 import type { Infra } from '../../infra/container';
 
 /**
- * Who may call a route, declared in one place per route: public, any valid token, a token
- * holding `scope`, or one holding any of `scopes` (org:admin implies every scope).
+ * Who may call a route, declared in one place per route: public, any valid token, or a token
+ * holding one of `scopes` (usually just one; org:admin implies every scope).
  */
 export type Access =
-  | { kind: 'public' }
-  | { kind: 'authenticated' }
-  | { kind: 'scope'; scope: Scope }
-  | { kind: 'anyScope'; scopes: [Scope, ...Scope[]] };
+  { kind: 'public' } | { kind: 'authenticated' } | { kind: 'scope'; scopes: [Scope, ...Scope[]] };
 
 export const PUBLIC: Access = { kind: 'public' };
 export const AUTHENTICATED: Access = { kind: 'authenticated' };
-export const needs = (scope: Scope): Access => ({ kind: 'scope', scope });
-export const needsAnyOf = (...scopes: [Scope, ...Scope[]]): Access => ({ kind: 'anyScope', scopes });
+export const needs = (scope: Scope): Access => ({ kind: 'scope', scopes: [scope] });
+export const needsAnyOf = (...scopes: [Scope, ...Scope[]]): Access => ({ kind: 'scope', scopes });
 
 export interface Reply {
   status: number;

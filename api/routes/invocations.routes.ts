@@ -1,5 +1,5 @@
-import { getInvocation } from '../../domain/invocations/await-invocation';
-import { cancelInvocation, listInvocations } from '../../domain/invocations/cancel-invocation';
+import { cancelInvocation } from '../../domain/invocations/cancel-invocation';
+import { getInvocation, listInvocations } from '../../domain/invocations/read-invocations';
 import { isTerminal, type Invocation } from '../../domain/invocations/invocation';
 import { invoke } from '../../domain/invocations/submit-invocation';
 import { invalidField } from '../../domain/errors';

@@ -1,10 +1,9 @@
 import type { Clock } from '../clock';
 import { invalidState, notFound } from '../errors';
-import type { Page } from '../model';
 import { actorOf, type CallContext } from '../principal';
 import { CANCELLABLE, type Invocation } from './invocation';
-import type { InvocationFilter, InvocationStore } from './invocation-store';
-import { applyFinish, endWithoutUsage } from './outcomes';
+import type { InvocationStore } from './invocation-store';
+import { applyFinish, endWithoutUsage, recordOutcome } from './outcomes';
 import type { CompletionSignal } from './signals';
 
 export interface CancelDeps {
@@ -30,18 +29,9 @@ export async function cancelInvocation(deps: CancelDeps, ctx: CallContext, id: s
     actor: actorOf(ctx.principal),
     requestId: ctx.requestId,
   });
-  if ((await deps.store.finish(write)) !== 'applied') {
+  if ((await recordOutcome(deps, invocation, write)) !== 'applied') {
     const now = await deps.store.get(ctx.principal.orgId, id);
     throw refuse(now?.status ?? 'unknown');
   }
-  const cancelled = applyFinish(invocation, write);
-  await deps.signal.finished(cancelled);
-  return cancelled;
+  return applyFinish(invocation, write);
 }
-
-export const listInvocations = (
-  store: InvocationStore,
-  ctx: CallContext,
-  filter: InvocationFilter,
-  page: { limit: number; after: string | null },
-): Promise<Page<Invocation>> => store.list(ctx.principal.orgId, filter, page);

@@ -7,7 +7,7 @@ import { newId } from '../ids';
 import { statusAt } from '../sessions/session';
 import type { Decision, Invocation, InvocationRequest } from './invocation';
 import type { DecisionWrite, GuardianView, InvocationStore } from './invocation-store';
-import { applyFinish, endWithoutUsage } from './outcomes';
+import { endWithoutUsage, recordOutcome } from './outcomes';
 import type { CompletionSignal, StageQueue } from './signals';
 
 export interface EvaluateDeps {
@@ -114,9 +114,7 @@ async function failClosedSession(deps: EvaluateDeps, view: GuardianView, at: Dat
     message: `session ${view.invocation.sessionId} is ${status}`,
   };
   const write = endWithoutUsage(view.invocation, ['queued'], 'failed', error, at);
-  if ((await deps.store.finish(write)) !== 'applied') return 'skipped';
-  await deps.signal.finished(applyFinish(view.invocation, write));
-  return 'failed';
+  return (await recordOutcome(deps, view.invocation, write)) === 'applied' ? 'failed' : 'skipped';
 }
 
 /**

@@ -105,14 +105,6 @@ export interface InvocationFilter {
   status?: InvocationStatus | undefined;
 }
 
-/** An invocation that should have moved on by now (no job picked it up, or its job died). */
-export interface StuckInvocation {
-  id: string;
-  orgId: string;
-  sessionId: string;
-  status: 'queued' | 'running';
-}
-
 export interface HistoryItem {
   kind: 'invocation' | 'decision';
   at: Date;
@@ -139,8 +131,11 @@ export interface InvocationStore {
   forRun(id: string): Promise<RunView | null>;
   finish(write: FinishWrite): Promise<WriteOutcome>;
   capSnapshot(sessionId: string): Promise<CapSnapshot | null>;
-  /** Queued or running invocations last changed before `before`, oldest first. */
-  stuck(before: Date, limit: number): Promise<StuckInvocation[]>;
+  /**
+   * Queued or running invocations last changed before `before`, oldest first: they should have
+   * moved on by now (no job picked them up, or their job died).
+   */
+  stuck(before: Date, limit: number): Promise<Invocation[]>;
   /** Current rows of these invocations (any org), for the reaper. */
   getMany(ids: string[]): Promise<Invocation[]>;
   history(

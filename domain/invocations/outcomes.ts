@@ -2,7 +2,8 @@ import { SYSTEM_ACTOR, type Actor } from '../audit/audit-event';
 import { newAuditEvent } from '../audit/new-event';
 import { microsToUsd } from '../pricing/cost';
 import type { Invocation, InvocationError, InvocationStatus } from './invocation';
-import type { FinishWrite } from './invocation-store';
+import type { FinishWrite, InvocationStore, WriteOutcome } from './invocation-store';
+import type { CompletionSignal } from './signals';
 
 const AUDIT_OUTCOME = {
   succeeded: 'success',
@@ -90,6 +91,23 @@ export function succeeded(
     ...body,
     event: finishEvent(invocation, body, SYSTEM_ACTOR, invocation.requestId),
   };
+}
+
+/**
+ * Records a final outcome, then (only if it applied) runs `afterWrite` (returning a reservation)
+ * and tells waiting clients. PostgreSQL goes first: it is the truth a ledger rebuild reads.
+ */
+export async function recordOutcome(
+  deps: { store: InvocationStore; signal: CompletionSignal },
+  invocation: Invocation,
+  write: FinishWrite,
+  afterWrite?: () => Promise<unknown>,
+): Promise<WriteOutcome> {
+  const written = await deps.store.finish(write);
+  if (written !== 'applied') return written;
+  await afterWrite?.();
+  await deps.signal.finished(applyFinish(invocation, write));
+  return written;
 }
 
 /** Applies a final write to the in-memory invocation, as the row now reads. */

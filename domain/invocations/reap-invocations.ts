@@ -2,8 +2,8 @@ import type { CapLedger } from '../budget/cap-ledger';
 import { NOTHING, type CapAmounts } from '../budget/charges';
 import type { Clock } from '../clock';
 import { isTerminal, type Invocation } from './invocation';
-import type { InvocationStore, StuckInvocation } from './invocation-store';
-import { applyFinish, endWithoutUsage } from './outcomes';
+import type { InvocationStore } from './invocation-store';
+import { endWithoutUsage, recordOutcome } from './outcomes';
 import type { CompletionSignal, InvocationStage, StageQueue } from './signals';
 
 export interface ReapDeps {
@@ -24,8 +24,8 @@ export interface ReapReport {
   released: number;
 }
 
-const stageOf = (s: StuckInvocation): InvocationStage =>
-  s.status === 'queued' ? 'invocation.evaluate' : 'invocation.run';
+const stageOf = (i: Invocation): InvocationStage =>
+  i.status === 'queued' ? 'invocation.evaluate' : 'invocation.run';
 
 /** What a finished invocation was charged, to settle a reservation its worker never settled. */
 const chargedBy = (invocation: Invocation): CapAmounts => ({
@@ -42,26 +42,29 @@ const chargedBy = (invocation: Invocation): CapAmounts => ({
 async function recoverStuck(deps: ReapDeps, report: ReapReport): Promise<void> {
   const before = new Date(deps.clock.now().getTime() - deps.stuckAfterMs);
   const stuck = await deps.store.stuck(before, 100);
-  for (const item of stuck) {
-    const state = await deps.queue.state(stageOf(item), item.id);
+  for (const invocation of stuck) {
+    const state = await deps.queue.state(stageOf(invocation), invocation.id);
     if (state === 'alive') continue;
     if (state === 'gone') {
-      await deps.queue.requeue(stageOf(item), { invocation_id: item.id, org_id: item.orgId, trace: {} });
+      const job = { invocation_id: invocation.id, org_id: invocation.orgId, trace: {} };
+      await deps.queue.requeue(stageOf(invocation), job);
       report.requeued++;
-      continue;
-    }
-    const [invocation] = await deps.store.getMany([item.id]);
-    if (!invocation || invocation.status !== item.status) continue;
-    const error = {
-      errorCode: 'worker_lost',
-      message: 'the worker running this invocation stopped; retry it',
-    };
-    const write = endWithoutUsage(invocation, [item.status], 'failed', error, deps.clock.now());
-    if ((await deps.store.finish(write)) !== 'applied') continue;
-    if (item.status === 'running') await deps.ledger.settle(invocation.sessionId, invocation.id, NOTHING);
-    await deps.signal.finished(applyFinish(invocation, write));
-    report.failed++;
+    } else if (await failLost(deps, invocation)) report.failed++;
   }
+}
+
+/** Fails an invocation whose job ended without it; a running one's reservation is returned. */
+async function failLost(deps: ReapDeps, invocation: Invocation): Promise<boolean> {
+  const error = { errorCode: 'worker_lost', message: 'the worker running this invocation stopped; retry it' };
+  const write = endWithoutUsage(invocation, [invocation.status], 'failed', error, deps.clock.now());
+  const release = () => deps.ledger.settle(invocation.sessionId, invocation.id, NOTHING);
+  const written = await recordOutcome(
+    deps,
+    invocation,
+    write,
+    invocation.status === 'running' ? release : undefined,
+  );
+  return written === 'applied';
 }
 
 /**

@@ -7,7 +7,7 @@ import { microsToUsd } from '../pricing/cost';
 import { ProviderError, type CompletionResult, type ProviderClient } from '../providers';
 import type { Invocation } from './invocation';
 import type { FinishWrite, InvocationStore, RunView, SealedCredential } from './invocation-store';
-import { applyFinish, endWithoutUsage, succeeded } from './outcomes';
+import { endWithoutUsage, recordOutcome, succeeded } from './outcomes';
 import type { CompletionSignal } from './signals';
 import type { StageJob } from './evaluate-invocation';
 
@@ -63,14 +63,19 @@ async function reserveBudget(deps: RunDeps, invocation: Invocation): Promise<Res
   throw new Error(`the cap state of session ${invocation.sessionId} could not be restored`);
 }
 
-/** Writes the outcome, then settles the reservation (PostgreSQL first: it is the truth a rebuild reads). */
-async function finish(deps: RunDeps, invocation: Invocation, write: FinishWrite, charged: CapAmounts) {
-  const written = await deps.store.finish(write);
-  if (written === 'skipped') return 'skipped' as const;
+/** Records the outcome, then settles the reservation at `charged`. */
+async function finish(
+  deps: RunDeps,
+  invocation: Invocation,
+  write: FinishWrite,
+  charged: CapAmounts,
+): Promise<RunOutcome> {
+  const written = await recordOutcome(deps, invocation, write, () =>
+    deps.ledger.settle(invocation.sessionId, invocation.id, charged),
+  );
+  if (written === 'skipped') return 'skipped';
   if (written === 'cap_violation') return refusedByDatabase(deps, invocation);
-  await deps.ledger.settle(invocation.sessionId, invocation.id, charged);
-  await deps.signal.finished(applyFinish(invocation, write));
-  return write.status === 'succeeded' ? ('succeeded' as const) : ('failed' as const);
+  return write.status === 'succeeded' ? 'succeeded' : 'failed';
 }
 
 /** The database's cap constraint refused usage the ledger had let through: fail it, charge nothing. */

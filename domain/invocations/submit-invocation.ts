@@ -1,14 +1,15 @@
 import { newAuditEvent } from '../audit/new-event';
+import { activeAgent } from '../agents/active-agent';
 import { worstCase } from '../budget/charges';
 import type { Clock } from '../clock';
-import { invalidField, invalidState, notFound } from '../errors';
+import { invalidField, notFound } from '../errors';
 import { newId } from '../ids';
 import type { Rates } from '../pricing/cost';
 import { effectivePrice, unpricedModel } from '../pricing/price-use-cases';
 import { actorOf, type CallContext } from '../principal';
 import type { ChatMessage } from '../providers';
 import { assertNotExhausted, assertOpen, type Session } from '../sessions/session';
-import { awaitFinished } from './await-invocation';
+import { awaitFinished } from './read-invocations';
 import type { Invocation, InvocationRequest } from './invocation';
 import type { AgentGate, CredentialRefInfo, InvocationStore, InvokeContext } from './invocation-store';
 import { endWithoutUsage } from './outcomes';
@@ -41,11 +42,7 @@ function agentOf(session: Session, input: InvokeInput, context: InvokeContext): 
   if (input.agentId && session.agentId && input.agentId !== session.agentId)
     throw invalidField('agent_id', `agent_id: session ${session.id} belongs to agent ${session.agentId}`);
   if (!(input.agentId ?? session.agentId)) return null;
-  const agent = context.agent;
-  if (!agent) throw notFound('agent');
-  if (agent.status === 'suspended')
-    throw invalidState('suspended', `agent ${agent.id} is suspended; resume it before invoking`);
-  return agent;
+  return activeAgent(context.agent, 'invoking');
 }
 
 /** The credential named, else the agent's first; a deleted one fails later as credential_not_found. */

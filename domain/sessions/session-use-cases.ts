@@ -1,6 +1,7 @@
 import { SYSTEM_ACTOR, type Actor } from '../audit/audit-event';
 import { newAuditEvent } from '../audit/new-event';
 import type { CapLedger } from '../budget/cap-ledger';
+import { activeAgent } from '../agents/active-agent';
 import { NOTHING, type CapAmounts } from '../budget/charges';
 import { addSeconds, type Clock } from '../clock';
 import { invalidField, invalidState, notFound } from '../errors';
@@ -57,15 +58,8 @@ const sessionEvent = (session: Session, action: string, actor: Actor, at: Date, 
     },
   });
 
-/** The agent must exist in the org (404) and be active (409 invalid_state). */
 async function checkAgent(deps: SessionDeps, orgId: string, agentId: string): Promise<void> {
-  const agent = await deps.uow.read((tx) => tx.agents.get(orgId, agentId));
-  if (!agent) throw notFound('agent');
-  if (agent.status === 'suspended')
-    throw invalidState(
-      'suspended',
-      `agent ${agentId} is suspended; resume it before opening sessions for it`,
-    );
+  activeAgent(await deps.uow.read((tx) => tx.agents.get(orgId, agentId)), 'opening sessions for it');
 }
 
 export async function openSession(

@@ -3,6 +3,7 @@ import type { AuditEntry, AuditEvent } from '../../domain/audit/audit-event';
 import type { AuditFilter, AuditLog, AuditPage } from '../../domain/audit/audit-log';
 import { signCheckpoint, type Checkpoint, type CheckpointKey } from '../../domain/audit/checkpoint';
 import { GENESIS_HASH, sealEvents, type ChainHead } from '../../domain/audit/hash-chain';
+import { eventColumns } from '../db/audit-rows';
 
 const SEAL_BATCH = 500;
 const VERIFY_BATCH = 1000;
@@ -46,18 +47,9 @@ const toEntry = (r: EntryRow): AuditEntry => ({
 });
 
 const toEntryRow = (e: AuditEntry) => ({
-  org_id: e.orgId,
-  seq: e.seq,
-  id: e.id,
-  at: e.at,
-  actor_type: e.actor.type,
-  actor_id: e.actor.id,
-  action: e.action,
-  resource_type: e.resource.type,
-  resource_id: e.resource.id,
-  outcome: e.outcome,
+  ...eventColumns(e),
   details: JSON.stringify(e.details),
-  request_id: e.requestId,
+  seq: e.seq,
   prev_hash: e.prevHash,
   hash: e.hash,
 });

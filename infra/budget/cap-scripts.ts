@@ -80,18 +80,21 @@ redis.call('PEXPIREAT', KEYS[3], exp)
 return 'settled'`;
 
 /**
- * ARGV: exp, caps (cost calls tokens), spent (cost calls tokens), held totals (cost calls
- * tokens), then one quadruple per in-flight invocation (id, cost, calls, tokens). Writes only
- * when the session has no state: concurrent rebuilds agree, and a live state is never replaced.
+ * ARGV: exp, caps (cost calls tokens), spent (cost calls tokens), then one quadruple per in-flight
+ * invocation (id, cost, calls, tokens), each held as an unconfirmed reservation. Writes only when
+ * the session has no state: concurrent rebuilds agree, and a live state is never replaced.
  */
 export const RESTORE = `
 if redis.call('HEXISTS', KEYS[1], 'cc') == 1 then return 0 end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
-for i = 11, #ARGV, 4 do
-  redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1] .. ':' .. ARGV[i + 2] .. ':' .. ARGV[i + 3] .. ':0')
-end
 redis.call('HSET', KEYS[1], 'exp', ARGV[1], 'cc', ARGV[2], 'kc', ARGV[3], 'tc', ARGV[4],
-  'cs', ARGV[5], 'ks', ARGV[6], 'ts', ARGV[7], 'cr', ARGV[8], 'kr', ARGV[9], 'tr', ARGV[10])
+  'cs', ARGV[5], 'ks', ARGV[6], 'ts', ARGV[7], 'cr', '0', 'kr', '0', 'tr', '0')
+for i = 8, #ARGV, 4 do
+  redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1] .. ':' .. ARGV[i + 2] .. ':' .. ARGV[i + 3] .. ':0')
+  redis.call('HINCRBY', KEYS[1], 'cr', ARGV[i + 1])
+  redis.call('HINCRBY', KEYS[1], 'kr', ARGV[i + 2])
+  redis.call('HINCRBY', KEYS[1], 'tr', ARGV[i + 3])
+end
 redis.call('PEXPIREAT', KEYS[1], ARGV[1])
-if #ARGV > 10 then redis.call('PEXPIREAT', KEYS[2], ARGV[1]) end
+if #ARGV > 7 then redis.call('PEXPIREAT', KEYS[2], ARGV[1]) end
 return 1`;

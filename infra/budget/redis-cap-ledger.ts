@@ -65,14 +65,6 @@ export class RedisCapLedger implements CapLedger {
   }
 
   async restore(s: CapSnapshot): Promise<boolean> {
-    const held = s.inFlight.reduce(
-      (sum, i) => ({
-        costMicros: sum.costMicros + i.amounts.costMicros,
-        calls: sum.calls + i.amounts.calls,
-        tokens: sum.tokens + i.amounts.tokens,
-      }),
-      { costMicros: 0, calls: 0, tokens: 0 },
-    );
     const written = await this.restoreScript(
       ...this.keys(s.sessionId),
       String(s.expiresAt.getTime() + KEEP_AFTER_EXPIRY_MS),
@@ -80,7 +72,6 @@ export class RedisCapLedger implements CapLedger {
       String(s.limits.calls ?? -1),
       String(s.limits.tokens ?? -1),
       ...amountArgs(s.spent),
-      ...amountArgs(held),
       ...s.inFlight.flatMap((i) => [i.invocationId, ...amountArgs(i.amounts)]),
     );
     if (written === 1 && s.inFlight.length > 0)

@@ -12,19 +12,19 @@ export const auditRecordset = (param: string): string => `json_to_recordset(${pa
   id text, org_id text, at timestamptz, actor_type text, actor_id text, action text,
   resource_type text, resource_id text, outcome text, details jsonb, request_id text)`;
 
-export const auditJson = (events: AuditEvent[]): string =>
-  JSON.stringify(
-    events.map((e) => ({
-      id: e.id,
-      org_id: e.orgId,
-      at: e.at,
-      actor_type: e.actor.type,
-      actor_id: e.actor.id,
-      action: e.action,
-      resource_type: e.resource.type,
-      resource_id: e.resource.id,
-      outcome: e.outcome,
-      details: e.details,
-      request_id: e.requestId,
-    })),
-  );
+/** An event's columns, shared by the outbox and the sealed entries. */
+export const eventColumns = (e: AuditEvent) => ({
+  id: e.id,
+  org_id: e.orgId,
+  at: e.at,
+  actor_type: e.actor.type,
+  actor_id: e.actor.id,
+  action: e.action,
+  resource_type: e.resource.type,
+  resource_id: e.resource.id,
+  outcome: e.outcome,
+  details: e.details,
+  request_id: e.requestId,
+});
+
+export const auditJson = (events: AuditEvent[]): string => JSON.stringify(events.map(eventColumns));

@@ -12,7 +12,6 @@ import type {
   InvokeContext,
   InvokeContextQuery,
   RunView,
-  StuckInvocation,
   WriteOutcome,
 } from '../../domain/invocations/invocation-store';
 import type { Page } from '../../domain/model';
@@ -25,8 +24,8 @@ import {
   toInvocation,
   type DecisionRow,
   type InvocationRow,
-  type SessionRow,
 } from './invocation-rows';
+import type { SessionRow } from '../sessions/session-rows';
 import { toGuardianView, toInvokeContext, toRunView, type ContextRow } from './stage-rows';
 import { decideJson, finishJson, insertJson } from './write-payloads';
 import { inRounds, isCapViolation, withConflictRetry } from './write-rounds';
@@ -173,18 +172,16 @@ export class PgInvocationStore implements InvocationStore {
     };
   }
 
-  async stuck(before: Date, limit: number): Promise<StuckInvocation[]> {
+  async stuck(before: Date, limit: number): Promise<Invocation[]> {
     // Through the index of unfinished invocations, oldest first.
-    const rows: { id: string; org_id: string; session_id: string; status: 'queued' | 'running' }[] =
-      await this.knex('invocations')
-        .select('id', 'org_id', 'session_id', 'status')
-        .whereNull('completed_at')
-        .andWhere('created_at', '<', before)
-        .whereIn('status', ['queued', 'running'])
-        .andWhere('updated_at', '<', before)
-        .orderBy('created_at')
-        .limit(limit);
-    return rows.map((r) => ({ id: r.id, orgId: r.org_id, sessionId: r.session_id, status: r.status }));
+    const rows: InvocationRow[] = await this.knex('invocations')
+      .whereNull('completed_at')
+      .andWhere('created_at', '<', before)
+      .whereIn('status', ['queued', 'running'])
+      .andWhere('updated_at', '<', before)
+      .orderBy('created_at')
+      .limit(limit);
+    return rows.map(toInvocation);
   }
 
   async history(

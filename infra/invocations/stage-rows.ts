@@ -6,7 +6,8 @@ import type {
 } from '../../domain/invocations/invocation-store';
 import type { AgentStatus, ModelPrice } from '../../domain/model';
 import type { Provider } from '../../domain/providers';
-import { toInvocation, toSession, type InvocationRow, type SessionRow } from './invocation-rows';
+import { toSession, type SessionRow } from '../sessions/session-rows';
+import { toInvocation, type InvocationRow } from './invocation-rows';
 
 /** The rows of the invoke path's reads (invocation-sql.ts), and what each stage makes of them. */
 

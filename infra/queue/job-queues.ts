@@ -7,7 +7,9 @@ import {
   jobSpec,
   type InvocationJob,
   type JobName,
+  type JobOverrides,
   type JobPayload,
+  type JobSpec,
   type QueueName,
   QUEUES,
 } from '../../domain/jobs';
@@ -15,26 +17,24 @@ import type { InvocationStage, JobState, StageQueue } from '../../domain/invocat
 import { MicroBatcher } from '../micro-batcher';
 import { bullConnectionOptions } from '../redis/connections';
 
-/** The backoff type of provider retries: honours a provider's Retry-After (providerBackoff in workers/start-workers.ts). */
-export const PROVIDER_BACKOFF = 'provider';
-
-export interface RetryPolicy {
-  /** Attempts of `invocation.run`: each is one provider call. */
-  invokeAttempts: number;
-  /** First retry delay of a provider call; doubles each attempt unless the provider says otherwise. */
-  invokeBackoffMs: number;
-}
-
 const ALIVE = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children']);
 
-/** Producers for every queue, with job options set in one place (domain/jobs.ts and the retry policy). */
+interface BulkJob {
+  name: JobName;
+  data: unknown;
+  opts: JobsOptions;
+}
+
+/** Producers for every queue, with job options set in one place (domain/jobs.ts, plus overrides). */
 export class JobQueues {
   private readonly queues = new Map<QueueName, Queue>();
+  /** Jobs enqueued at the same time go to Redis together: one addBulk, one round trip. */
+  private readonly batches = new Map<QueueName, MicroBatcher<BulkJob, void>>();
 
   constructor(
     private readonly redisUrl: string,
     readonly bullPrefix: string,
-    private readonly retry: RetryPolicy = { invokeAttempts: 3, invokeBackoffMs: 1000 },
+    private readonly overrides: JobOverrides = {},
   ) {}
 
   queue(name: QueueName): Queue {
@@ -51,64 +51,40 @@ export class JobQueues {
     return queue;
   }
 
-  /** Attempts and backoff of a job: the invoke policy for provider calls, the contract's otherwise. */
+  /** Attempts, backoff and retention of a job: its contract, with this deployment's overrides. */
   optionsOf(name: JobName): JobsOptions {
-    // Invocation jobs leave nothing behind when done: the invocation row is their record.
-    if (name === 'invocation.run')
-      return {
-        attempts: this.retry.invokeAttempts,
-        backoff: { type: PROVIDER_BACKOFF, delay: this.retry.invokeBackoffMs },
-        removeOnComplete: true,
-      };
-    if (name === 'invocation.evaluate') return { ...this.contractOptions(name), removeOnComplete: true };
-    return this.contractOptions(name);
-  }
-
-  private contractOptions(name: JobName): JobsOptions {
-    const spec = jobSpec(name);
+    const spec: JobSpec = { ...jobSpec(name), ...this.overrides[name] };
     return {
       ...(spec.attempts ? { attempts: spec.attempts } : {}),
-      ...(spec.backoffMs ? { backoff: { type: 'exponential', delay: spec.backoffMs } } : {}),
+      ...(spec.backoffMs ? { backoff: { type: spec.backoff ?? 'exponential', delay: spec.backoffMs } } : {}),
+      ...(spec.removeOnComplete ? { removeOnComplete: true } : {}),
     };
   }
 
-  async enqueue<N extends JobName>(name: N, payload: JobPayload<N>, jobId?: string): Promise<void> {
+  enqueue<N extends JobName>(name: N, payload: JobPayload<N>, jobId?: string): Promise<void> {
     const spec = JOBS[name];
-    await this.queue(spec.queue).add(name, spec.payload.parse(payload), {
-      ...this.optionsOf(name),
-      ...(jobId ? { jobId } : {}),
-    });
+    const opts = { ...this.optionsOf(name), ...(jobId ? { jobId } : {}) };
+    return this.batchOf(spec.queue).submit({ name, data: spec.payload.parse(payload), opts });
+  }
+
+  private batchOf(name: QueueName): MicroBatcher<BulkJob, void> {
+    let batch = this.batches.get(name);
+    if (!batch) {
+      batch = new MicroBatcher(async (jobs) => {
+        await this.queue(name).addBulk(jobs);
+        return jobs.map(() => undefined);
+      });
+      this.batches.set(name, batch);
+    }
+    return batch;
   }
 
   /** The invoke pipeline's jobs: one per invocation and stage, whose job id is the invocation id. */
   readonly stages: StageQueue = {
-    enqueue: (stage, job) => this.enqueueStage(stage, job),
+    enqueue: (stage, job) => this.enqueue(stage, job, invocationJobId(job.invocation_id)),
     state: (stage, invocationId) => this.stageState(stage, invocationId),
     requeue: (stage, job) => this.requeue(stage, job),
   };
-
-  /** Stage jobs enqueued at the same time go to Redis together (one addBulk, one round trip). */
-  private readonly stageBatches = new Map<InvocationStage, MicroBatcher<InvocationJob, void>>();
-
-  private enqueueStage(stage: InvocationStage, job: InvocationJob): Promise<void> {
-    let batcher = this.stageBatches.get(stage);
-    if (!batcher) {
-      const options = this.optionsOf(stage);
-      const payload = JOBS[stage].payload;
-      batcher = new MicroBatcher(async (jobs) => {
-        await this.queue(JOBS[stage].queue).addBulk(
-          jobs.map((j) => ({
-            name: stage,
-            data: payload.parse(j),
-            opts: { ...options, jobId: invocationJobId(j.invocation_id) },
-          })),
-        );
-        return jobs.map(() => undefined);
-      });
-      this.stageBatches.set(stage, batcher);
-    }
-    return batcher.submit(job);
-  }
 
   private async stageState(stage: InvocationStage, invocationId: string): Promise<JobState> {
     const state = await this.queue(JOBS[stage].queue).getJobState(invocationJobId(invocationId));
@@ -120,7 +96,7 @@ export class JobQueues {
     const queue = this.queue(JOBS[stage].queue);
     const old = await queue.getJob(invocationJobId(job.invocation_id));
     if (old && !ALIVE.has(await old.getState())) await old.remove();
-    await this.enqueueStage(stage, job);
+    await this.stages.enqueue(stage, job);
   }
 
   /** Answers when every producer connection made so far does: the API enqueues through them. */

@@ -26,6 +26,8 @@ export async function openRedis(redisUrl: string): Promise<Redis> {
     connectTimeout: 5_000,
     lazyConnect: true,
     retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
+    // Commands issued in one tick (rate limits, reservations, completion signals) share a socket
+    // write. Not on BullMQ's connections: measured slower there.
     enableAutoPipelining: true,
   });
   redis.on('error', () => undefined); // reported through failing commands and /ready

@@ -4,7 +4,7 @@ import type { Page, PageRequest } from '../../domain/model';
 import type { Session } from '../../domain/sessions/session';
 import type { SessionFilter, SessionStore } from '../../domain/sessions/session-store';
 import { auditJson, auditRecordset, INSERT_AUDIT } from '../db/audit-rows';
-import { toSession, type SessionRow } from '../invocations/invocation-rows';
+import { toSession, type SessionRow } from './session-rows';
 
 const INSERT_SESSION = `
   with s as (

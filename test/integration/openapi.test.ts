@@ -31,7 +31,7 @@ describe('GET /v1/openapi.json', () => {
     for (const route of ROUTES) {
       const op = body.paths[route.path]?.[route.method.toLowerCase()];
       expect(op).toBeDefined();
-      if (route.access.kind === 'scope') expect(op?.['x-required-scope']).toBe(route.access.scope);
+      if (route.access.kind === 'scope') expect(op?.['x-required-scope']).toBe(route.access.scopes[0]);
     }
     const documented = Object.values(body.paths).reduce((n, methods) => n + Object.keys(methods).length, 0);
     expect(documented).toBe(ROUTES.length);

@@ -46,7 +46,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const prefix = options.redisPrefix ?? `cpt_${randomBytes(5).toString('hex')}`;
   const config = loadConfig({
     NODE_ENV: 'test',
-    LOG_LEVEL: options.captureLogs ? 'trace' : (process.env.TEST_LOG_LEVEL ?? 'silent'),
+    LOG_LEVEL: options.captureLogs ? 'trace' : 'silent',
     CP_REDIS_PREFIX: prefix,
     CP_RATE_LIMIT_PER_MINUTE: '100000',
     CP_PUBLIC_RATE_LIMIT_PER_MINUTE: '100000',

@@ -1,7 +1,8 @@
 import { notFound } from '../errors';
+import type { Page } from '../model';
 import type { CallContext } from '../principal';
 import { isTerminal, type Invocation } from './invocation';
-import type { InvocationStore } from './invocation-store';
+import type { InvocationFilter, InvocationStore } from './invocation-store';
 import type { CompletionWaiter, WaitResult } from './signals';
 
 /**
@@ -44,3 +45,10 @@ export async function getInvocation(
   }
   return awaitFinished(deps.store, current, waiting);
 }
+
+export const listInvocations = (
+  store: InvocationStore,
+  ctx: CallContext,
+  filter: InvocationFilter,
+  page: { limit: number; after: string | null },
+): Promise<Page<Invocation>> => store.list(ctx.principal.orgId, filter, page);
