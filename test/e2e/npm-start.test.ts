@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import Redis from 'ioredis';
 import { Client } from 'pg';
 import { signupOrg } from '../support/factories';
+import { eventually } from '../support/eventually';
 import { HttpClient } from '../support/http-client';
 import { invoke, invokeBody, openSession, setUpInvoking } from '../support/invoke-fixtures';
 import { freePort, runNpmScript, type ServiceProcess } from '../support/service-process';
@@ -63,14 +64,6 @@ async function countSealed(orgId: string): Promise<number> {
   ]);
   await client.end();
   return rows[0].n;
-}
-
-async function eventually(probe: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 200));
-  }
 }
 
 describe('npm start on an empty database', () => {

@@ -9,6 +9,7 @@ import {
   setUpInvoking,
   type InvocationBody,
   type InvokeSetup,
+  expireSession,
 } from '../support/invoke-fixtures';
 import { startTestApp, type TestApp } from '../support/test-app';
 
@@ -533,10 +534,7 @@ describe('admission errors', () => {
 
   it('an expired session is 409 session_not_open with status expired', async () => {
     const session = await newSession();
-    await app.infra
-      .knex('sessions')
-      .where({ id: session.id })
-      .update({ expires_at: new Date(Date.now() - 1000) });
+    await expireSession(app, session.id);
     const res = await post(invokeBody(session.id));
     expect(res.status).toBe(409);
     expect(res.body).toMatchObject({

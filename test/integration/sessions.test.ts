@@ -9,6 +9,7 @@ import {
   type InvocationBody,
   type InvokeSetup,
   type SessionBody,
+  expireSession,
 } from '../support/invoke-fixtures';
 import { startTestApp, type TestApp } from '../support/test-app';
 
@@ -76,11 +77,6 @@ afterAll(() => app.close());
 const getSession = (id: string, token = admin) => app.http.get<SessionBody>(`/v1/sessions/${id}`, token);
 
 /** Moves a session's expiry into the past, as if its ttl had run out (no sweeper involved). */
-const expireNow = (knexApp: TestApp, id: string) =>
-  knexApp.infra
-    .knex('sessions')
-    .where({ id })
-    .update({ expires_at: new Date(Date.now() - 1000) });
 
 const sessionRowStatus = async (knexApp: TestApp, id: string): Promise<string> =>
   ((await knexApp.infra.knex('sessions').where({ id }).first()) as { status: string }).status;
@@ -242,7 +238,7 @@ describe('GET /v1/sessions', () => {
     expired = await openSession(app.http, token, { max_cost_usd: 1, agent_id: org.agentId });
     open2 = await openSession(app.http, token, { max_cost_usd: 1 });
     expect((await app.http.post(`/v1/sessions/${closed.id}/close`, undefined, token)).status).toBe(200);
-    await expireNow(app, expired.id);
+    await expireSession(app, expired.id);
   });
 
   it('lists newest first, paging with limit and next_cursor without repeats', async () => {
@@ -297,7 +293,7 @@ describe('an open session past its expiry, before any sweep', () => {
     token = org.org.adminKey;
     session = await openSession(bare.http, token, { agent_id: org.agentId, max_cost_usd: 1 });
     await openSession(bare.http, token, { max_cost_usd: 1 });
-    await expireNow(bare, session.id);
+    await expireSession(bare, session.id);
   });
   afterAll(() => bare.close());
 
@@ -343,7 +339,7 @@ describe('the sessions.expire sweeper', () => {
     const token = org.org.adminKey;
     const due = await openSession(app.http, token, { max_cost_usd: 1 });
     const notDue = await openSession(app.http, token, { max_cost_usd: 1 });
-    await expireNow(app, due.id);
+    await expireSession(app, due.id);
 
     await app.infra.queues.enqueue('sessions.expire', {});
     await eventually(async () => (await sessionRowStatus(app, due.id)) === 'expired');

@@ -1,4 +1,5 @@
 import Redis from 'ioredis';
+import { eventually } from '../support/eventually';
 import { TEST_REDIS_URL } from '../support/test-db';
 import { startTestApp, type TestApp } from '../support/test-app';
 import {
@@ -90,7 +91,7 @@ describe('1,000 waiting clients', () => {
           app.http.get<InvocationBody>(`/v1/llm/invocations/${id}?wait=25`, setup.org.adminKey),
         ),
       );
-      await waitUntil(() => app.infra.completions.waiting === 1000);
+      await eventually(() => app.infra.completions.waiting === 1000, 15_000, 20);
       const readsWhileWaiting = reads.count;
       expect(readsWhileWaiting).toBe(1000); // one read per waiter on arrival
       await new Promise((r) => setTimeout(r, 1000));
@@ -126,11 +127,3 @@ describe('1,000 waiting clients', () => {
     expect(app.infra.completions.waiting).toBe(0);
   });
 });
-
-async function waitUntil(condition: () => boolean, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}

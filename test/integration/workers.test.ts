@@ -1,3 +1,4 @@
+import { eventually } from '../support/eventually';
 import { mintKey, signupOrg } from '../support/factories';
 import { startTestApp, type TestApp } from '../support/test-app';
 
@@ -6,16 +7,6 @@ beforeAll(async () => {
   app = await startTestApp({ workers: true });
 });
 afterAll(() => app.close());
-
-async function eventually<T>(probe: () => Promise<T | null | undefined>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe('BullMQ workers', () => {
   it('seal pending audit events in the background, without any read', async () => {

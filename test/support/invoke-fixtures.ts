@@ -1,4 +1,5 @@
 import type { HttpClient, HttpResult } from './http-client';
+import type { TestApp } from './test-app';
 import { signupOrg, type SignedUpOrg } from './factories';
 
 /** An invocation as the API presents it. */
@@ -136,16 +137,11 @@ export async function finished(
   }
 }
 
-/** Polls until `probe` returns something truthy. */
-export async function eventually<T>(
-  probe: () => Promise<T | null | undefined | false>,
-  timeoutMs = 15_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+export { eventually } from './eventually';
+
+/** Moves a session's expiry into the past, as time would (no sweeper has run). */
+export const expireSession = (app: TestApp, sessionId: string) =>
+  app.infra
+    .knex('sessions')
+    .where({ id: sessionId })
+    .update({ expires_at: new Date(Date.now() - 1000) });
