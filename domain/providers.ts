@@ -38,7 +38,20 @@ export interface CompletionResult {
  */
 export type ProviderFailureKind = 'retryable' | 'final';
 
+/**
+ * What a failed call did at the provider, which decides what it is charged:
+ * `not_sent`: the request never left (refused connection, blocked host, unreadable credential);
+ * `answered`: the provider answered with an error status (providers do not bill those);
+ * `unknown`: the request was sent and may have been billed (timeout, connection lost mid-call,
+ * a 2xx answer we cannot read).
+ */
+export type Delivery = 'not_sent' | 'answered' | 'unknown';
+
+const isSuccess = (status: number) => status >= 200 && status < 300;
+
 export class ProviderError extends Error {
+  readonly delivery: Delivery;
+
   constructor(
     readonly kind: ProviderFailureKind,
     /** Stable code for the invocation's error: provider_timeout, provider_rate_limited, ... */
@@ -47,9 +60,12 @@ export class ProviderError extends Error {
     readonly status: number | null = null,
     /** Seconds the provider asked us to wait (Retry-After), when it said so. */
     readonly retryAfterSeconds: number | null = null,
+    /** By default from the status: an error status was answered, no status means nothing was sent. */
+    delivery?: Delivery,
   ) {
     super(message);
     this.name = 'ProviderError';
+    this.delivery = delivery ?? (status === null ? 'not_sent' : isSuccess(status) ? 'unknown' : 'answered');
   }
 }
 

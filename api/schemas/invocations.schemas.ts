@@ -88,11 +88,11 @@ export const InvocationView = z
     output: z.object({ role: z.literal('assistant'), content: z.string() }).nullable(),
     usage: z.object({ input_tokens: z.number().int(), output_tokens: z.number().int() }).nullable().meta({
       description:
-        "Tokens charged: the provider's count, capped at the request's bounds (its input bound and max_tokens), so a charge never exceeds the reservation.",
+        "Tokens charged over all provider attempts: an answer's count, capped at the request's bounds (its input bound and max_tokens); an attempt whose outcome is unknown (timeout, lost connection, unreadable 2xx answer) at those bounds.",
     }),
     cost_usd: z.number().meta({
       description:
-        'What the session was charged (0 until it succeeds). A failed call that reached the provider counts against max_calls but costs nothing.',
+        'What the session was charged over all provider attempts. Every request the provider received counts against max_calls; an error status it answered costs nothing; an attempt whose outcome is unknown (timeout, lost connection, unreadable 2xx answer) costs its reservation, since the provider may bill it.',
     }),
     error: z
       .object({ error_code: z.string(), message: z.string() })

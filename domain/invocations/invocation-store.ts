@@ -79,16 +79,25 @@ export interface DecisionWrite {
   event: AuditEvent;
 }
 
-/** A final outcome, written with the session's usage and the audit entry in one transaction. */
+/**
+ * A final outcome (or, with status `running`, a failed provider attempt before a retry), written
+ * with its charge added to the session's usage and the audit entry in one transaction.
+ */
 export interface FinishWrite {
   invocationId: string;
   /** The write applies only while the invocation is still in one of these. */
   from: InvocationStatus[];
-  status: 'succeeded' | 'failed' | 'denied' | 'cancelled';
+  status: 'running' | 'succeeded' | 'failed' | 'denied' | 'cancelled';
   output: { role: 'assistant'; content: string } | null;
+  /** This write's charge, added to what the invocation and its session were already charged. */
   usage: { inputTokens: number; outputTokens: number } | null;
   costMicros: number;
   chargedCalls: number;
+  /**
+   * The provider attempt this write ends (1-based), or null when it ends none. It applies only if
+   * the attempts recorded so far are one fewer: the same attempt is never recorded (charged) twice.
+   */
+  providerAttempt: number | null;
   error: InvocationError | null;
   at: Date;
   event: AuditEvent;

@@ -72,9 +72,12 @@ export interface Invocation {
   approvalId: string | null;
   output: { role: 'assistant'; content: string } | null;
   usage: { inputTokens: number; outputTokens: number } | null;
+  /** What the invocation was charged, over all its provider attempts (usage too). */
   costMicros: number;
-  /** 1 when the invocation counted against the session's call cap. */
+  /** Requests the provider received for this invocation: each counts against the call cap. */
   chargedCalls: number;
+  /** Provider attempts recorded so far; the next attempt reserves under its own charge id. */
+  providerAttempts: number;
   error: InvocationError | null;
   requestId: string | null;
   createdAt: Date;

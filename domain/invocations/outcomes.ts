@@ -1,28 +1,36 @@
 import { SYSTEM_ACTOR, type Actor } from '../audit/audit-event';
 import { newAuditEvent } from '../audit/new-event';
 import { microsToUsd } from '../pricing/cost';
+import { NO_CHARGE, type AttemptCharge } from './attempt-charges';
 import type { Invocation, InvocationError, InvocationStatus } from './invocation';
 import type { FinishWrite, InvocationStore, WriteOutcome } from './invocation-store';
 import type { CompletionSignal } from './signals';
+import { storableText } from './storable-text';
 
 const AUDIT_OUTCOME = {
+  running: 'failure',
   succeeded: 'success',
   failed: 'failure',
   denied: 'denied',
   cancelled: 'success',
 } as const;
 
-/** The audit entry of an invocation's final state change: usage and error, never message text. */
-function finishEvent(
-  invocation: Invocation,
-  write: Omit<FinishWrite, 'event' | 'invocationId' | 'from'>,
-  actor: Actor,
-  requestId: string | null,
-) {
+/** `running` is a failed provider attempt that a retry follows; the others end the invocation. */
+const actionOf = (status: FinishWrite['status']) =>
+  status === 'running' ? 'llm.invoke.attempt_failed' : `llm.invoke.${status}`;
+
+type WriteBody = Omit<FinishWrite, 'event' | 'invocationId' | 'from'>;
+
+/**
+ * The audit entry of a charged state change: the invocation's totals after it (usage, cost,
+ * calls, attempts) and the error code, never message text.
+ */
+function finishEvent(invocation: Invocation, write: WriteBody, actor: Actor, requestId: string | null) {
+  const after = applyCharge(invocation, write);
   return newAuditEvent({
     orgId: invocation.orgId,
     actor,
-    action: `llm.invoke.${write.status}`,
+    action: actionOf(write.status),
     resource: { type: 'invocation', id: invocation.id },
     at: write.at,
     requestId,
@@ -31,10 +39,11 @@ function finishEvent(
       session_id: invocation.sessionId,
       model: invocation.model,
       provider: invocation.provider,
-      input_tokens: write.usage?.inputTokens ?? 0,
-      output_tokens: write.usage?.outputTokens ?? 0,
-      cost_usd: microsToUsd(write.costMicros),
-      calls: write.chargedCalls,
+      input_tokens: after.usage?.inputTokens ?? 0,
+      output_tokens: after.usage?.outputTokens ?? 0,
+      cost_usd: microsToUsd(after.costMicros),
+      calls: after.chargedCalls,
+      provider_attempts: after.providerAttempts,
       error_code: write.error?.errorCode ?? null,
     },
   });
@@ -45,27 +54,45 @@ export interface FinishOptions {
   requestId?: string | null;
 }
 
-/** A final write that charges nothing: failed, denied or cancelled before any usage. */
-export function endWithoutUsage(
+export interface OutcomeInput {
+  from: InvocationStatus[];
+  status: FinishWrite['status'];
+  output?: { role: 'assistant'; content: string } | null;
+  error: InvocationError | null;
+  charge?: AttemptCharge;
+  /** The provider attempt this write ends, if it ends one. */
+  providerAttempt?: number | null;
+}
+
+/**
+ * A charged state change of an invocation. Provider text (the answer, an error message) is made
+ * storable first: PostgreSQL refuses NUL and lone surrogates, and a write that fails after the
+ * provider answered must never be what decides the charge.
+ */
+export function outcomeWrite(
   invocation: Invocation,
-  from: InvocationStatus[],
-  status: 'failed' | 'denied' | 'cancelled',
-  error: InvocationError | null,
+  input: OutcomeInput,
   at: Date,
-  options: FinishOptions & { chargedCalls?: number } = {},
+  options: FinishOptions = {},
 ): FinishWrite {
-  const body = {
-    status,
-    output: null,
-    usage: null,
-    costMicros: 0,
-    chargedCalls: options.chargedCalls ?? 0,
+  const charge = input.charge ?? NO_CHARGE;
+  const output = input.output
+    ? { role: input.output.role, content: storableText(input.output.content) }
+    : null;
+  const error = input.error ? { ...input.error, message: storableText(input.error.message) } : null;
+  const body: WriteBody = {
+    status: input.status,
+    output,
+    usage: charge.usage,
+    costMicros: charge.amounts.costMicros,
+    chargedCalls: charge.amounts.calls,
+    providerAttempt: input.providerAttempt ?? null,
     error,
     at,
   };
   return {
     invocationId: invocation.id,
-    from,
+    from: input.from,
     ...body,
     event: finishEvent(
       invocation,
@@ -76,26 +103,20 @@ export function endWithoutUsage(
   };
 }
 
-/** A successful call, charged at `usage` and `costMicros` (already capped at the reservation). */
-export function succeeded(
+/** A final write that charges nothing: failed, denied or cancelled before any provider attempt. */
+export const endWithoutUsage = (
   invocation: Invocation,
-  output: { role: 'assistant'; content: string },
-  usage: { inputTokens: number; outputTokens: number },
-  costMicros: number,
+  from: InvocationStatus[],
+  status: 'failed' | 'denied' | 'cancelled',
+  error: InvocationError | null,
   at: Date,
-): FinishWrite {
-  const body = { status: 'succeeded' as const, output, usage, costMicros, chargedCalls: 1, error: null, at };
-  return {
-    invocationId: invocation.id,
-    from: ['running'],
-    ...body,
-    event: finishEvent(invocation, body, SYSTEM_ACTOR, invocation.requestId),
-  };
-}
+  options: FinishOptions = {},
+): FinishWrite => outcomeWrite(invocation, { from, status, error }, at, options);
 
 /**
- * Records a final outcome, then (only if it applied) runs `afterWrite` (returning a reservation)
- * and tells waiting clients. PostgreSQL goes first: it is the truth a ledger rebuild reads.
+ * Records a charged state change, then (only if it applied) runs `afterWrite` (settling the
+ * reservation) and, when it ended the invocation, tells waiting clients. PostgreSQL goes first:
+ * it is the truth a ledger rebuild reads.
  */
 export async function recordOutcome(
   deps: { store: InvocationStore; signal: CompletionSignal },
@@ -106,21 +127,36 @@ export async function recordOutcome(
   const written = await deps.store.finish(write);
   if (written !== 'applied') return written;
   await afterWrite?.();
-  await deps.signal.finished(applyFinish(invocation, write));
+  if (write.status !== 'running') await deps.signal.finished(applyFinish(invocation, write));
   return written;
 }
 
-/** Applies a final write to the in-memory invocation, as the row now reads. */
+/** The invocation's totals once a write's charge is added (as the FINISH statement adds them). */
+function applyCharge(invocation: Invocation, write: WriteBody) {
+  const usage = write.usage
+    ? {
+        inputTokens: (invocation.usage?.inputTokens ?? 0) + write.usage.inputTokens,
+        outputTokens: (invocation.usage?.outputTokens ?? 0) + write.usage.outputTokens,
+      }
+    : invocation.usage;
+  return {
+    usage,
+    costMicros: invocation.costMicros + write.costMicros,
+    chargedCalls: invocation.chargedCalls + write.chargedCalls,
+    providerAttempts: write.providerAttempt ?? invocation.providerAttempts,
+  };
+}
+
+/** Applies a write to the in-memory invocation, as the row now reads. */
 export function applyFinish(invocation: Invocation, write: FinishWrite): Invocation {
+  const ended = write.status !== 'running';
   return {
     ...invocation,
+    ...applyCharge(invocation, write),
     status: write.status,
     output: write.output,
-    usage: write.usage,
-    costMicros: write.costMicros,
-    chargedCalls: write.chargedCalls,
     error: write.error,
     updatedAt: write.at,
-    completedAt: write.at,
+    completedAt: ended ? write.at : null,
   };
 }

@@ -1,9 +1,11 @@
 import type { CapLedger } from '../budget/cap-ledger';
+import { chargeIdOf, parseChargeId } from '../budget/charge-id';
 import { NOTHING, type CapAmounts } from '../budget/charges';
 import type { Clock } from '../clock';
 import { isTerminal, type Invocation } from './invocation';
 import type { InvocationStore } from './invocation-store';
-import { endWithoutUsage, recordOutcome } from './outcomes';
+import { NO_CHARGE, reservationCharge } from './attempt-charges';
+import { outcomeWrite, recordOutcome } from './outcomes';
 import type { CompletionSignal, InvocationStage, StageQueue } from './signals';
 
 export interface ReapDeps {
@@ -53,33 +55,50 @@ async function recoverStuck(deps: ReapDeps, report: ReapReport): Promise<void> {
   }
 }
 
-/** Fails an invocation whose job ended without it; a running one's reservation is returned. */
+/**
+ * Fails an invocation whose job ended without it. A running one whose attempt still holds its
+ * reservation (or whose ledger state is gone) may have reached the provider: that attempt is
+ * charged at its reservation, as an unknown outcome is. One that holds nothing is charged nothing.
+ */
 async function failLost(deps: ReapDeps, invocation: Invocation): Promise<boolean> {
   const error = { errorCode: 'worker_lost', message: 'the worker running this invocation stopped; retry it' };
-  const write = endWithoutUsage(invocation, [invocation.status], 'failed', error, deps.clock.now());
-  const release = () => deps.ledger.settle(invocation.sessionId, invocation.id, NOTHING);
+  const number = invocation.providerAttempts + 1;
+  const chargeId = chargeIdOf(invocation.id, number);
+  const held =
+    invocation.status === 'running' && (await deps.ledger.isHeld(invocation.sessionId, chargeId)) !== false;
+  const charge = held ? reservationCharge(invocation) : NO_CHARGE;
+  const write = outcomeWrite(
+    invocation,
+    { from: [invocation.status], status: 'failed', error, charge, providerAttempt: held ? number : null },
+    deps.clock.now(),
+  );
+  const settle = () => deps.ledger.settle(invocation.sessionId, chargeId, charge.amounts);
   const written = await recordOutcome(
     deps,
     invocation,
     write,
-    invocation.status === 'running' ? release : undefined,
+    invocation.status === 'running' ? settle : undefined,
   );
   return written === 'applied';
 }
 
 /**
- * A reservation whose invocation already finished was left behind by a worker that died between
- * recording the result and settling: settle it at what the invocation was charged (settling is
- * idempotent, so a late worker settling too changes nothing).
+ * A reservation whose attempt was already recorded was left behind by a worker that died between
+ * recording and settling: settle it at what the invocation was charged, capped by the script at
+ * what the attempt held (settling is idempotent, so a late worker settling too changes nothing).
+ * The attempt in flight of an unfinished invocation is left alone.
  */
 async function releaseLeftovers(deps: ReapDeps, report: ReapReport): Promise<void> {
   const held = await deps.ledger.heldLongerThan(deps.leaseGraceMs, 200);
   if (held.length === 0) return;
-  const byId = new Map((await deps.store.getMany(held.map((h) => h.invocationId))).map((i) => [i.id, i]));
-  for (const { sessionId, invocationId } of held) {
+  const charges = held.map((h) => ({ sessionId: h.sessionId, ...parseChargeId(h.invocationId) }));
+  const invocations = await deps.store.getMany([...new Set(charges.map((c) => c.invocationId))]);
+  const byId = new Map(invocations.map((i) => [i.id, i]));
+  for (const { sessionId, invocationId, attempt } of charges) {
     const invocation = byId.get(invocationId);
-    if (invocation && !isTerminal(invocation.status)) continue;
-    await deps.ledger.settle(sessionId, invocationId, invocation ? chargedBy(invocation) : NOTHING);
+    if (invocation && !isTerminal(invocation.status) && attempt > invocation.providerAttempts) continue;
+    const chargeId = chargeIdOf(invocationId, attempt);
+    await deps.ledger.settle(sessionId, chargeId, invocation ? chargedBy(invocation) : NOTHING);
     report.released++;
   }
 }

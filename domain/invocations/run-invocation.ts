@@ -1,13 +1,15 @@
 import type { CapLedger, ReserveOutcome } from '../budget/cap-ledger';
-import { chargeFor, NOTHING, type CapAmounts } from '../budget/charges';
+import { chargeFor, type CapAmounts } from '../budget/charges';
+import { chargeIdOf } from '../budget/charge-id';
 import type { Clock } from '../clock';
 import { sealingContext } from '../credentials/credential-use-cases';
 import type { SecretSealer } from '../ports';
 import { microsToUsd } from '../pricing/cost';
 import { ProviderError, type CompletionResult, type ProviderClient } from '../providers';
-import type { Invocation } from './invocation';
-import type { FinishWrite, InvocationStore, RunView, SealedCredential } from './invocation-store';
-import { endWithoutUsage, recordOutcome, succeeded } from './outcomes';
+import { failedAttemptCharge, NO_CHARGE, reservationCharge, type AttemptCharge } from './attempt-charges';
+import type { Invocation, InvocationError } from './invocation';
+import type { InvocationStore, RunView, SealedCredential, WriteOutcome } from './invocation-store';
+import { outcomeWrite, recordOutcome } from './outcomes';
 import type { CompletionSignal } from './signals';
 import type { StageJob } from './evaluate-invocation';
 
@@ -42,6 +44,15 @@ export class RetryLater extends Error {
 
 export type RunOutcome = 'succeeded' | 'failed' | 'skipped';
 
+/** One provider attempt of an invocation: it reserves, and is charged, under its own charge id. */
+interface AttemptRun {
+  deps: RunDeps;
+  invocation: Invocation;
+  /** 1-based: the attempts recorded so far, plus this one. */
+  number: number;
+  chargeId: string;
+}
+
 const amountsOf = (invocation: Invocation): CapAmounts => ({
   costMicros: invocation.reservation.costMicros,
   calls: 1,
@@ -52,9 +63,10 @@ const amountsOf = (invocation: Invocation): CapAmounts => ({
  * Reserves the worst case. When Redis lost the session's state (a restart without persistence)
  * it is rebuilt from PostgreSQL's settled usage and in-flight invocations first, so the cap holds.
  */
-async function reserveBudget(deps: RunDeps, invocation: Invocation): Promise<ReserveOutcome> {
+async function reserveBudget(run: AttemptRun): Promise<ReserveOutcome> {
+  const { deps, invocation } = run;
   for (let tries = 0; tries < 3; tries++) {
-    const outcome = await deps.ledger.reserve(invocation.sessionId, invocation.id, amountsOf(invocation));
+    const outcome = await deps.ledger.reserve(invocation.sessionId, run.chargeId, amountsOf(invocation));
     if (outcome.kind !== 'missing') return outcome;
     const snapshot = await deps.store.capSnapshot(invocation.sessionId);
     if (!snapshot) throw new Error(`session ${invocation.sessionId} of ${invocation.id} is gone`);
@@ -63,44 +75,94 @@ async function reserveBudget(deps: RunDeps, invocation: Invocation): Promise<Res
   throw new Error(`the cap state of session ${invocation.sessionId} could not be restored`);
 }
 
-/** Records the outcome, then settles the reservation at `charged`. */
-async function finish(
-  deps: RunDeps,
-  invocation: Invocation,
-  write: FinishWrite,
-  charged: CapAmounts,
-): Promise<RunOutcome> {
-  const written = await recordOutcome(deps, invocation, write, () =>
-    deps.ledger.settle(invocation.sessionId, invocation.id, charged),
+type AttemptEnd = { status: 'running' | 'succeeded' | 'failed'; output?: CompletionResult['output'] };
+
+/**
+ * Records how the attempt ended with its charge (PostgreSQL first, the truth a ledger rebuild
+ * reads), then settles its reservation at that charge. A write that does not apply (another run
+ * or a cancel won) settles nothing here; the reaper returns what such a run left behind.
+ */
+async function recordAttempt(
+  run: AttemptRun,
+  end: AttemptEnd,
+  error: InvocationError | null,
+  charge: AttemptCharge,
+): Promise<WriteOutcome> {
+  const { deps, invocation } = run;
+  const write = outcomeWrite(
+    invocation,
+    {
+      from: ['running'],
+      status: end.status,
+      output: end.output ?? null,
+      error,
+      charge,
+      providerAttempt: run.number,
+    },
+    deps.clock.now(),
   );
-  if (written === 'skipped') return 'skipped';
-  if (written === 'cap_violation') return refusedByDatabase(deps, invocation);
-  return write.status === 'succeeded' ? 'succeeded' : 'failed';
+  const written = await recordOutcome(deps, invocation, write, () =>
+    deps.ledger.settle(invocation.sessionId, run.chargeId, charge.amounts),
+  );
+  if (written === 'cap_violation') await refusedByDatabase(run);
+  return written;
 }
+
+const runOutcome = (written: WriteOutcome, status: AttemptEnd['status']): RunOutcome =>
+  written === 'skipped'
+    ? 'skipped'
+    : written === 'applied' && status === 'succeeded'
+      ? 'succeeded'
+      : 'failed';
+
+const fail = async (run: AttemptRun, error: InvocationError, charge: AttemptCharge): Promise<RunOutcome> =>
+  runOutcome(await recordAttempt(run, { status: 'failed' }, error, charge), 'failed');
 
 /** The database's cap constraint refused usage the ledger had let through: fail it, charge nothing. */
-async function refusedByDatabase(deps: RunDeps, invocation: Invocation): Promise<RunOutcome> {
-  deps.warn('a session cap refused a charge the reservation allowed; charging nothing', {
-    invocation_id: invocation.id,
-    session_id: invocation.sessionId,
+async function refusedByDatabase(run: AttemptRun): Promise<void> {
+  run.deps.warn('a session cap refused a charge the reservation allowed; charging nothing', {
+    invocation_id: run.invocation.id,
+    session_id: run.invocation.sessionId,
   });
   const error = { errorCode: 'budget_exceeded', message: 'the session cap would be crossed' };
-  const write = endWithoutUsage(invocation, ['running'], 'failed', error, deps.clock.now());
-  return finish(deps, invocation, write, NOTHING);
+  await recordAttempt(run, { status: 'failed' }, error, NO_CHARGE);
 }
 
-const fail = (deps: RunDeps, invocation: Invocation, errorCode: string, message: string, calls = 0) =>
-  finish(
-    deps,
-    invocation,
-    endWithoutUsage(invocation, ['running'], 'failed', { errorCode, message }, deps.clock.now(), {
-      chargedCalls: calls,
-    }),
-    { ...NOTHING, calls },
-  );
+/**
+ * An earlier run of this attempt reserved and never settled: its worker died, or it failed after
+ * the call (saving the answer, say). The provider may have answered and billed, so the attempt is
+ * charged at its reservation and the provider is not called again for this invocation.
+ */
+function endUnknown(run: AttemptRun): Promise<RunOutcome> {
+  run.deps.warn('an earlier run reserved this attempt and never settled it; charging the reservation', {
+    invocation_id: run.invocation.id,
+    attempt: run.number,
+  });
+  const error = {
+    errorCode: 'provider_outcome_unknown',
+    message:
+      'an earlier run of this invocation stopped after its provider call began; the call is charged at its reservation and not repeated',
+  };
+  return fail(run, error, reservationCharge(run.invocation));
+}
 
-/** A provider that answered (even with an error) or timed out was reached: that counts as a call. */
-const reachedProvider = (err: ProviderError) => err.status !== null || err.code === 'provider_timeout';
+/**
+ * A provider call that failed: charged by what reached the provider (attempt-charges.ts). A
+ * retryable failure before the last attempt is recorded with the invocation still running, then
+ * RetryLater has the job run again: the next attempt is a new charge that must fit the caps.
+ */
+async function recordFailedAttempt(
+  run: AttemptRun,
+  err: ProviderError,
+  attempt: Attempt,
+): Promise<RunOutcome> {
+  const charge = failedAttemptCharge(run.invocation, err.delivery);
+  const error = { errorCode: err.code, message: err.message };
+  if (err.kind !== 'retryable' || attempt.number >= attempt.max) return fail(run, error, charge);
+  const written = await recordAttempt(run, { status: 'running' }, error, charge);
+  if (written !== 'applied') return runOutcome(written, 'running');
+  throw new RetryLater(err, err.retryAfterSeconds === null ? null : err.retryAfterSeconds * 1000);
+}
 
 /** A secret that does not open (its master key is not configured, or the row was tampered with). */
 function openSecret(deps: RunDeps, invocation: Invocation, credential: SealedCredential): string {
@@ -135,55 +197,77 @@ async function callProvider(deps: RunDeps, view: RunView, trace: Record<string, 
   });
 }
 
-async function recordSuccess(deps: RunDeps, invocation: Invocation, result: CompletionResult) {
+async function recordSuccess(run: AttemptRun, result: CompletionResult): Promise<RunOutcome> {
+  const { deps, invocation } = run;
   const { request, price } = invocation;
-  const charge = chargeFor(result.usage, request.messages, request.maxTokens, price);
-  if (charge.capped)
+  const charged = chargeFor(result.usage, request.messages, request.maxTokens, price);
+  if (charged.capped)
     deps.warn('the provider reported more tokens than the request allows; charged at the bound', {
       invocation_id: invocation.id,
       reported: result.usage,
     });
-  const usage = { inputTokens: charge.inputTokens, outputTokens: charge.outputTokens };
-  const write = succeeded(invocation, result.output, usage, charge.costMicros, deps.clock.now());
-  return finish(deps, invocation, write, {
-    costMicros: charge.costMicros,
-    calls: 1,
-    tokens: charge.inputTokens + charge.outputTokens,
-  });
+  const usage = { inputTokens: charged.inputTokens, outputTokens: charged.outputTokens };
+  const tokens = usage.inputTokens + usage.outputTokens;
+  const charge = { amounts: { costMicros: charged.costMicros, calls: 1, tokens }, usage };
+  try {
+    const end = { status: 'succeeded', output: result.output } as const;
+    return runOutcome(await recordAttempt(run, end, null, charge), 'succeeded');
+  } catch (err) {
+    // The provider answered: whatever stops the answer being saved, the call is still charged.
+    deps.warn('the answer could not be stored; recording the charge without it', {
+      invocation_id: invocation.id,
+      error: (err as { code?: unknown }).code ?? (err as Error).name,
+    });
+    const error = {
+      errorCode: 'output_not_stored',
+      message: 'the provider answered, but the answer could not be stored; the call is charged',
+    };
+    return fail(run, error, charge);
+  }
 }
 
 /**
- * The `invoke` job: reserve the worst case, call the provider with the decrypted credential,
- * then record the result, usage and audit entry in one transaction and settle at the real cost.
- * Idempotent by invocation id: a finished invocation is skipped, a reservation is taken once, a
- * charge is settled once. A retryable provider error before the last attempt throws RetryLater,
- * keeping the reservation for the next attempt.
+ * The `invoke` job: reserve the worst case under this attempt's charge id, call the provider with
+ * the decrypted credential, then record the result, usage and audit entry in one transaction and
+ * settle at the real cost. Idempotent by invocation id and attempt: a finished invocation is
+ * skipped, a settled charge is never taken again, and a charge an earlier run reserved and never
+ * settled is charged at its reservation without calling the provider again.
  */
 export async function runInvocation(deps: RunDeps, job: StageJob, attempt: Attempt): Promise<RunOutcome> {
   const view = await deps.store.forRun(job.invocationId);
   if (!view || view.invocation.status !== 'running') return 'skipped';
   const { invocation } = view;
-  const reserved = await reserveBudget(deps, invocation);
+  const number = invocation.providerAttempts + 1;
+  const run: AttemptRun = { deps, invocation, number, chargeId: chargeIdOf(invocation.id, number) };
+  const reserved = await reserveBudget(run);
   if (reserved.kind === 'settled') return 'skipped';
+  if (reserved.kind === 'held') return endUnknown(run);
   if (reserved.kind === 'refused') {
-    const message = `the session's ${reserved.cap} cap would be crossed (remaining ${reserved.cap === 'cost' ? microsToUsd(reserved.remaining) : reserved.remaining})`;
-    return fail(deps, invocation, 'budget_exceeded', message);
+    const remaining = reserved.cap === 'cost' ? microsToUsd(reserved.remaining) : reserved.remaining;
+    const message = `the session's ${reserved.cap} cap would be crossed (remaining ${remaining})`;
+    return runOutcome(await refuseOverCap(run, message), 'failed');
   }
   let result: CompletionResult | null;
   try {
     result = await callProvider(deps, view, job.trace);
   } catch (err) {
     if (!(err instanceof ProviderError)) throw err;
-    if (err.kind === 'retryable' && attempt.number < attempt.max)
-      throw new RetryLater(err, err.retryAfterSeconds === null ? null : err.retryAfterSeconds * 1000);
-    return fail(deps, invocation, err.code, err.message, reachedProvider(err) ? 1 : 0);
+    return recordFailedAttempt(run, err, attempt);
   }
-  if (!result)
-    return fail(
-      deps,
-      invocation,
-      'credential_not_found',
-      `credential ${invocation.credentialRef} was deleted`,
-    );
-  return recordSuccess(deps, invocation, result);
+  if (!result) {
+    const error = {
+      errorCode: 'credential_not_found',
+      message: `credential ${invocation.credentialRef} was deleted`,
+    };
+    return fail(run, error, NO_CHARGE);
+  }
+  return recordSuccess(run, result);
+}
+
+/** Nothing was reserved: the invocation fails without ending (or charging) an attempt. */
+async function refuseOverCap(run: AttemptRun, message: string): Promise<WriteOutcome> {
+  const { deps, invocation } = run;
+  const error = { errorCode: 'budget_exceeded', message };
+  const write = outcomeWrite(invocation, { from: ['running'], status: 'failed', error }, deps.clock.now());
+  return recordOutcome(deps, invocation, write);
 }

@@ -116,6 +116,7 @@ function newInvocation(ctx: CallContext, input: InvokeInput, admission: Admissio
     usage: null,
     costMicros: 0,
     chargedCalls: 0,
+    providerAttempts: 0,
     error: null,
     requestId: ctx.requestId,
     createdAt: now,

@@ -27,7 +27,10 @@ local function over(f, extra)
   return nil
 end`;
 
-/** ARGV: invocation id, cost, calls, tokens. Returns {outcome, cap?, limit?, remaining?}. */
+/**
+ * ARGV: charge id, cost, calls, tokens. Returns {outcome, cap?, limit?, remaining?}: `reserved`,
+ * `refused`, `missing` (no state), `settled` (already), or `held` (reserved before and not settled).
+ */
 export const RESERVE = `
 ${FIELDS}
 if not f[1] then return {'missing'} end
@@ -36,7 +39,8 @@ ${OVER}
 local existing = redis.call('HGET', KEYS[2], ARGV[1])
 if existing then
   local c, k, t, confirmed = string.match(existing, '^(%d+):(%d+):(%d+):(%d)$')
-  if confirmed == '1' then return {'reserved'} end
+  -- Taken by an earlier run that never settled it: that run may have called the provider.
+  if confirmed == '1' then return {'held'} end
   -- Rebuilt from PostgreSQL and already counted as held: confirm it only while all that is held fits.
   local refused = over(f, {0, 0, 0})
   if not refused then

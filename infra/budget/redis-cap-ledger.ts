@@ -47,7 +47,7 @@ export class RedisCapLedger implements CapLedger {
       this.reserveScript(...this.keys(sessionId), invocationId, ...amountArgs(amounts)) as Promise<string[]>,
     ]);
     const [kind, cap, limit, remaining] = reply;
-    if (kind === 'reserved' || kind === 'missing') return { kind };
+    if (kind === 'reserved' || kind === 'missing' || kind === 'held') return { kind };
     await this.redis.zrem(this.leases, lease);
     if (kind === 'settled') return { kind };
     return { kind: 'refused', cap: cap as CapName, limit: Number(limit), remaining: Number(remaining) };
@@ -98,6 +98,12 @@ export class RedisCapLedger implements CapLedger {
         ];
       }),
     );
+  }
+
+  async isHeld(sessionId: string, chargeId: string): Promise<boolean | null> {
+    const [state, res] = this.keys(sessionId);
+    const [exists, held] = await Promise.all([this.redis.exists(state), this.redis.hexists(res, chargeId)]);
+    return exists === 0 ? null : held === 1;
   }
 
   async heldLongerThan(olderThanMs: number, limit: number): Promise<HeldReservation[]> {

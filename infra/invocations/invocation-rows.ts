@@ -36,6 +36,7 @@ export interface InvocationRow {
   output_tokens: Num | null;
   cost_micros: Num;
   charged_calls: Num;
+  provider_attempts: Num;
   error: Json<{ error_code: string; message: string }>;
   request_id: string | null;
   created_at: Time;
@@ -119,6 +120,7 @@ export const toInvocation = (r: InvocationRow): Invocation => ({
       : { inputTokens: Number(r.input_tokens), outputTokens: Number(r.output_tokens) },
   costMicros: Number(r.cost_micros),
   chargedCalls: Number(r.charged_calls),
+  providerAttempts: Number(r.provider_attempts),
   error: r.error ? { errorCode: r.error.error_code, message: r.error.message } : null,
   requestId: r.request_id,
   createdAt: toDate(r.created_at),

@@ -74,8 +74,10 @@ export const DECIDE = statement(
 );
 
 /**
- * $1 finish writes JSON, $2 audit JSON. The invocation's outcome, its charge added to the
- * session's settled usage (whose CHECK constraints refuse anything past a cap), and the audit entry.
+ * $1 finish writes JSON, $2 audit JSON. The invocation's outcome (or, with status `running`, a
+ * failed provider attempt before a retry), its charge added to what the invocation and its session
+ * were charged (the session's CHECK constraints refuse anything past a cap), and the audit entry.
+ * A write that ends a provider attempt applies only if that attempt was not recorded yet.
  */
 export const FINISH = statement(
   'finish',
@@ -83,21 +85,26 @@ export const FINISH = statement(
   with x as (
     select * from json_to_recordset($1::json) as x(
       invocation_id text, from_statuses text[], status text, output jsonb, input_tokens bigint,
-      output_tokens bigint, cost_micros bigint, charged_calls integer, error jsonb, at timestamptz)
+      output_tokens bigint, cost_micros bigint, charged_calls integer, provider_attempt integer,
+      error jsonb, at timestamptz)
   ),
   u as (
     update invocations i set
       status = x.status,
       output = x.output,
-      input_tokens = x.input_tokens,
-      output_tokens = x.output_tokens,
-      cost_micros = x.cost_micros,
-      charged_calls = x.charged_calls,
+      input_tokens = case when x.input_tokens is null then i.input_tokens
+        else coalesce(i.input_tokens, 0) + x.input_tokens end,
+      output_tokens = case when x.output_tokens is null then i.output_tokens
+        else coalesce(i.output_tokens, 0) + x.output_tokens end,
+      cost_micros = i.cost_micros + x.cost_micros,
+      charged_calls = i.charged_calls + x.charged_calls,
+      provider_attempts = coalesce(x.provider_attempt, i.provider_attempts),
       error = x.error,
       updated_at = x.at,
-      completed_at = x.at
+      completed_at = case when x.status = 'running' then null else x.at end
     from x
     where i.id = x.invocation_id and i.status = any(x.from_statuses)
+      and (x.provider_attempt is null or i.provider_attempts = x.provider_attempt - 1)
     returning i.id, i.session_id, x.cost_micros, x.charged_calls, x.input_tokens, x.output_tokens
   ),
   charged as (
@@ -176,7 +183,8 @@ export const CAP_SNAPSHOT = statement(
   select s.max_cost_micros, s.max_calls, s.max_tokens, s.cost_micros, s.calls, s.input_tokens,
     s.output_tokens, s.expires_at,
     coalesce((
-      select json_agg(json_build_object('id', i.id, 'cost', i.reserve_micros, 'tokens', i.reserve_tokens))
+      select json_agg(json_build_object('id', i.id, 'attempts', i.provider_attempts, 'cost', i.reserve_micros,
+        'tokens', i.reserve_tokens))
       from invocations i where i.session_id = s.id and i.status = 'running'
     ), '[]'::json) as in_flight
   from sessions s where s.id = $1`,

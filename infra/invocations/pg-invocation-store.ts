@@ -14,6 +14,7 @@ import type {
   RunView,
   WriteOutcome,
 } from '../../domain/invocations/invocation-store';
+import { chargeIdOf } from '../../domain/budget/charge-id';
 import type { Page } from '../../domain/model';
 import { auditJson } from '../db/audit-rows';
 import type { PreparedPool, Statement } from '../db/prepared-pool';
@@ -149,7 +150,7 @@ export class PgInvocationStore implements InvocationStore {
 
   async capSnapshot(sessionId: string): Promise<CapSnapshot | null> {
     const [row] = await this.pool.query<
-      SessionRow & { in_flight: { id: string; cost: number; tokens: number }[] }
+      SessionRow & { in_flight: { id: string; attempts: number; cost: number; tokens: number }[] }
     >(CAP_SNAPSHOT, [sessionId]);
     if (!row) return null;
     return {
@@ -165,8 +166,9 @@ export class PgInvocationStore implements InvocationStore {
         tokens: Number(row.input_tokens) + Number(row.output_tokens),
       },
       expiresAt: new Date(row.expires_at),
+      // Each holds (or is about to take) the reservation of its next provider attempt.
       inFlight: row.in_flight.map((i) => ({
-        invocationId: i.id,
+        invocationId: chargeIdOf(i.id, Number(i.attempts) + 1),
         amounts: { costMicros: Number(i.cost), calls: 1, tokens: Number(i.tokens) },
       })),
     };

@@ -44,6 +44,7 @@ export const finishJson = (w: FinishWrite) => ({
   output_tokens: w.usage?.outputTokens ?? null,
   cost_micros: w.costMicros,
   charged_calls: w.chargedCalls,
+  provider_attempt: w.providerAttempt,
   error: w.error ? { error_code: w.error.errorCode, message: w.error.message } : null,
   at: w.at,
 });

@@ -2,7 +2,7 @@ import { lookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import { Agent, request } from 'undici';
 import { isLocalName, isPrivateAddress } from '../../domain/credentials/provider-host';
 import { ProviderError } from '../../domain/providers';
-import { badResponse, networkError, timeoutError } from './provider-errors';
+import { abortedError, badResponse, networkError, timeoutError } from './provider-errors';
 
 export interface TransportOptions {
   /** CP_ALLOW_PRIVATE_PROVIDER_HOSTS: let credentials reach loopback and private addresses. */
@@ -90,7 +90,7 @@ export class HttpTransport {
     } catch (err) {
       if (err instanceof ProviderError) throw err;
       if (deadline.aborted) throw timeoutError(timeoutMs);
-      if (signal?.aborted) throw new ProviderError('retryable', 'provider_aborted', 'the call was cancelled');
+      if (signal?.aborted) throw abortedError();
       throw unwrapBlocked(err) ?? networkError(err);
     }
   }

@@ -6,7 +6,7 @@ import {
   type ProviderClient,
 } from '../../domain/providers';
 import { inputTokenBound } from '../../domain/pricing/cost';
-import { timeoutError } from './provider-errors';
+import { abortedError, timeoutError } from './provider-errors';
 
 const bytes = (text: string) => Buffer.byteLength(text, 'utf8');
 
@@ -64,7 +64,7 @@ export class MockProvider implements ProviderClient {
       await sleep(ms, undefined, { signal });
     } catch {
       if (deadline.aborted) throw timeoutError(req.timeoutMs);
-      throw new ProviderError('retryable', 'provider_aborted', 'the call was cancelled');
+      throw abortedError();
     }
   }
 }

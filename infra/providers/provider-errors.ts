@@ -57,16 +57,64 @@ export function errorFromStatus(
   return new ProviderError('final', 'provider_rejected', text, status);
 }
 
+/** The request was sent and no answer came in time: the provider may have billed it. */
 export const timeoutError = (ms: number) =>
-  new ProviderError('retryable', 'provider_timeout', `provider did not answer within ${ms} ms`);
+  new ProviderError(
+    'retryable',
+    'provider_timeout',
+    `provider did not answer within ${ms} ms`,
+    null,
+    null,
+    'unknown',
+  );
 
+/** An answer we cannot read: a 2xx one was most likely billed, so its outcome counts as unknown. */
 export const badResponse = (why: string, status: number | null = null) =>
-  new ProviderError('final', 'provider_bad_response', `provider answer unusable: ${why}`, status);
+  new ProviderError(
+    'final',
+    'provider_bad_response',
+    `provider answer unusable: ${why}`,
+    status,
+    null,
+    status === null || (status >= 200 && status < 300) ? 'unknown' : 'answered',
+  );
 
-/** Connection-level failures (refused, reset, DNS): the provider may be back on the next attempt. */
+/** The caller gave up on a call in flight: the provider may have billed it. */
+export const abortedError = () =>
+  new ProviderError('retryable', 'provider_aborted', 'the call was cancelled', null, null, 'unknown');
+
+/** Failures while connecting: the request never left, so the provider cannot have billed it. */
+const CONNECT_FAILURES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EADDRNOTAVAIL',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+/**
+ * Connection-level failures: the provider may be back on the next attempt. One while connecting
+ * sent nothing (`provider_unreachable`); one after the request was sent (a reset, a closed socket)
+ * leaves the outcome unknown (`provider_connection_lost`).
+ */
 export function networkError(err: unknown): ProviderError {
   const e = err as { code?: string; message?: string; cause?: { code?: string; message?: string } };
-  const code = e.code ?? e.cause?.code ?? 'network error';
+  const code = e.cause?.code ?? e.code ?? 'network error';
   const detail = e.cause?.message ?? e.message ?? String(err);
-  return new ProviderError('retryable', 'provider_unreachable', `provider unreachable (${code}): ${detail}`);
+  if (CONNECT_FAILURES.has(code) || CONNECT_FAILURES.has(e.code ?? ''))
+    return new ProviderError(
+      'retryable',
+      'provider_unreachable',
+      `provider unreachable (${code}): ${detail}`,
+    );
+  return new ProviderError(
+    'retryable',
+    'provider_connection_lost',
+    `the connection to the provider was lost during the call (${code}): ${detail}`,
+    null,
+    null,
+    'unknown',
+  );
 }

@@ -70,15 +70,18 @@ describe('the cap ledger', () => {
     });
   });
 
-  it('is idempotent per invocation: a second reserve holds nothing more, a second settle charges nothing', async () => {
+  it('is idempotent per charge: a second reserve holds nothing more (it is told the charge is held), a second settle charges nothing', async () => {
     const s = snapshot();
     await ledger.restore(s);
     await ledger.reserve(s.sessionId, 'inv_1', amounts(300, 50));
-    expect(await ledger.reserve(s.sessionId, 'inv_1', amounts(300, 50))).toEqual({ kind: 'reserved' });
+    expect(await ledger.isHeld(s.sessionId, 'inv_1')).toBe(true);
+    expect(await ledger.reserve(s.sessionId, 'inv_1', amounts(300, 50))).toEqual({ kind: 'held' });
     expect(await held(s.sessionId)).toEqual({ costMicros: 300, calls: 1, tokens: 50 });
     expect(await ledger.settle(s.sessionId, 'inv_1', amounts(120, 30))).toBe('settled');
     expect(await ledger.settle(s.sessionId, 'inv_1', amounts(120, 30))).toBe('already_settled');
     expect(await ledger.reserve(s.sessionId, 'inv_1', amounts(300, 50))).toEqual({ kind: 'settled' });
+    expect(await ledger.isHeld(s.sessionId, 'inv_1')).toBe(false);
+    expect(await ledger.isHeld('ses_without_state', 'inv_1')).toBeNull();
     expect(await spent(s.sessionId)).toEqual(['120', '1', '30']);
     expect(await held(s.sessionId)).toEqual({ costMicros: 0, calls: 0, tokens: 0 });
   });

@@ -189,7 +189,7 @@ describe('the governed invoke flow', () => {
 });
 
 describe('provider errors', () => {
-  it('retries a 500 up to the attempt policy, then fails with provider_unavailable and charges no cost', async () => {
+  it('retries a 500 up to the attempt policy, then fails with provider_unavailable: each call counted, none billed', async () => {
     const before = calls.get('always-500') ?? 0;
     const { session, invocation } = await run('always-500');
     expect(invocation.status).toBe('failed');
@@ -197,24 +197,30 @@ describe('provider errors', () => {
     expect(invocation.error?.message).toContain('upstream exploded');
     expect((calls.get('always-500') ?? 0) - before).toBe(3);
     const usage = await sessionOf(session.id);
-    // It reached the provider (one call against max_calls), but cost nothing.
-    expect(usage).toMatchObject({ cost_usd: 0, calls: 1, reserved_usd: 0, input_tokens: 0 });
+    // Each request the provider received counts against max_calls; an error answer costs nothing.
+    expect(usage).toMatchObject({ cost_usd: 0, calls: 3, reserved_usd: 0, input_tokens: 0 });
   });
 
-  it('retries a 429 and succeeds on the next attempt', async () => {
-    const { invocation } = await run('flaky-429');
+  it('retries a 429 and succeeds on the next attempt: two calls, the answer billed', async () => {
+    const { session, invocation } = await run('flaky-429');
     expect(invocation.status).toBe('succeeded');
     expect(calls.get('flaky-429')).toBe(2);
     expect(invocation.usage).toEqual({ input_tokens: 10, output_tokens: 4 });
+    expect(await sessionOf(session.id)).toMatchObject({ cost_usd: 0.00009, calls: 2, reserved_usd: 0 });
   });
 
-  it('fails a call that times out on every attempt with provider_timeout', async () => {
+  it('charges each call that timed out at its reservation (the provider may bill it), then fails with provider_timeout', async () => {
     const before = calls.get('too-slow') ?? 0;
     const { session, invocation } = await run('too-slow');
     expect(invocation.status).toBe('failed');
     expect(invocation.error?.error_code).toBe('provider_timeout');
     expect((calls.get('too-slow') ?? 0) - before).toBe(3);
-    expect(await sessionOf(session.id)).toMatchObject({ cost_usd: 0, reserved_usd: 0 });
+    // Each attempt reserved 2076 x 3 + 500 x 15 micro-dollars and is charged that.
+    expect(invocation).toMatchObject({
+      cost_usd: 0.041184,
+      usage: { input_tokens: 6228, output_tokens: 1500 },
+    });
+    expect(await sessionOf(session.id)).toMatchObject({ cost_usd: 0.041184, calls: 3, reserved_usd: 0 });
   });
 
   it('does not retry a final 400: failed with provider_rejected after one call', async () => {

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { UnrecoverableError, Worker } from 'bullmq';
-import { succeeded } from '../../domain/invocations/outcomes';
+import { outcomeWrite } from '../../domain/invocations/outcomes';
 import { reapInvocations } from '../../domain/invocations/reap-invocations';
 import { bullConnectionOptions } from '../../infra/redis/connections';
 import { evaluateProcessor } from '../../workers/invocation-processors';
@@ -85,7 +85,7 @@ describe('a worker killed with SIGKILL in the middle of a provider call', () => 
     await second?.stop();
   });
 
-  it('leaves no leaked reservation and no double charge once another worker takes over', async () => {
+  it('charges the call at its reservation and never calls the provider again once another worker takes over', async () => {
     const session = await newSession();
     first = await startWorkerProcess(workerEnv());
     holdNext = true;
@@ -98,19 +98,24 @@ describe('a worker killed with SIGKILL in the middle of a provider call', () => 
 
     second = await startWorkerProcess(workerEnv());
     const done = await finished(app.http, setup.org.adminKey, accepted.body.id, 30_000);
-    expect(done).toMatchObject({ status: 'succeeded', usage: { input_tokens: 40, output_tokens: 10 } });
-    // The provider saw the call twice (the first answer never came back), the session paid once.
-    expect(stub.requests.length - before).toBe(2);
+    // The provider may have answered (and billed) the first call: it is charged, never repeated.
+    expect(done).toMatchObject({
+      status: 'failed',
+      error: { error_code: 'provider_outcome_unknown' },
+      usage: { input_tokens: 81, output_tokens: 10 },
+      cost_usd: 0.000101,
+    });
+    expect(stub.requests.length - before).toBe(1);
     expect(await usageOf(session.id)).toEqual({
-      cost_usd: 0.00006,
+      cost_usd: 0.000101,
       reserved_usd: 0,
       calls: 1,
-      input_tokens: 40,
+      input_tokens: 81,
       output_tokens: 10,
     });
     expect(await reservations(session.id)).toBe(0);
     const audit = await app.http.get<{ data: unknown[] }>(
-      `/v1/audit?resource_id=${accepted.body.id}&action=llm.invoke.succeeded`,
+      `/v1/audit?resource_id=${accepted.body.id}&action=llm.invoke.failed`,
       setup.org.adminKey,
     );
     expect(audit.body.data).toHaveLength(1);
@@ -153,11 +158,19 @@ describe('the reaper', () => {
     const amounts = await reserve(session.id, invocation.id);
     // The result is recorded (PostgreSQL first) and the worker dies before it settles in Redis.
     const row = (await app.infra.invocations.getMany([invocation.id]))[0];
-    const write = succeeded(
+    const write = outcomeWrite(
       row as NonNullable<typeof row>,
-      { role: 'assistant', content: 'ok' },
-      { inputTokens: 40, outputTokens: 10 },
-      60,
+      {
+        from: ['running'],
+        status: 'succeeded',
+        output: { role: 'assistant', content: 'ok' },
+        error: null,
+        charge: {
+          amounts: { costMicros: 60, calls: 1, tokens: 50 },
+          usage: { inputTokens: 40, outputTokens: 10 },
+        },
+        providerAttempt: 1,
+      },
       new Date(),
     );
     expect(await app.infra.invocations.finish(write)).toBe('applied');
@@ -200,11 +213,8 @@ describe('the reaper', () => {
     }
   }, 60_000);
 
-  it('fails an invocation whose job ended without finishing it, and returns its reservation', async () => {
-    const session = await newSession();
-    const invocation = await admitted(session.id);
-    await reserve(session.id, invocation.id);
-    // A worker whose every attempt blows up: the job ends failed and the invocation is left running.
+  /** A worker whose every attempt blows up: the job ends failed and the invocation is left running. */
+  async function endJobUnfinished(invocationId: string) {
     const broken = new Worker(
       'invoke',
       async () => {
@@ -214,23 +224,52 @@ describe('the reaper', () => {
     );
     try {
       await eventually(
-        async () => (await app.infra.queues.stages.state('invocation.run', invocation.id)) === 'ended',
+        async () => (await app.infra.queues.stages.state('invocation.run', invocationId)) === 'ended',
       );
     } finally {
       await broken.close();
     }
     await app.infra
       .knex('invocations')
-      .where({ id: invocation.id })
+      .where({ id: invocationId })
       .update({ updated_at: new Date(Date.now() - 60_000) });
+  }
+
+  const lost = async (invocationId: string) =>
+    (await app.http.get<InvocationBody>(`/v1/llm/invocations/${invocationId}`, setup.org.adminKey)).body;
+
+  it('fails an invocation whose job ended holding a reservation, charging the reservation', async () => {
+    const session = await newSession();
+    const invocation = await admitted(session.id);
+    await reserve(session.id, invocation.id);
+    await endJobUnfinished(invocation.id);
     const report = await reapInvocations(deps());
     expect(report.failed).toBeGreaterThanOrEqual(1);
-    const done = await app.http.get<InvocationBody>(
-      `/v1/llm/invocations/${invocation.id}`,
-      setup.org.adminKey,
-    );
-    expect(done.body).toMatchObject({ status: 'failed', error: { error_code: 'worker_lost' }, cost_usd: 0 });
+    // The reservation was taken, so the provider may have been called (and may bill it).
+    expect(await lost(invocation.id)).toMatchObject({
+      status: 'failed',
+      error: { error_code: 'worker_lost' },
+      cost_usd: 0.000101,
+    });
     expect(await reservations(session.id)).toBe(0);
-    expect((await usageOf(session.id)).reserved_usd).toBe(0);
+    expect(await usageOf(session.id)).toMatchObject({ reserved_usd: 0, cost_usd: 0.000101, calls: 1 });
+  });
+
+  it('fails an invocation whose job ended before reserving, charging nothing', async () => {
+    const session = await newSession();
+    const invocation = await admitted(session.id);
+    const snapshot = await app.infra.invocations.capSnapshot(session.id);
+    await app.infra.ledger.restore(snapshot as NonNullable<typeof snapshot>);
+    // The restore holds the next attempt unconfirmed; a worker that never ran never confirmed it.
+    await app.infra.ledger.settle(session.id, invocation.id, { costMicros: 0, calls: 0, tokens: 0 });
+    await endJobUnfinished(invocation.id);
+    const report = await reapInvocations(deps());
+    expect(report.failed).toBeGreaterThanOrEqual(1);
+    expect(await lost(invocation.id)).toMatchObject({
+      status: 'failed',
+      error: { error_code: 'worker_lost' },
+      cost_usd: 0,
+    });
+    expect(await usageOf(session.id)).toMatchObject({ reserved_usd: 0, cost_usd: 0, calls: 0 });
   });
 });

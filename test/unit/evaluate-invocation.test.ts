@@ -28,6 +28,7 @@ const invocation: Invocation = {
   usage: null,
   costMicros: 0,
   chargedCalls: 0,
+  providerAttempts: 0,
   error: null,
   requestId: null,
   createdAt: now,

@@ -3,6 +3,7 @@ import { Migration20261122000001Foundation } from './Migration20261122000001Foun
 import { Migration20261122000002Idempotency } from './Migration20261122000002Idempotency';
 import { Migration20261122000003Inventory } from './Migration20261122000003Inventory';
 import { Migration20261122000004Invocations } from './Migration20261122000004Invocations';
+import { Migration20261123000001ProviderAttempts } from './Migration20261123000001ProviderAttempts';
 
 /** Every migration, in order. Listed explicitly so the same code runs under tsx, swc and tsc. */
 export const MIGRATIONS: MigrationObject[] = [
@@ -10,4 +11,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261122000002Idempotency', class: Migration20261122000002Idempotency },
   { name: 'Migration20261122000003Inventory', class: Migration20261122000003Inventory },
   { name: 'Migration20261122000004Invocations', class: Migration20261122000004Invocations },
+  { name: 'Migration20261123000001ProviderAttempts', class: Migration20261123000001ProviderAttempts },
 ];

@@ -1,0 +1,33 @@
+import { NOTHING, type CapAmounts } from '../budget/charges';
+import type { Delivery } from '../providers';
+import type { Invocation } from './invocation';
+
+/** What one provider attempt is charged: its share of the session's caps and the usage recorded. */
+export interface AttemptCharge {
+  amounts: CapAmounts;
+  usage: { inputTokens: number; outputTokens: number } | null;
+}
+
+export const NO_CHARGE: AttemptCharge = { amounts: NOTHING, usage: null };
+
+/** The worst case the attempt reserved: what a call whose outcome is unknown is charged. */
+export function reservationCharge(invocation: Invocation): AttemptCharge {
+  const { costMicros, tokens } = invocation.reservation;
+  const outputTokens = Math.min(invocation.request.maxTokens, tokens);
+  return {
+    amounts: { costMicros, calls: 1, tokens },
+    usage: { inputTokens: tokens - outputTokens, outputTokens },
+  };
+}
+
+/**
+ * A failed attempt's charge. Every request the provider received counts as a call; one it answered
+ * with an error status costs nothing (providers do not bill those); one whose outcome is unknown
+ * (sent, then a timeout or a lost connection) is charged at the reservation, since the provider
+ * may bill it; one never sent is free.
+ */
+export function failedAttemptCharge(invocation: Invocation, delivery: Delivery): AttemptCharge {
+  if (delivery === 'not_sent') return NO_CHARGE;
+  if (delivery === 'unknown') return reservationCharge(invocation);
+  return { amounts: { ...NOTHING, calls: 1 }, usage: null };
+}
