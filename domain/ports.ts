@@ -22,6 +22,8 @@ export interface UserRepository {
   add(user: User): void;
   findByEmail(email: string): Promise<User | null>;
   get(orgId: string, id: string): Promise<User | null>;
+  /** Swaps the password hash only if it is still `from`: false when it changed meanwhile. */
+  replacePasswordHash(orgId: string, id: string, from: string, to: string): Promise<boolean>;
 }
 
 export interface KeyRepository {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { weakKeyMessage, weakKeyReason } from './crypto/key-strength';
 
 const bool = z.enum(['true', 'false']).transform((v) => v === 'true');
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
@@ -10,6 +11,12 @@ const urlWithScheme = (schemes: string[]) =>
       `must be a ${schemes.join(' or ')}// URL`,
     );
 
+/** A weak key seals every credential it is given; weak earlier keys still open, so resealing works. */
+const refuseWeakKey = (v: string, ctx: z.RefinementCtx) => {
+  const reason = weakKeyReason(Buffer.from(v, 'base64'));
+  if (reason) ctx.addIssue({ code: 'custom', message: weakKeyMessage(reason) });
+};
+
 const schema = z
   .object({
     NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
@@ -20,6 +27,7 @@ const schema = z
     CP_MASTER_KEY: z
       .string()
       .refine((v) => Buffer.from(v, 'base64').length === 32, 'must be base64 of exactly 32 bytes')
+      .superRefine(refuseWeakKey)
       .optional(),
     // Keys replaced by a rotation: they still open what they sealed until `master-key:reseal` ran.
     CP_MASTER_KEY_PREVIOUS: z

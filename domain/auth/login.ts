@@ -3,7 +3,7 @@ import { DomainError } from '../errors';
 import type { User } from '../model';
 import { normalizeEmail, type IdentityDeps } from './identity-deps';
 import { openUserSession } from './open-session';
-import { decoyPasswordHash, verifyPassword } from './password';
+import { decoyPasswordHash, hashPassword, needsRehash, verifyPassword } from './password';
 
 export interface LoginResult {
   sessionToken: string;
@@ -15,7 +15,8 @@ const invalidCredentials = () => new DomainError('invalid_credentials', 'email o
 
 /**
  * The same error, after the same scrypt work, for an unknown email and a wrong password. A
- * failed login against a real account is audited in that account's org.
+ * failed login against a real account is audited in that account's org; a successful one
+ * upgrades a password hash made at a lower scrypt cost.
  */
 export async function login(
   deps: IdentityDeps,
@@ -36,7 +37,10 @@ export async function login(
     throw invalidCredentials();
   }
   const { session, token } = openUserSession(user, now, deps.sessionTtlSeconds);
+  const rehashed = needsRehash(user.passwordHash) ? await hashPassword(input.password) : null;
   await deps.uow.transaction(async (tx) => {
+    // A hash made at a lower cost is upgraded now, the only time the password is known.
+    if (rehashed) await tx.users.replacePasswordHash(user.orgId, user.id, user.passwordHash, rehashed);
     tx.userSessions.add(session);
     tx.audit.record(newAuditEvent({ ...base, action: 'auth.login', resource }));
   });

@@ -1,5 +1,6 @@
 import { createHash, hkdfSync } from 'node:crypto';
 import type { SecretSealer } from '../../domain/ports';
+import { assertStrongKey } from './key-strength';
 import { SealedBox } from './sealed-box';
 
 export interface MasterKey {
@@ -22,7 +23,9 @@ export class Keyring {
   readonly current: MasterKey;
   private readonly byId: Map<string, MasterKey>;
 
+  /** Refuses a weak current key (from the environment or the data directory) before it seals anything. */
   constructor(current: Buffer, previous: Buffer[] = []) {
+    assertStrongKey(current, 'the master key');
     this.current = { id: masterKeyId(current), key: current };
     const all = [this.current, ...previous.map((key) => ({ id: masterKeyId(key), key }))];
     this.byId = new Map(all.map((k) => [k.id, k]));

@@ -113,6 +113,8 @@ export function repositoriesFor(em: EntityManager): Tx {
       add: (user) => void em.persist(em.create(UserSchema, user)),
       findByEmail: (email) => em.findOne(UserSchema, { email }),
       get: (orgId, id) => em.findOne(UserSchema, { orgId, id }),
+      replacePasswordHash: async (orgId, id, from, to) =>
+        (await em.nativeUpdate(UserSchema, { orgId, id, passwordHash: from }, { passwordHash: to })) > 0,
     },
     keys: {
       add: (key) => void em.persist(em.create(ApiKeySchema, key)),

@@ -1,10 +1,11 @@
 import type { CompletionRequest } from '../../domain/providers';
 import type { HttpTransport } from './http-transport';
-import { badResponse, errorFromStatus, providerMessage, scrubSecret } from './provider-errors';
+import { badResponse, errorFromStatus, providerMessage, scrubError, scrubSecret } from './provider-errors';
 
 /**
  * Posts a provider request (with the caller's W3C trace context, so the provider's side of the
- * call joins the trace); a non-2xx answer becomes a classified ProviderError without the secret.
+ * call joins the trace); a non-2xx answer or a failed call becomes a classified ProviderError
+ * without the secret.
  */
 export async function callProvider(
   transport: HttpTransport,
@@ -13,7 +14,11 @@ export async function callProvider(
   headers: Record<string, string>,
   body: unknown,
 ): Promise<unknown> {
-  const res = await transport.postJson(url, { ...req.trace, ...headers }, body, req.timeoutMs, req.signal);
+  const res = await transport
+    .postJson(url, { ...req.trace, ...headers }, body, req.timeoutMs, req.signal)
+    .catch((err: unknown) => {
+      throw scrubError(err, req.secret);
+    });
   if (res.status < 200 || res.status >= 300)
     throw errorFromStatus(
       res.status,

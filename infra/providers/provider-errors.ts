@@ -1,4 +1,5 @@
 import { ProviderError } from '../../domain/providers';
+import { redactSecretPieces } from './secret-pieces';
 
 const MAX_MESSAGE = 500;
 const SECRET_SHAPES = [
@@ -9,12 +10,20 @@ const SECRET_SHAPES = [
 
 /**
  * Provider text passed on to the caller, minus anything secret: some providers echo the key
- * they were sent (or part of it) in their error messages.
+ * they were sent, or part of it ("sk-abc…wxyz"), plainly or encoded, in their error messages.
+ * Only the head of a long text is read: the rest would be cut anyway.
  */
 export function scrubSecret(text: string, secret: string): string {
-  let out = secret.length >= 4 ? text.split(secret).join('[redacted]') : text;
+  let out = redactSecretPieces(text.slice(0, MAX_MESSAGE * 4), secret);
+  if (secret.length >= 4) out = out.split(secret).join('[redacted]');
   for (const shape of SECRET_SHAPES) out = out.replace(shape, '[redacted]');
   return out.length > MAX_MESSAGE ? `${out.slice(0, MAX_MESSAGE)}…` : out;
+}
+
+/** A failure raised before any answer (a network error) is scrubbed like provider text. */
+export function scrubError(err: unknown, secret: string): unknown {
+  if (err instanceof Error) err.message = scrubSecret(err.message, secret);
+  return err;
 }
 
 /** OpenAI and Anthropic both answer errors as `{ error: { message } }`; others vary. */
@@ -41,7 +50,11 @@ export function errorFromStatus(
   message: string,
   retryAfterHeader: string | null,
 ): ProviderError {
-  const text = `provider answered ${status}: ${message}`;
+  // Providers echo parts of the key in their 401/403 messages: none of their text is kept.
+  const text =
+    status === 401 || status === 403
+      ? `provider answered ${status}: the credential was refused`
+      : `provider answered ${status}: ${message}`;
   if (status === 429)
     return new ProviderError(
       'retryable',

@@ -1,4 +1,5 @@
 import { mintKey, PASSWORD, signupOrg, uniqueEmail, type SignedUpOrg } from '../support/factories';
+import { legacyPasswordHash } from '../support/legacy-password';
 import { startTestApp, type TestApp } from '../support/test-app';
 
 let app: TestApp;
@@ -155,6 +156,22 @@ describe('login and logout', () => {
     // Both pay for one scrypt; an unknown email that skipped it would be about 10x faster.
     expect(wrongEmail.ms / wrongPassword.ms).toBeGreaterThan(0.4);
     expect(wrongEmail.ms / wrongPassword.ms).toBeLessThan(2.5);
+  });
+
+  it('rehashes a password stored at a lower scrypt cost on the next successful login', async () => {
+    const user = await signupOrg(app.http, 'Legacy Ltd');
+    const users = () => app.infra.knex('users').where({ id: user.userId });
+    const legacy = legacyPasswordHash(PASSWORD);
+    await users().update({ password_hash: legacy });
+    const login = (password: string) => app.http.post('/v1/auth/login', { email: user.email, password });
+
+    expect((await login('not the password')).status).toBe(401);
+    expect((await users().first()).password_hash).toBe(legacy);
+    expect((await login(PASSWORD)).status).toBe(200);
+    const upgraded = (await users().first()).password_hash as string;
+    expect(upgraded).toMatch(/^scrypt\$131072\$8\$1\$/);
+    expect((await login(PASSWORD)).status).toBe(200);
+    expect((await users().first()).password_hash).toBe(upgraded);
   });
 
   it('ends the session on logout; the token is refused afterwards', async () => {

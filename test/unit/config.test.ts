@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { ConfigError, loadConfig } from '../../infra/config';
 
 const problemsOf = (env: Record<string, string>): string[] => {
@@ -35,6 +36,25 @@ describe('configuration from the environment', () => {
     [{ NODE_ENV: 'production' }, /^CP_MASTER_KEY: is required when NODE_ENV=production/],
   ])('names the bad variable %p', (env, message) => {
     expect(problemsOf(env as Record<string, string>)).toEqual([expect.stringMatching(message)]);
+  });
+
+  it.each([
+    ['all zero', Buffer.alloc(32)],
+    ['a repeated pattern', Buffer.concat(Array(4).fill(randomBytes(8)))],
+    ['a passphrase', Buffer.from('correct horse battery staple 123')],
+  ])('refuses a CP_MASTER_KEY that is %s, and says how to make a good one', (_label, weak) => {
+    expect(weak).toHaveLength(32);
+    expect(problemsOf({ CP_MASTER_KEY: weak.toString('base64') })).toEqual([
+      expect.stringMatching(/^CP_MASTER_KEY: is too weak .*generate one with `npm run master-key:generate`/),
+    ]);
+  });
+
+  it('accepts a random CP_MASTER_KEY, and a weak CP_MASTER_KEY_PREVIOUS it is rotating away from', () => {
+    const env = {
+      CP_MASTER_KEY: randomBytes(32).toString('base64'),
+      CP_MASTER_KEY_PREVIOUS: `${randomBytes(32).toString('base64')},${Buffer.alloc(32).toString('base64')}`,
+    };
+    expect(problemsOf(env)).toEqual([]);
   });
 
   it('reports every bad variable at once', () => {

@@ -106,7 +106,6 @@ describe('openai and openai_compatible (Chat Completions)', () => {
 
   it.each([
     [400, 'provider_rejected'],
-    [401, 'provider_auth_failed'],
     [404, 'provider_rejected'],
     [422, 'provider_rejected'],
   ])('classifies %i as final (%s) and passes the provider message on', async (status, code) => {
@@ -116,12 +115,34 @@ describe('openai and openai_compatible (Chat Completions)', () => {
     expect(err.message).toContain(`The model does not exist (${status})`);
   });
 
-  it('never repeats the secret, even when the provider echoes it', async () => {
-    stub.answer(401, { error: { message: `Incorrect API key provided: ${SECRET}. Bearer ${SECRET}` } });
+  it.each([401, 403])(
+    'keeps only the status and a fixed message of a %i that echoes parts of the key',
+    async (status) => {
+      const echo = `Incorrect API key provided: ${SECRET.slice(0, 14)}*****${SECRET.slice(-4)}`;
+      stub.answer(status, {
+        error: { message: `${echo}. Basic ${Buffer.from(`u:${SECRET}`).toString('base64')}` },
+      });
+      const err = await failure(request());
+      expect(err).toMatchObject({ kind: 'final', code: 'provider_auth_failed', status });
+      expect(err.message).toBe(`provider answered ${status}: the credential was refused`);
+    },
+  );
+
+  it('keeps no 8 characters of the key, plain or encoded, in any other provider message', async () => {
+    const b64 = Buffer.from(`user:${SECRET}`).toString('base64');
+    const echoes = [
+      SECRET.slice(0, 14),
+      SECRET.slice(-9),
+      b64,
+      encodeURIComponent(SECRET),
+      `Bearer ${SECRET}`,
+    ];
+    stub.answer(400, { error: { message: `bad request from ${echoes.join(' and ')}` } });
     const err = await failure(request());
-    expect(err.message).toContain('Incorrect API key provided');
-    expect(err.message).not.toContain(SECRET);
-    expect(err.message).not.toContain('SECRETSECRET');
+    expect(err.message).toMatch(/^provider answered 400: bad request from /);
+    const secretOnly = b64.slice(8, -4); // the base64 characters made of the key's bytes alone
+    for (const text of [SECRET, secretOnly])
+      for (let i = 0; i + 8 <= text.length; i++) expect(err.message).not.toContain(text.slice(i, i + 8));
   });
 
   it('classifies an unreadable 200 as final provider_bad_response', async () => {
