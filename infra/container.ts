@@ -5,6 +5,7 @@ import { checkpointKeyFrom, type CheckpointKey } from '../domain/audit/checkpoin
 import { systemClock, type Clock } from '../domain/clock';
 import type { SecretSealer, UnitOfWork } from '../domain/ports';
 import { PgAuditLog } from './audit/pg-audit-log';
+import { RedisSignedHeads } from './audit/redis-signed-heads';
 import { KeyUsageTracker } from './auth/key-usage';
 import { TokenAuthenticator } from './auth/token-authenticator';
 import type { Config } from './config';
@@ -109,7 +110,7 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
     uow: new MikroUnitOfWork(orm),
     authenticator,
     keyUsage: new KeyUsageTracker(knex, redis, prefix),
-    auditLog: new PgAuditLog(knex, checkpointKey),
+    auditLog: new PgAuditLog(knex, checkpointKey, new RedisSignedHeads(redis, prefix)),
     checkpointKey,
     checkpointKeys,
     keyring,

@@ -1,9 +1,21 @@
-import { listAudit, verifyAudit } from '../../domain/audit/audit-log';
+import { listAudit } from '../../domain/audit/audit-log';
+import type { Checkpoint } from '../../domain/audit/checkpoint';
+import { signedAuditHead, verifyAudit } from '../../domain/audit/verify-audit';
+import { notFound } from '../../domain/errors';
 import { callOf } from '../http/call-context';
 import { defineRoute, needs } from '../http/route';
 import { presentAuditEntry, presentVerification } from '../presenters';
-import { AuditEntry, AuditQuery, AuditVerification } from '../schemas/audit.schemas';
+import { AuditEntry, AuditQuery, AuditSignedHead, AuditVerification } from '../schemas/audit.schemas';
 import { decodeCursor, encodeCursor, listOf } from '../schemas/common';
+
+const presentSignedHead = (h: Checkpoint) => ({
+  org_id: h.orgId,
+  seq: h.seq,
+  hash: h.hash,
+  key_id: h.keyId,
+  signature: h.signature,
+  signed_at: h.signedAt.toISOString(),
+});
 
 export const auditRoutes = [
   defineRoute({
@@ -45,9 +57,35 @@ export const auditRoutes = [
     access: needs('audit:read'),
     responses: { 200: { description: 'the verification', schema: AuditVerification } },
     handle: async (input) => {
-      const { auditLog, checkpointKeys } = input.infra;
-      const result = await verifyAudit(auditLog, callOf(input).principal.orgId, checkpointKeys);
+      const { auditLog, checkpointKeys, logger } = input.infra;
+      const orgId = callOf(input).principal.orgId;
+      const result = await verifyAudit(auditLog, orgId, checkpointKeys);
+      // The answer's shape is fixed by the contract; why it failed goes to the operators' log.
+      if (!result.valid) {
+        const { firstBrokenSeq, reason } = result;
+        logger.warn(
+          { org_id: orgId, first_broken_seq: firstBrokenSeq, reason, request_id: input.requestId },
+          'audit chain failed verification',
+        );
+      }
       return { status: 200, body: presentVerification(result) };
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/v1/audit/head',
+    summary:
+      "The org's newest signed chain head: export it off the box; later the chain must still carry `hash` at `seq`",
+    tag: 'audit',
+    access: needs('audit:read'),
+    responses: {
+      200: { description: 'the signed head', schema: AuditSignedHead },
+      404: { description: 'nothing sealed yet' },
+    },
+    handle: async (input) => {
+      const head = await signedAuditHead(input.infra.auditLog, callOf(input).principal.orgId);
+      if (!head) throw notFound('signed audit head');
+      return { status: 200, body: presentSignedHead(head) };
     },
   }),
 ];

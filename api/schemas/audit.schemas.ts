@@ -36,3 +36,14 @@ export const AuditVerification = z.object({
   head: z.object({ seq: z.number().int(), hash: z.string() }),
   first_broken_seq: z.number().int().nullable(),
 });
+
+export const AuditSignedHead = z
+  .object({
+    org_id: z.string(),
+    seq: z.number().int(),
+    hash: z.string(),
+    key_id: z.string(),
+    signature: z.string().meta({ description: 'HMAC-SHA256 (hex) over "<org_id>\\n<seq>\\n<hash>"' }),
+    signed_at: timestamp,
+  })
+  .meta({ id: 'AuditSignedHead' });

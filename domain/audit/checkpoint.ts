@@ -11,6 +11,8 @@ export interface Checkpoint {
   hash: string;
   keyId: string;
   signature: string;
+  /** Not covered by the signature: when the sealer signed it, for people reading it. */
+  signedAt: Date;
 }
 
 export interface CheckpointKey {
@@ -26,12 +28,18 @@ export function checkpointKeyFrom(masterKey: Buffer): CheckpointKey {
 const mac = (key: CheckpointKey, orgId: string, seq: number, hash: string): string =>
   createHmac('sha256', key.secret).update(`${orgId}\n${seq}\n${hash}`).digest('hex');
 
-export const signCheckpoint = (key: CheckpointKey, orgId: string, seq: number, hash: string): Checkpoint => ({
+export const signCheckpoint = (
+  key: CheckpointKey,
+  orgId: string,
+  head: { seq: number; hash: string },
+  signedAt: Date,
+): Checkpoint => ({
   orgId,
-  seq,
-  hash,
+  seq: head.seq,
+  hash: head.hash,
   keyId: key.id,
-  signature: mac(key, orgId, seq, hash),
+  signature: mac(key, orgId, head.seq, head.hash),
+  signedAt,
 });
 
 export function isAuthentic(key: CheckpointKey, c: Checkpoint): boolean {

@@ -44,12 +44,22 @@ export function sealEvents(head: ChainHead, events: readonly AuditEvent[]): Audi
   });
 }
 
+/** Why verify failed at `firstBrokenSeq` (kept in logs and tests; the HTTP answer's shape is fixed). */
+export type BreakReason =
+  | 'entry_mismatch' // a gap in seq, a prev_hash that is not the previous hash, or a changed entry
+  | 'checkpoint_mismatch' // the chain does not pass through a signed head
+  | 'bad_signature' // a checkpoint or signed head whose signature does not match
+  | 'unknown_key_id' // signed (it says) by a key we do not hold: a relabel is not a skip
+  | 'truncated' // a signed head lies past the chain's last entry
+  | 'unsigned_head'; // the chain's last entry carries no signed checkpoint
+
 export interface VerifyResult {
   valid: boolean;
   entriesChecked: number;
   /** The last entry checked: seq 0 and the genesis hash for an empty log. */
   head: ChainHead;
   firstBrokenSeq: number | null;
+  reason: BreakReason | null;
 }
 
 /**
@@ -60,36 +70,44 @@ export interface VerifyResult {
 export class ChainVerifier {
   private expected: ChainHead = { seq: 0, hash: GENESIS_HASH };
   private checked = 0;
-  private firstBroken: number | null = null;
+  private firstBroken: { seq: number; reason: BreakReason } | null = null;
 
-  /** `anchors`: seq -> hash of trusted (signed) checkpoints the chain must pass through. */
-  constructor(private readonly anchors: ReadonlyMap<number, string> = new Map()) {}
+  /**
+   * `anchors`: seq -> hash of trusted (signed) heads the chain must pass through.
+   * `signedHead`: the last entry must be one of them (the sealer signs every head it writes).
+   */
+  constructor(
+    private readonly anchors: ReadonlyMap<number, string> = new Map(),
+    private readonly options: { signedHead?: boolean } = {},
+  ) {}
 
   push(entry: AuditEntry): void {
     this.checked += 1;
-    const anchor = this.anchors.get(entry.seq);
-    const intact =
+    const linked =
       entry.seq === this.expected.seq + 1 &&
       entry.prevHash === this.expected.hash &&
-      entry.hash === hashEntry(entry, entry.seq, entry.prevHash) &&
-      (anchor === undefined || anchor === entry.hash);
-    if (!intact) this.markBroken(entry.seq);
+      entry.hash === hashEntry(entry, entry.seq, entry.prevHash);
+    const anchor = this.anchors.get(entry.seq);
+    if (!linked) this.markBroken(entry.seq, 'entry_mismatch');
+    else if (anchor !== undefined && anchor !== entry.hash) this.markBroken(entry.seq, 'checkpoint_mismatch');
     this.expected = { seq: entry.seq, hash: entry.hash };
   }
 
-  /** A broken checkpoint signature, or entries missing past the end of the chain. */
-  markBroken(seq: number): void {
-    if (this.firstBroken === null || seq < this.firstBroken) this.firstBroken = seq;
+  /** Keeps the earliest break; on a tie, the first reason found. */
+  markBroken(seq: number, reason: BreakReason): void {
+    if (this.firstBroken === null || seq < this.firstBroken.seq) this.firstBroken = { seq, reason };
   }
 
   result(): VerifyResult {
-    const beyond = [...this.anchors.keys()].filter((seq) => seq > this.expected.seq);
-    if (beyond.length > 0) this.markBroken(this.expected.seq + 1);
+    const { seq } = this.expected;
+    if ([...this.anchors.keys()].some((s) => s > seq)) this.markBroken(seq + 1, 'truncated');
+    if (this.options.signedHead && seq > 0 && !this.anchors.has(seq)) this.markBroken(seq, 'unsigned_head');
     return {
       valid: this.firstBroken === null,
       entriesChecked: this.checked,
       head: this.expected,
-      firstBrokenSeq: this.firstBroken,
+      firstBrokenSeq: this.firstBroken?.seq ?? null,
+      reason: this.firstBroken?.reason ?? null,
     };
   }
 }

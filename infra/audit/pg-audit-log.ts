@@ -1,9 +1,10 @@
 import type { Knex } from '@mikro-orm/knex';
 import type { AuditEntry, AuditEvent } from '../../domain/audit/audit-event';
-import type { AuditFilter, AuditLog, AuditPage } from '../../domain/audit/audit-log';
+import type { AuditFilter, AuditLog, AuditPage, ChainSnapshot } from '../../domain/audit/audit-log';
 import { signCheckpoint, type Checkpoint, type CheckpointKey } from '../../domain/audit/checkpoint';
 import { GENESIS_HASH, sealEvents, type ChainHead } from '../../domain/audit/hash-chain';
 import { eventColumns } from '../db/audit-rows';
+import type { RedisSignedHeads } from './redis-signed-heads';
 
 const SEAL_BATCH = 500;
 const VERIFY_BATCH = 1000;
@@ -20,6 +21,14 @@ interface EventRow {
   outcome: string;
   details: Record<string, unknown>;
   request_id: string | null;
+}
+interface CheckpointRow {
+  org_id: string;
+  seq: string;
+  hash: string;
+  key_id: string;
+  signature: string;
+  at: Date | string;
 }
 interface EntryRow extends EventRow {
   seq: string;
@@ -54,15 +63,27 @@ const toEntryRow = (e: AuditEntry) => ({
   hash: e.hash,
 });
 
+const toCheckpoint = (r: CheckpointRow): Checkpoint => ({
+  orgId: r.org_id,
+  seq: Number(r.seq),
+  hash: r.hash,
+  keyId: r.key_id,
+  signature: r.signature,
+  signedAt: new Date(r.at),
+});
+
 /**
  * The audit log in PostgreSQL. Changes insert events into audit_outbox in their own
  * transactions (no lock shared between writers); sealing moves them into audit_entries under
  * the org's head row lock, so each org has one chain writer at a time and the chain never forks.
+ * Each sealed head is signed into audit_checkpoints and, after commit, into the signed heads
+ * kept outside the database.
  */
 export class PgAuditLog implements AuditLog {
   constructor(
     private readonly knex: Knex,
     private readonly checkpointKey: CheckpointKey,
+    private readonly signedHeads: RedisSignedHeads,
   ) {}
 
   async seal(orgId: string): Promise<number> {
@@ -82,15 +103,35 @@ export class PgAuditLog implements AuditLog {
     return total;
   }
 
-  private sealBatch(orgId: string): Promise<number> {
-    return this.knex.transaction(async (trx) => {
+  private async sealBatch(orgId: string): Promise<number> {
+    const sealed = await this.knex.transaction(async (trx) => {
       const head = await this.lockHead(trx, orgId);
       const pending = await this.takePending(trx, orgId);
-      if (pending.length === 0) return 0;
+      if (pending.length === 0) return null;
+      const follows = await this.followsSignedHead(trx, orgId, head);
       const entries = sealEvents(head, pending);
-      await this.append(trx, orgId, entries);
-      return entries.length;
+      const checkpoint = await this.append(trx, orgId, entries);
+      return { count: entries.length, checkpoint, follows };
     });
+    if (!sealed) return 0;
+    // After commit, so the head kept outside never names entries the database does not hold.
+    if (sealed.follows) await this.signedHeads.advance(sealed.checkpoint);
+    return sealed.count;
+  }
+
+  /**
+   * Whether the chain still passes through the signed head kept outside. It was written after
+   * its batch committed, and we hold the head lock, so a healthy chain always does; when the
+   * chain was cut or rewritten that head is evidence, and is never moved off it.
+   */
+  private async followsSignedHead(trx: Knex.Transaction, orgId: string, head: ChainHead): Promise<boolean> {
+    const outside = await this.signedHeads.get(orgId);
+    if (!outside) return true;
+    if (outside.seq > head.seq) return false;
+    const entry = await trx('audit_entries')
+      .where({ org_id: orgId, seq: outside.seq })
+      .first<{ hash: string } | undefined>('hash');
+    return entry?.hash === outside.hash;
   }
 
   /** One chain writer per org: the head row is locked until the batch commits. */
@@ -117,20 +158,22 @@ export class PgAuditLog implements AuditLog {
   }
 
   /** Appends the entries, moves the head and signs it as a checkpoint. */
-  private async append(trx: Knex.Transaction, orgId: string, entries: AuditEntry[]): Promise<void> {
+  private async append(trx: Knex.Transaction, orgId: string, entries: AuditEntry[]): Promise<Checkpoint> {
     await trx('audit_entries').insert(entries.map(toEntryRow));
     const last = entries.at(-1) as AuditEntry;
     await trx('audit_heads')
       .where({ org_id: orgId })
       .update({ seq: last.seq, hash: last.hash, sealed_at: trx.fn.now() });
-    const checkpoint = signCheckpoint(this.checkpointKey, orgId, last.seq, last.hash);
+    const checkpoint = signCheckpoint(this.checkpointKey, orgId, last, new Date());
     await trx('audit_checkpoints').insert({
       org_id: orgId,
       seq: checkpoint.seq,
       hash: checkpoint.hash,
       key_id: checkpoint.keyId,
       signature: checkpoint.signature,
+      at: checkpoint.signedAt,
     });
+    return checkpoint;
   }
 
   async list(
@@ -151,22 +194,25 @@ export class PgAuditLog implements AuditLog {
     return { items, nextBeforeSeq: rows.length > limit ? (items.at(-1)?.seq ?? null) : null };
   }
 
-  async checkpoints(orgId: string): Promise<Checkpoint[]> {
-    const rows: { org_id: string; seq: string; hash: string; key_id: string; signature: string }[] =
-      await this.knex('audit_checkpoints').where({ org_id: orgId }).orderBy('seq');
-    return rows.map((r) => ({
-      orgId: r.org_id,
-      seq: Number(r.seq),
-      hash: r.hash,
-      keyId: r.key_id,
-      signature: r.signature,
-    }));
+  signedHead(orgId: string): Promise<Checkpoint | null> {
+    return this.signedHeads.get(orgId);
   }
 
-  async *inOrder(orgId: string): AsyncIterable<AuditEntry[]> {
+  /** One repeatable-read snapshot: a seal committing meanwhile is either wholly in it or not. */
+  readChain<T>(orgId: string, read: (chain: ChainSnapshot) => Promise<T>): Promise<T> {
+    return this.knex.transaction(
+      async (trx) => {
+        const rows: CheckpointRow[] = await trx('audit_checkpoints').where({ org_id: orgId }).orderBy('seq');
+        return read({ checkpoints: rows.map(toCheckpoint), entries: () => this.inOrder(trx, orgId) });
+      },
+      { isolationLevel: 'repeatable read', readOnly: true },
+    );
+  }
+
+  private async *inOrder(trx: Knex.Transaction, orgId: string): AsyncIterable<AuditEntry[]> {
     let after = 0;
     for (;;) {
-      const rows: EntryRow[] = await this.knex('audit_entries')
+      const rows: EntryRow[] = await trx('audit_entries')
         .where({ org_id: orgId })
         .andWhere('seq', '>', after)
         .orderBy('seq', 'asc')

@@ -1,7 +1,14 @@
-import type { AuditEvent } from '../../domain/audit/audit-event';
+import type { AuditEntry, AuditEvent } from '../../domain/audit/audit-event';
+import type { AuditLog } from '../../domain/audit/audit-log';
 import { scrubDetails } from '../../domain/audit/audit-event';
-import { checkpointKeyFrom, isAuthentic, signCheckpoint } from '../../domain/audit/checkpoint';
+import {
+  checkpointKeyFrom,
+  isAuthentic,
+  signCheckpoint,
+  type Checkpoint,
+} from '../../domain/audit/checkpoint';
 import { ChainVerifier, GENESIS_HASH, hashEntry, sealEvents } from '../../domain/audit/hash-chain';
+import { verifyAudit } from '../../domain/audit/verify-audit';
 
 const event = (n: number): AuditEvent => ({
   id: `aud_${n}`,
@@ -33,6 +40,7 @@ describe('hash chain', () => {
       entriesChecked: 4,
       head: { seq: 4, hash: chain[3]?.hash },
       firstBrokenSeq: null,
+      reason: null,
     });
   });
 
@@ -69,7 +77,7 @@ describe('checkpoints', () => {
   const chain = sealEvents({ seq: 0, hash: GENESIS_HASH }, [1, 2, 3].map(event));
 
   it('accepts its own signatures and refuses changed ones or another key', () => {
-    const c = signCheckpoint(key, 'org_1', 3, chain[2]!.hash);
+    const c = signCheckpoint(key, 'org_1', chain[2]!, new Date());
     expect(isAuthentic(key, c)).toBe(true);
     expect(isAuthentic(key, { ...c, hash: chain[1]!.hash })).toBe(false);
     expect(isAuthentic(checkpointKeyFrom(Buffer.alloc(32, 8)), c)).toBe(false);
@@ -90,6 +98,65 @@ describe('checkpoints', () => {
     const v = new ChainVerifier(new Map([[3, chain[2]!.hash]]));
     chain.slice(0, 2).forEach((e) => v.push(e));
     expect(v.result()).toMatchObject({ valid: false, firstBrokenSeq: 3 });
+  });
+});
+
+describe('verifyAudit', () => {
+  const key = checkpointKeyFrom(Buffer.alloc(32, 7));
+  const chain = sealEvents({ seq: 0, hash: GENESIS_HASH }, [1, 2, 3, 4].map(event));
+  const at = new Date();
+  const signed = (seq: number) => signCheckpoint(key, 'org_1', chain[seq - 1]!, at);
+
+  /** An in-memory log: the entries, the checkpoints in the database, and the head kept outside. */
+  const logOf = (entries: AuditEntry[], checkpoints: Checkpoint[], outside: Checkpoint | null = null) => {
+    const log: AuditLog = {
+      seal: async () => 0,
+      list: async () => ({ items: [], nextBeforeSeq: null }),
+      signedHead: async () => outside,
+      readChain: (_orgId, read) =>
+        read({
+          checkpoints,
+          entries: async function* () {
+            yield entries;
+          },
+        }),
+    };
+    return log;
+  };
+
+  it('accepts a chain whose head is signed', async () => {
+    const result = await verifyAudit(logOf(chain, [signed(2), signed(4)], signed(4)), 'org_1', [key]);
+    expect(result).toMatchObject({ valid: true, firstBrokenSeq: null, reason: null });
+  });
+
+  it('fails a checkpoint under an unknown key id instead of skipping it', async () => {
+    const relabelled = { ...signed(2), keyId: 'feedfacefeedface' };
+    const result = await verifyAudit(logOf(chain, [relabelled, signed(4)]), 'org_1', [key]);
+    expect(result).toMatchObject({ valid: false, firstBrokenSeq: 2, reason: 'unknown_key_id' });
+  });
+
+  it('fails a chain cut behind the signed head kept outside', async () => {
+    const result = await verifyAudit(logOf(chain.slice(0, 2), [signed(2)], signed(4)), 'org_1', [key]);
+    expect(result).toMatchObject({ valid: false, firstBrokenSeq: 3, reason: 'truncated' });
+  });
+
+  it('fails a chain whose last entry carries no signed checkpoint', async () => {
+    const result = await verifyAudit(logOf(chain, [signed(2)]), 'org_1', [key]);
+    expect(result).toMatchObject({ valid: false, firstBrokenSeq: 4, reason: 'unsigned_head' });
+  });
+
+  it("fails another org's signed head and a forged signature", async () => {
+    const elsewhere = signCheckpoint(key, 'org_2', chain[3]!, at);
+    expect(await verifyAudit(logOf(chain, [signed(4)], elsewhere), 'org_1', [key])).toMatchObject({
+      valid: false,
+      reason: 'bad_signature',
+    });
+    const forged = { ...signed(4), signature: '0'.repeat(64) };
+    expect(await verifyAudit(logOf(chain, [forged]), 'org_1', [key])).toMatchObject({
+      valid: false,
+      firstBrokenSeq: 4,
+      reason: 'bad_signature',
+    });
   });
 });
 

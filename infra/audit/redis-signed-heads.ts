@@ -1,0 +1,52 @@
+import type Redis from 'ioredis';
+import type { Checkpoint } from '../../domain/audit/checkpoint';
+
+// Moves forward only, so a sealer that finishes late cannot put an older head back.
+const ADVANCE = `
+local seq = tonumber(redis.call('HGET', KEYS[1], 'seq'))
+if seq and seq >= tonumber(ARGV[1]) then return 0 end
+redis.call('HSET', KEYS[1], 'seq', ARGV[1], 'org_id', ARGV[2], 'hash', ARGV[3], 'key_id', ARGV[4],
+  'signature', ARGV[5], 'signed_at', ARGV[6])
+return 1`;
+
+/**
+ * Each org's newest signed chain head, kept in Redis: out of reach of someone who has only the
+ * database, so cutting the chain's tail there leaves this head ahead of it (see verify-audit.ts).
+ */
+export class RedisSignedHeads {
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+  ) {}
+
+  private key(orgId: string): string {
+    return `${this.prefix}:audit:head:${orgId}`;
+  }
+
+  async get(orgId: string): Promise<Checkpoint | null> {
+    const h = await this.redis.hgetall(this.key(orgId));
+    if (!h.seq || !h.org_id || !h.hash || !h.key_id || !h.signature || !h.signed_at) return null;
+    return {
+      orgId: h.org_id,
+      seq: Number(h.seq),
+      hash: h.hash,
+      keyId: h.key_id,
+      signature: h.signature,
+      signedAt: new Date(h.signed_at),
+    };
+  }
+
+  async advance(head: Checkpoint): Promise<void> {
+    await this.redis.eval(
+      ADVANCE,
+      1,
+      this.key(head.orgId),
+      head.seq,
+      head.orgId,
+      head.hash,
+      head.keyId,
+      head.signature,
+      head.signedAt.toISOString(),
+    );
+  }
+}

@@ -1,0 +1,207 @@
+import { GENESIS_HASH, sealEvents } from '../../domain/audit/hash-chain';
+import type { AuditEvent } from '../../domain/audit/audit-event';
+import { mintKey, signupOrg, type SignedUpOrg } from '../support/factories';
+import { superuserQuery } from '../support/test-db';
+import { startTestApp, type TestApp } from '../support/test-app';
+
+interface Verification {
+  valid: boolean;
+  entries_checked: number;
+  head: { seq: number; hash: string };
+  first_broken_seq: number | null;
+}
+interface SignedHeadBody {
+  org_id: string;
+  seq: number;
+  hash: string;
+  key_id: string;
+  signature: string;
+  signed_at: string;
+}
+
+let app: TestApp;
+
+beforeAll(async () => {
+  app = await startTestApp();
+});
+afterAll(() => app.close());
+
+const verify = async (org: SignedUpOrg) => {
+  const res = await app.http.get<Verification>('/v1/audit/verify', org.adminKey);
+  expect(res.status).toBe(200);
+  return res.body;
+};
+
+/** Mints keys and seals after each, so the chain carries a checkpoint per mint. */
+const grow = async (org: SignedUpOrg, mints: number) => {
+  for (let i = 0; i < mints; i++) {
+    await mintKey(app.http, org.adminKey, ['audit:read']);
+    await app.infra.auditLog.sealAll();
+  }
+};
+
+const checkpointSeqs = async (orgId: string): Promise<number[]> =>
+  (await app.infra.knex('audit_checkpoints').where({ org_id: orgId }).orderBy('seq').select('seq')).map(
+    (r: { seq: string }) => Number(r.seq),
+  );
+
+/** What any database superuser can do: switch triggers off for the session, then change rows. */
+const asSuperuser = (sql: string) =>
+  superuserQuery(app.db.url, `begin; set local session_replication_role = replica; ${sql} commit;`);
+
+/** Deletes the newest entries AND their checkpoints, and moves the head back to match. */
+const cutTail = (orgId: string, keepSeq: number) =>
+  asSuperuser(`
+    delete from audit_entries where org_id = '${orgId}' and seq > ${keepSeq};
+    delete from audit_checkpoints where org_id = '${orgId}' and seq > ${keepSeq};
+    update audit_heads set seq = ${keepSeq},
+      hash = (select hash from audit_entries where org_id = '${orgId}' and seq = ${keepSeq})
+      where org_id = '${orgId}';`);
+
+/** Rewrites entry 2 and recomputes every hash after it, as the chain's own code would. */
+const recomputeWithForgery = async (orgId: string) => {
+  const rows = await app.infra.knex('audit_entries').where({ org_id: orgId }).orderBy('seq');
+  const events: AuditEvent[] = rows.map((r) => ({
+    id: r.id,
+    orgId: r.org_id,
+    at: new Date(r.at),
+    actor: { type: r.actor_type, id: r.actor_id },
+    action: r.action,
+    resource: { type: r.resource_type, id: r.resource_id },
+    outcome: r.outcome,
+    details: r.seq === '2' ? { email: 'forged@example.test' } : r.details,
+    requestId: r.request_id,
+  }));
+  const forged = sealEvents({ seq: 0, hash: GENESIS_HASH }, events);
+  const sql = forged
+    .map(
+      (e) =>
+        `update audit_entries set details = '${JSON.stringify(e.details)}', prev_hash = '${e.prevHash}', hash = '${e.hash}' where org_id = '${orgId}' and seq = ${e.seq};
+         update audit_checkpoints set hash = '${e.hash}' where org_id = '${orgId}' and seq = ${e.seq};`,
+    )
+    .join('\n');
+  const last = forged.at(-1);
+  await asSuperuser(`${sql} update audit_heads set hash = '${last?.hash}' where org_id = '${orgId}';`);
+};
+
+describe('a truncated tail', () => {
+  it('fails verify when the newest entries and their checkpoints are deleted', async () => {
+    const org = await signupOrg(app.http);
+    await grow(org, 1);
+    const keep = (await checkpointSeqs(org.orgId)).at(-1) as number;
+    await grow(org, 3);
+    expect(await verify(org)).toMatchObject({ valid: true });
+
+    await cutTail(org.orgId, keep);
+    expect(await checkpointSeqs(org.orgId)).not.toContain(keep + 1);
+    expect(await verify(org)).toMatchObject({ valid: false, first_broken_seq: keep + 1 });
+  });
+
+  it('keeps failing after new entries have grown the chain past the old head', async () => {
+    const org = await signupOrg(app.http);
+    await grow(org, 1);
+    const keep = (await checkpointSeqs(org.orgId)).at(-1) as number;
+    await grow(org, 2);
+    const headBefore = (await verify(org)).head.seq;
+
+    await cutTail(org.orgId, keep);
+    await grow(org, 4); // the sealer moves on from the rewound head
+    const after = await verify(org);
+    expect(after.head.seq).toBeGreaterThan(headBefore);
+    expect(after).toMatchObject({ valid: false });
+    expect(after.first_broken_seq).toBeLessThanOrEqual(headBefore);
+  });
+});
+
+describe('checkpoints relabelled with an unknown key id', () => {
+  it('fails verify when the chain is recomputed and every checkpoint is relabelled', async () => {
+    const org = await signupOrg(app.http);
+    await grow(org, 3);
+    await recomputeWithForgery(org.orgId);
+    await asSuperuser(
+      `update audit_checkpoints set key_id = 'feedfacefeedface' where org_id = '${org.orgId}';`,
+    );
+    expect(await verify(org)).toMatchObject({ valid: false });
+  });
+
+  it('fails it on the unknown key alone, with no signed head outside the database', async () => {
+    const org = await signupOrg(app.http);
+    await grow(org, 3);
+    await recomputeWithForgery(org.orgId);
+    await asSuperuser(
+      `update audit_checkpoints set key_id = 'feedfacefeedface' where org_id = '${org.orgId}';`,
+    );
+    await app.infra.redis.del(`${app.prefix}:audit:head:${org.orgId}`); // as after a Redis restart
+    const first = (await checkpointSeqs(org.orgId))[0];
+    expect(await verify(org)).toMatchObject({ valid: false, first_broken_seq: first });
+  });
+
+  it('reports the first relabelled checkpoint even when the chain itself is intact', async () => {
+    const org = await signupOrg(app.http);
+    await grow(org, 3);
+    const seqs = await checkpointSeqs(org.orgId);
+    const relabelled = seqs[1] as number;
+    await asSuperuser(
+      `update audit_checkpoints set key_id = 'feedfacefeedface' where org_id = '${org.orgId}' and seq = ${relabelled};`,
+    );
+    expect(await verify(org)).toMatchObject({ valid: false, first_broken_seq: relabelled });
+  });
+});
+
+describe('an untouched log', () => {
+  it('verifies after the sealer ran many times, and GET /v1/audit/head gives its signed head', async () => {
+    const org = await signupOrg(app.http);
+    await grow(org, 5);
+    await app.http.get('/v1/audit', org.adminKey); // a read seals too
+    const result = await verify(org);
+    expect(result).toMatchObject({ valid: true, first_broken_seq: null });
+    expect((await checkpointSeqs(org.orgId)).length).toBe(5); // one per seal that found events
+
+    const head = await app.http.get<SignedHeadBody>('/v1/audit/head', org.adminKey);
+    expect(head.status).toBe(200);
+    expect(head.body).toEqual({
+      org_id: org.orgId,
+      seq: result.head.seq,
+      hash: result.head.hash,
+      key_id: app.infra.checkpointKey.id,
+      signature: expect.stringMatching(/^[0-9a-f]{64}$/),
+      signed_at: expect.stringMatching(/Z$/),
+    });
+  });
+
+  it('verifies while writers and sealers run at the same time', async () => {
+    const org = await signupOrg(app.http);
+    const verifications: Promise<Verification>[] = [];
+    await Promise.all(
+      Array.from({ length: 20 }, async (_, i) => {
+        await mintKey(app.http, org.adminKey, ['audit:read'], `c${i}`);
+        if (i % 4 === 0) verifications.push(verify(org));
+        if (i % 3 === 0) await app.infra.auditLog.sealAll();
+      }),
+    );
+    const results = await Promise.all(verifications);
+    expect(results.length).toBe(5);
+    results.forEach((r) => expect(r).toMatchObject({ valid: true, first_broken_seq: null }));
+    expect(await verify(org)).toMatchObject({ valid: true, head: { seq: 23 } });
+  });
+
+  it('reads checkpoints and entries from one snapshot, so a seal meanwhile cannot split them', async () => {
+    const org = await signupOrg(app.http);
+    await grow(org, 1);
+    const seen = await app.infra.auditLog.readChain(org.orgId, async (chain) => {
+      await grow(org, 1); // commits new entries and their checkpoint mid-read
+      const entries: number[] = [];
+      for await (const batch of chain.entries()) entries.push(...batch.map((e) => e.seq));
+      return { checkpoint: chain.checkpoints.at(-1)?.seq, entry: entries.at(-1) };
+    });
+    expect(seen.entry).toBe(seen.checkpoint);
+  });
+
+  it('needs audit:read for the head', async () => {
+    const org = await signupOrg(app.http);
+    const key = await mintKey(app.http, org.adminKey, ['stats:read']);
+    const res = await app.http.get('/v1/audit/head', key.key);
+    expect(res.status).toBe(403);
+    expect(res.body).toMatchObject({ error_code: 'insufficient_scope', required_scope: 'audit:read' });
+  });
+});
