@@ -49,6 +49,7 @@ export const invokeDeps = (infra: Infra): InvokeDeps => ({
   waiter: infra.completions,
   clock: infra.clock,
   maxMessages: infra.config.CP_MAX_MESSAGES,
+  warn: (message, fields) => infra.logger.warn(fields, message),
 });
 
 export const cancelDeps = (infra: Infra): CancelDeps => ({

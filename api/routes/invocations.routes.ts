@@ -61,10 +61,20 @@ export const invocationRoutes = [
     query: WaitQuery,
     responses: {
       200: {
-        description: 'finished within the wait (succeeded, failed, denied or cancelled)',
+        description:
+          'finished within the wait (succeeded, failed, denied or cancelled). With an agent, the ' +
+          "guardian denies (credential_not_allowed) a credential_ref outside the agent's credential_refs; " +
+          'an agent with none may use no credential.',
         schema: InvocationView,
       },
-      202: { description: 'accepted and not finished yet; poll Location', schema: InvocationView },
+      202: {
+        description:
+          'accepted and not finished yet; poll Location. The invocation is recorded and will run: if the ' +
+          'job queue is briefly unreachable (Redis just restarted), it stays queued (the wait is skipped) ' +
+          'until the reaper enqueues it, within CP_REAP_AFTER_MS plus 10 s. A Redis failure after the ' +
+          'invocation is recorded never turns this answer into a 503.',
+        schema: InvocationView,
+      },
       400: { description: 'validation_error, or unpriced_model (with model)' },
       402: { description: 'budget_exceeded: a cap of the session is already reached' },
       404: { description: 'the session (or the agent named) does not exist in this org' },

@@ -34,7 +34,11 @@ const fields = {
     .array(z.string().min(1).max(100))
     .max(20)
     .refine((r) => unique(r, (x) => x), 'must not repeat a ref')
-    .meta({ description: 'Refs of live credentials of this org; the first is the default for invokes.' }),
+    .meta({
+      description:
+        "Refs of live credentials of this org; the first is the default for invokes. The agent's invokes may " +
+        'use only these (the guardian denies others with credential_not_allowed); empty means none.',
+    }),
   metadata,
 };
 

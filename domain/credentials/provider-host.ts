@@ -5,7 +5,7 @@ import { BlockList, isIP } from 'node:net';
  * hosts: otherwise a key holder could make the workers call the cloud metadata service, the
  * database or anything else inside the network (SSRF).
  */
-const PRIVATE = new BlockList();
+const PRIVATE_V4 = new BlockList();
 for (const [net, bits] of [
   ['0.0.0.0', 8], // "this" network
   ['10.0.0.0', 8],
@@ -19,30 +19,72 @@ for (const [net, bits] of [
   ['224.0.0.0', 4], // multicast
   ['240.0.0.0', 4], // reserved and broadcast
 ] as const)
-  PRIVATE.addSubnet(net, bits, 'ipv4');
+  PRIVATE_V4.addSubnet(net, bits, 'ipv4');
+
+/**
+ * IPv6 is allowed only in global unicast (2000::/3), which leaves out loopback, unique local,
+ * link-local, site-local (fec0::/10), multicast and whatever is assigned later.
+ */
+const GLOBAL_V6 = new BlockList();
+GLOBAL_V6.addSubnet('2000::', 3, 'ipv6');
+/** Inside global unicast, ranges that are not a provider's address. */
+const RESERVED_V6 = new BlockList();
 for (const [net, bits] of [
-  ['::', 128],
-  ['::1', 128],
-  ['fc00::', 7], // unique local
-  ['fe80::', 10], // link-local
-  ['ff00::', 8], // multicast
+  ['2001::', 23], // IETF protocol assignments, Teredo (2001::/32) among them
+  ['2001:db8::', 32], // documentation
+  ['3fff::', 20], // documentation
 ] as const)
-  PRIVATE.addSubnet(net, bits, 'ipv6');
+  RESERVED_V6.addSubnet(net, bits, 'ipv6');
 
 const LOCAL_NAMES =
   /^(localhost|localhost\.localdomain|ip6-localhost|ip6-loopback)$|\.(localhost|local|internal)$/i;
 
-/** IPv4-mapped IPv6 (`::ffff:10.0.0.1`) is judged by the IPv4 address inside it. */
-function unmapped(ip: string): string {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
-  return mapped?.[1] ?? ip;
+type Groups = [number, number, number, number, number, number, number, number];
+
+/** The eight 16-bit groups of an address isIP accepted as IPv6 (its zone index already dropped). */
+function ipv6Groups(ip: string): Groups {
+  let text = ip;
+  const dotted = /(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(text);
+  if (dotted) {
+    const [a, b, c, d] = dotted.slice(1).map(Number) as [number, number, number, number];
+    text = `${text.slice(0, dotted.index)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head = '', tail] = text.split('::');
+  const parse = (part: string) => (part ? part.split(':').map((g) => parseInt(g, 16)) : []);
+  const before = parse(head);
+  const after = tail === undefined ? [] : parse(tail);
+  return [...before, ...Array<number>(8 - before.length - after.length).fill(0), ...after] as Groups;
+}
+
+const ipv4Of = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+
+/**
+ * The IPv4 address an IPv6 address reaches, for the forms that carry one: IPv4-compatible
+ * (::/96), IPv4-mapped (::ffff:0:0/96), IPv4-translated (::ffff:0:0:0/96), NAT64 (64:ff9b::/96)
+ * and 6to4 (2002::/16). Such an address is as private as the IPv4 address inside it.
+ */
+function embeddedIpv4([g0, g1, g2, g3, g4, g5, g6, g7]: Groups): string | null {
+  if ((g0 | g1 | g2 | g3) === 0) {
+    const compatibleOrMapped = g4 === 0 && (g5 === 0 || g5 === 0xffff);
+    const translated = g4 === 0xffff && g5 === 0;
+    if (compatibleOrMapped || translated) return ipv4Of(g6, g7);
+  }
+  if (g0 === 0x64 && g1 === 0xff9b && (g2 | g3 | g4 | g5) === 0) return ipv4Of(g6, g7);
+  if (g0 === 0x2002) return ipv4Of(g1, g2);
+  return null;
+}
+
+function isPrivateIpv6(ip: string): boolean {
+  const inside = embeddedIpv4(ipv6Groups(ip));
+  if (inside !== null) return PRIVATE_V4.check(inside, 'ipv4');
+  return !GLOBAL_V6.check(ip, 'ipv6') || RESERVED_V6.check(ip, 'ipv6');
 }
 
 export function isPrivateAddress(address: string): boolean {
-  const ip = unmapped(address.replace(/^\[|\]$/g, ''));
+  const ip = address.replace(/^\[|\]$/g, '').replace(/%.*$/, '');
   const family = isIP(ip);
   if (family === 0) return false;
-  return PRIVATE.check(ip, family === 4 ? 'ipv4' : 'ipv6');
+  return family === 4 ? PRIVATE_V4.check(ip, 'ipv4') : isPrivateIpv6(ip);
 }
 
 /** A host name that names this machine or the local network, before any DNS lookup. */

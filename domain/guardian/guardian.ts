@@ -15,6 +15,8 @@ export interface GuardianInput {
   orgId: string;
   agent: AgentGate | null;
   sessionId: string | null;
+  /** The credential the call would use (the request's, else the agent's first). */
+  credentialRef: string;
   action: GuardedAction;
 }
 
@@ -55,6 +57,12 @@ function builtinCheck(input: GuardianInput): GuardianVerdict | null {
     return deny(
       'model_not_allowed',
       `model ${action.model} is not in the allowed_models of agent ${agent.id}`,
+    );
+  // As with allowed_models, an empty list allows nothing: the agent record is an allow-list.
+  if (!agent.credentialRefs.includes(input.credentialRef))
+    return deny(
+      'credential_not_allowed',
+      `credential ${input.credentialRef} is not in the credential_refs of agent ${agent.id}`,
     );
   return null;
 }

@@ -148,6 +148,7 @@ const guardianInput = ({ invocation, agent }: GuardianView): GuardianInput => ({
   orgId: invocation.orgId,
   agent,
   sessionId: invocation.sessionId,
+  credentialRef: invocation.credentialRef,
   action: {
     type: 'llm.invoke',
     model: invocation.model,

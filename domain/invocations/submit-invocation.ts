@@ -12,7 +12,6 @@ import { assertNotExhausted, assertOpen, type Session } from '../sessions/sessio
 import { awaitFinished } from './read-invocations';
 import type { Invocation, InvocationRequest } from './invocation';
 import type { AgentGate, CredentialRefInfo, InvocationStore, InvokeContext } from './invocation-store';
-import { endWithoutUsage } from './outcomes';
 import type { CompletionWaiter, StageQueue } from './signals';
 
 export interface InvokeDeps {
@@ -21,6 +20,7 @@ export interface InvokeDeps {
   waiter: CompletionWaiter;
   clock: Clock;
   maxMessages: number;
+  warn(message: string, fields: Record<string, unknown>): void;
 }
 
 export interface InvokeInput {
@@ -167,23 +167,33 @@ export async function invoke(
   const invocation = await admit(deps, ctx, input);
   // Registered before the job exists, so even an instant finish is not missed.
   const waiting = waitMs > 0 ? deps.waiter.wait(invocation.id, waitMs) : null;
+  if (!(await wakeGuardian(deps, invocation, input.trace))) {
+    waiting?.cancel();
+    return invocation;
+  }
+  if (!waiting) return invocation;
+  return awaitFinished(deps.store, invocation, waiting);
+}
+
+/**
+ * Enqueues the guardian job. The queued row, already committed, is what the client is promised;
+ * the job only wakes a worker. If Redis refuses it (e.g. just after a restart), the reaper enqueues
+ * every queued invocation whose job is missing, so the client is answered 202 with an invocation
+ * that will run, never 503 for one that would (or a failed one it was not told about).
+ */
+async function wakeGuardian(deps: InvokeDeps, invocation: Invocation, trace: Record<string, string>) {
   try {
     await deps.queue.enqueue('invocation.evaluate', {
       invocation_id: invocation.id,
       org_id: invocation.orgId,
-      trace: input.trace,
+      trace,
     });
+    return true;
   } catch (err) {
-    waiting?.cancel();
-    // The client is told to retry (503), so this one must not run later: fail it (best effort;
-    // if even that fails, the row stays queued and the reaper enqueues it once Redis is back).
-    const at = deps.clock.now();
-    const error = { errorCode: 'unavailable', message: 'the job queue was unreachable; retry the invoke' };
-    await deps.store
-      .finish(endWithoutUsage(invocation, ['queued'], 'failed', error, at))
-      .catch(() => undefined);
-    throw err;
+    deps.warn('the guardian job could not be enqueued; the reaper will enqueue it', {
+      invocation_id: invocation.id,
+      err,
+    });
+    return false;
   }
-  if (!waiting) return invocation;
-  return awaitFinished(deps.store, invocation, waiting);
 }

@@ -229,6 +229,27 @@ describe('credentials', () => {
     }
   });
 
+  it.each([
+    ['IPv4-mapped (hex)', 'https://[::ffff:7f00:1]/v1'],
+    ['IPv4-mapped (dotted)', 'https://[::ffff:169.254.169.254]/v1'],
+    ['IPv4-compatible', 'https://[::10.0.0.1]/v1'],
+    ['NAT64', 'https://[64:ff9b::169.254.169.254]/v1'],
+    ['6to4', 'https://[2002:c0a8:101::1]/v1'],
+    ['site-local', 'https://[fec0::1]/v1'],
+  ])('refuses a base_url at a private address spelled as %s IPv6 (%s)', async (_form, baseUrl) => {
+    const res = await store({
+      name: 'ssrf',
+      provider: 'openai_compatible',
+      secret: newSecret(),
+      base_url: baseUrl,
+    });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({
+      error_code: 'validation_error',
+      details: [{ path: 'base_url', message: expect.stringMatching(/CP_ALLOW_PRIVATE_PROVIDER_HOSTS/) }],
+    });
+  });
+
   it('never lets a secret reach a response, a log line or an audit entry', async () => {
     const secrets = (
       await app.infra.knex('credentials').whereNotNull('sealed_secret').select('ref', 'org_id')

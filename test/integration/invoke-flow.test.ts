@@ -94,7 +94,11 @@ const body = (sessionId: string, model = 'priced', extra: Record<string, unknown
   ...extra,
 });
 
-async function run(model: string, extra: Record<string, unknown> = {}, sessionBody = { max_cost_usd: 10 }) {
+async function run(
+  model: string,
+  extra: Record<string, unknown> = {},
+  sessionBody: Record<string, unknown> = { max_cost_usd: 10 },
+) {
   const session = await openSession(app.http, setup.org.adminKey, {
     agent_id: setup.agentId,
     ...sessionBody,
@@ -102,6 +106,28 @@ async function run(model: string, extra: Record<string, unknown> = {}, sessionBo
   const res = await invoke(app.http, setup.org.adminKey, body(session.id, model, extra), 20);
   seen.push(res.body);
   return { session, res, invocation: res.body };
+}
+
+/** Another credential of the org, at the stub. */
+async function storeCredential(name: string): Promise<string> {
+  const res = await app.http.post<{ credential_ref: string }>(
+    '/v1/credentials',
+    { name, provider: 'openai_compatible', secret: SECRET, base_url: stub.url },
+    setup.org.adminKey,
+  );
+  expect(res.status).toBe(201);
+  return res.body.credential_ref;
+}
+
+/** Another agent of the org, allowed the stub's models. */
+async function createAgent(fields: { credential_refs: string[] }): Promise<string> {
+  const res = await app.http.post<{ id: string }>(
+    '/v1/agents',
+    { name: 'agent', allowed_models: MODELS, ...fields },
+    setup.org.adminKey,
+  );
+  expect(res.status).toBe(201);
+  return res.body.id;
 }
 
 const sessionOf = async (id: string) =>
@@ -291,16 +317,52 @@ describe('refusals after admission', () => {
     expect(stub.requests.length).toBe(before);
   });
 
+  it("denies a credential outside the agent's credential_refs, with the guardian reason, and never calls the provider", async () => {
+    const other = await storeCredential('not listed');
+    const before = stub.requests.length;
+    const { res, invocation } = await run('priced', { credential_ref: other });
+    expect(res.status).toBe(200);
+    expect(invocation).toMatchObject({
+      status: 'denied',
+      credential_ref: other,
+      decision: {
+        verdict: 'deny',
+        reasons: [
+          { policy_id: null, code: 'credential_not_allowed', message: expect.stringContaining(other) },
+        ],
+      },
+      error: { error_code: 'guardian_denied' },
+      cost_usd: 0,
+      usage: null,
+    });
+    expect(stub.requests.length).toBe(before);
+  });
+
+  it('denies every credential to an agent whose credential_refs is empty', async () => {
+    const agentId = await createAgent({ credential_refs: [] });
+    const before = stub.requests.length;
+    const { invocation } = await run(
+      'priced',
+      { credential_ref: setup.credentialRef },
+      { agent_id: agentId, max_cost_usd: 10 },
+    );
+    expect(invocation).toMatchObject({
+      status: 'denied',
+      decision: { reasons: [{ code: 'credential_not_allowed' }] },
+    });
+    expect(stub.requests.length).toBe(before);
+  });
+
   it('fails with credential_not_found once the credential is deleted', async () => {
-    const ref = (
-      await app.http.post<{ credential_ref: string }>(
-        '/v1/credentials',
-        { name: 'doomed', provider: 'openai_compatible', secret: SECRET, base_url: stub.url },
-        setup.org.adminKey,
-      )
-    ).body.credential_ref;
+    const ref = await storeCredential('doomed');
+    // An agent that lists it: the guardian lets the ref through, the worker finds it gone.
+    const agentId = await createAgent({ credential_refs: [ref] });
     expect((await app.http.delete(`/v1/credentials/${ref}`, setup.org.adminKey)).status).toBe(204);
-    const { invocation } = await run('priced', { credential_ref: ref });
+    const { invocation } = await run(
+      'priced',
+      { credential_ref: ref },
+      { agent_id: agentId, max_cost_usd: 10 },
+    );
     expect(invocation).toMatchObject({
       status: 'failed',
       credential_ref: ref,

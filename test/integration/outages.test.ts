@@ -1,6 +1,16 @@
 import { Client } from 'pg';
+import type Redis from 'ioredis';
 import { hashToken } from '../../domain/auth/tokens';
+import { QUEUES } from '../../domain/jobs';
 import { signupOrg, type SignedUpOrg } from '../support/factories';
+import {
+  finished,
+  invokeBody,
+  openSession,
+  setUpInvoking,
+  type InvocationBody,
+  type InvokeSetup,
+} from '../support/invoke-fixtures';
 import { RedisServer } from '../support/redis-server';
 import { TcpProxy } from '../support/tcp-proxy';
 import { startTestApp, type TestApp } from '../support/test-app';
@@ -146,6 +156,74 @@ describe('Redis outage', () => {
       ).map((k) => k.name);
       expect(names).not.toContain('during redis outage');
     });
+  });
+});
+
+describe('an invoke while the job queue is still reconnecting (Redis just came back)', () => {
+  let redis: RedisServer;
+  let app: TestApp | undefined;
+  let setup: InvokeSetup;
+
+  beforeAll(async () => {
+    redis = await RedisServer.start();
+    // Workers run too, so the reaper can pick up what the API could not enqueue.
+    app = await startTestApp({ redisUrl: redis.url, workers: true, env: { CP_REAP_AFTER_MS: '1000' } });
+    setup = await setUpInvoking(app.http);
+  });
+
+  afterAll(async () => {
+    try {
+      await app?.close();
+    } finally {
+      await redis?.stop();
+    }
+  });
+
+  const theApp = () => app as TestApp;
+
+  /**
+   * Drops the API's guardian-queue producer connection on the server side, as a Redis restart
+   * does. BullMQ waits at least a second before it reconnects, and its producers have no offline
+   * queue, so an enqueue fails in that second while the rest of the API (auth, rate limits) works.
+   */
+  async function dropQueueProducer(): Promise<void> {
+    const producer = (await theApp().infra.queues.queue(QUEUES.guardian).backend.client) as unknown as Redis;
+    const id = await producer.client('ID');
+    await theApp().infra.redis.client('KILL', 'ID', String(id));
+    for (let i = 0; i < 100 && producer.status === 'ready'; i++) await sleep(5);
+    expect(producer.status).not.toBe('ready');
+  }
+
+  it('answers 202 with the queued invocation (not a 503 that leaves a failed one), and runs it later', async () => {
+    const session = await openSession(theApp().http, setup.org.adminKey, {
+      agent_id: setup.agentId,
+      max_cost_usd: 1,
+    });
+    const body = invokeBody(session.id);
+    // The producer connection exists: an invoke went through it.
+    expect(
+      (await call(theApp(), 'POST', '/v1/llm/invoke?wait=5', { token: setup.org.adminKey, body })).status,
+    ).toBe(200);
+
+    await dropQueueProducer();
+    const res = await call(theApp(), 'POST', '/v1/llm/invoke?wait=5', { token: setup.org.adminKey, body });
+    expect(res.status).toBe(202);
+    expect(res.elapsedMs).toBeLessThan(FAST_MS);
+    const accepted = res.body as unknown as InvocationBody;
+    expect(accepted).toMatchObject({ status: 'queued', session_id: session.id, error: null });
+    expect(res.headers.get('location')).toBe(`/v1/llm/invocations/${accepted.id}`);
+
+    // What the session shows is what the client was told: queued, never failed.
+    const listed = await call(theApp(), 'GET', `/v1/llm/invocations?session_id=${session.id}`, {
+      token: setup.org.adminKey,
+    });
+    const statuses = (listed.body.data as InvocationBody[]).map((i) => [i.id, i.status]);
+    expect(statuses).toContainEqual([accepted.id, 'queued']);
+    expect(statuses.map(([, status]) => status)).not.toContain('failed');
+
+    // The row is durable: once the queue is reachable, the reaper enqueues it and it runs.
+    const done = await finished(theApp().http, setup.org.adminKey, accepted.id, 30_000);
+    expect(done).toMatchObject({ status: 'succeeded', error: null });
   });
 });
 

@@ -37,12 +37,12 @@ const invocation: Invocation = {
 };
 
 /** In-memory fakes of the ports the guardian stage uses (unit tests only). */
-function fakes(verdict: GuardianVerdict) {
+function fakes(verdict: GuardianVerdict, credentialRefs = ['cred_1']) {
   const decisions: DecisionWrite[] = [];
   const enqueued: InvocationStage[] = [];
   const view: GuardianView = {
     invocation,
-    agent: { id: 'agt_1', status: 'active', allowedModels: ['m'], credentialRefs: ['cred_1'] },
+    agent: { id: 'agt_1', status: 'active', allowedModels: ['m'], credentialRefs },
     session: { status: 'open', expiresAt: new Date(now.getTime() + 60_000) },
   };
   const store = {
@@ -95,6 +95,17 @@ describe('the guardian stage', () => {
     const write = decisions[0] as DecisionWrite;
     expect(write.status).toBe('denied');
     expect(write.decision.reasons.map((r) => r.code)).toEqual(['require_approval', 'approvals_unavailable']);
+    expect(write.error?.errorCode).toBe('guardian_denied');
+    expect(enqueued).toEqual([]);
+  });
+
+  it("denies an invocation whose credential is not in its agent's credential_refs, and never runs it", async () => {
+    const allow: GuardianVerdict = { verdict: 'allow', reasons: [], modifiedAction: null, policyVersion: 0 };
+    const { deps, decisions, enqueued } = fakes(allow, ['cred_2']);
+    expect(await evaluateInvocation(deps, job)).toBe('denied');
+    const write = decisions[0] as DecisionWrite;
+    expect(write.status).toBe('denied');
+    expect(write.decision.reasons.map((r) => r.code)).toEqual(['credential_not_allowed']);
     expect(write.error?.errorCode).toBe('guardian_denied');
     expect(enqueued).toEqual([]);
   });

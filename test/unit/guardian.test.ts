@@ -3,7 +3,8 @@ import { Guardian, type GuardianInput, type PolicyEngine } from '../../domain/gu
 const input = (over: Partial<GuardianInput> = {}): GuardianInput => ({
   orgId: 'org_1',
   sessionId: 'ses_1',
-  agent: { id: 'agt_1', status: 'active', allowedModels: ['gpt-4o-mini'], credentialRefs: [] },
+  agent: { id: 'agt_1', status: 'active', allowedModels: ['gpt-4o-mini'], credentialRefs: ['cred_1'] },
+  credentialRef: 'cred_1',
   action: {
     type: 'llm.invoke',
     model: 'gpt-4o-mini',
@@ -38,7 +39,12 @@ describe('the guardian', () => {
     const engine = recording();
     const verdict = await new Guardian(engine).decide(
       input({
-        agent: { id: 'agt_1', status: 'suspended', allowedModels: ['gpt-4o-mini'], credentialRefs: [] },
+        agent: {
+          id: 'agt_1',
+          status: 'suspended',
+          allowedModels: ['gpt-4o-mini'],
+          credentialRefs: ['cred_1'],
+        },
       }),
     );
     expect(verdict.verdict).toBe('deny');
@@ -52,9 +58,49 @@ describe('the guardian', () => {
     const other = await new Guardian().decide(input({ action: { ...input().action, model: 'o3' } }));
     expect(other.reasons[0]?.code).toBe('model_not_allowed');
     const none = await new Guardian().decide(
-      input({ agent: { id: 'agt_1', status: 'active', allowedModels: [], credentialRefs: [] } }),
+      input({ agent: { id: 'agt_1', status: 'active', allowedModels: [], credentialRefs: ['cred_1'] } }),
     );
     expect(none.verdict).toBe('deny');
+  });
+
+  it('denies a credential outside the agent credential_refs, before its policies see it', async () => {
+    const engine = recording();
+    const verdict = await new Guardian(engine).decide(input({ credentialRef: 'cred_2' }));
+    expect(verdict).toEqual({
+      verdict: 'deny',
+      reasons: [
+        {
+          policyId: null,
+          code: 'credential_not_allowed',
+          message: 'credential cred_2 is not in the credential_refs of agent agt_1',
+        },
+      ],
+      modifiedAction: null,
+      policyVersion: 0,
+    });
+    expect(engine.seen).toEqual([]);
+  });
+
+  it('lets an agent use any credential of its list, not only the first', async () => {
+    const agent = {
+      id: 'agt_1',
+      status: 'active' as const,
+      allowedModels: ['gpt-4o-mini'],
+      credentialRefs: ['cred_1', 'cred_2'],
+    };
+    expect((await new Guardian().decide(input({ agent, credentialRef: 'cred_2' }))).verdict).toBe('allow');
+  });
+
+  it('denies every credential to an agent whose credential_refs is empty (as allowed_models)', async () => {
+    const agent = {
+      id: 'agt_1',
+      status: 'active' as const,
+      allowedModels: ['gpt-4o-mini'],
+      credentialRefs: [],
+    };
+    const verdict = await new Guardian().decide(input({ agent }));
+    expect(verdict.verdict).toBe('deny');
+    expect(verdict.reasons.map((r) => r.code)).toEqual(['credential_not_allowed']);
   });
 
   it('hands what the built-in checks let through to the policy engine, and so an invocation with no agent', async () => {
@@ -62,7 +108,11 @@ describe('the guardian', () => {
     const guardian = new Guardian(engine);
     expect((await guardian.decide(input())).policyVersion).toBe(7);
     expect(
-      (await guardian.decide(input({ agent: null, action: { ...input().action, model: 'any' } }))).verdict,
+      (
+        await guardian.decide(
+          input({ agent: null, credentialRef: 'cred_any', action: { ...input().action, model: 'any' } }),
+        )
+      ).verdict,
     ).toBe('allow');
     expect(engine.seen).toHaveLength(2);
   });

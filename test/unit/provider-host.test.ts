@@ -19,6 +19,36 @@ describe('provider base URLs (SSRF guard)', () => {
     '::ffff:10.0.0.1',
   ])('treats %s as private', (ip) => expect(isPrivateAddress(ip)).toBe(true));
 
+  // IPv6 forms that carry an IPv4 address reach that address: they are judged by it.
+  it.each([
+    ['IPv4-mapped, hex', '::ffff:7f00:1'],
+    ['IPv4-mapped, dotted', '::ffff:169.254.169.254'],
+    ['IPv4-mapped, as the URL parser writes it', '[::ffff:a00:1]'],
+    ['IPv4-translated (SIIT)', '::ffff:0:7f00:1'],
+    ['IPv4-compatible, dotted', '::127.0.0.1'],
+    ['IPv4-compatible, hex', '::a9fe:a9fe'],
+    ['NAT64', '64:ff9b::7f00:1'],
+    ['NAT64, dotted', '64:ff9b::10.1.2.3'],
+    ['6to4', '2002:7f00:1::1'],
+    ['6to4 of a private network', '2002:c0a8:101::'],
+  ])('treats %s %s as private', (_form, ip) => expect(isPrivateAddress(ip)).toBe(true));
+
+  // Outside global unicast (2000::/3), or reserved inside it: nothing a provider lives at.
+  it.each([
+    ['site-local', 'fec0::1'],
+    ['site-local, top of the range', 'feff:ffff::1'],
+    ['local-use NAT64', '64:ff9b:1::a00:1'],
+    ['discard-only', '100::1'],
+    ['Teredo', '2001:0:4136:e378:8000:63bf:3fff:fdd2'],
+    ['documentation', '2001:db8::1'],
+    ['with a zone index', 'fe80::1%eth0'],
+  ])('treats %s %s as private', (_form, ip) => expect(isPrivateAddress(ip)).toBe(true));
+
+  it.each(['64:ff9b::808:808', '2002:808:808::1', '::ffff:1.1.1.1', '2a00:1450:4001:80b::200e'])(
+    'treats %s (a public IPv4 embedded, or global unicast) as public',
+    (ip) => expect(isPrivateAddress(ip)).toBe(false),
+  );
+
   it.each(['8.8.8.8', '172.32.0.1', '1.1.1.1', '2606:4700::1111', 'api.openai.com'])(
     'treats %s as public (or not an address)',
     (ip) => expect(isPrivateAddress(ip)).toBe(false),
@@ -41,6 +71,16 @@ describe('provider base URLs (SSRF guard)', () => {
     expect(baseUrlProblem('http://localhost:8000/v1', true)).toBeNull();
     expect(baseUrlProblem('https://10.0.0.5/v1', true)).toBeNull();
   });
+
+  it.each([
+    'https://[::ffff:127.0.0.1]/v1',
+    'https://[64:ff9b::169.254.169.254]/v1',
+    'https://[::10.0.0.1]/v1',
+    'https://[2002:a9fe:a9fe::]/v1',
+    'https://[fec0::1]/v1',
+  ])('refuses %s without the opt-in (an IPv6 spelling of a private address)', (url) =>
+    expect(baseUrlProblem(url, false)).toMatch(/CP_ALLOW_PRIVATE_PROVIDER_HOSTS/),
+  );
 
   it.each([
     ['not a URL', 'api.openai.com'],
