@@ -76,6 +76,8 @@ export interface Credential {
   /** AES-256-GCM under the master key `keyId`; null once deleted (crypto-shredded). */
   sealedSecret: string | null;
   keyId: string;
+  /** The associated data it was sealed with: 1 = org and ref only, resealed to 2 at start-up. */
+  aadVersion: number;
   secretHint: string;
   version: number;
   createdAt: Date;

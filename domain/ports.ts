@@ -57,6 +57,11 @@ export interface CredentialRepository {
   list(orgId: string, page: PageRequest): Promise<Page<Credential>>;
   /** Live credentials sealed under another master key, locked for resealing, across all orgs. */
   sealedUnderOtherKeys(keyId: string, limit: number): Promise<Credential[]>;
+  /**
+   * Live credentials sealed with associated data older than `aadVersion`, by ref after `afterRef`,
+   * across all orgs; locked, waiting for whoever holds them (so no caller sees one mid-reseal).
+   */
+  sealedWithOlderAad(aadVersion: number, afterRef: string, limit: number): Promise<Credential[]>;
   update(credential: Credential): void;
 }
 

@@ -13,6 +13,7 @@ import { migrate, openOrm } from './db/orm';
 import { MikroUnitOfWork } from './db/unit-of-work';
 import { resolveKeyring } from './master-key';
 import { KeyringBox, type Keyring } from './crypto/keyring';
+import { resealLegacyAtStart } from './crypto/reseal-at-start';
 import { IdempotencyStore } from './http/idempotency-store';
 import { RateLimit } from './http/rate-limiters';
 import type { Logger } from './logger';
@@ -99,6 +100,9 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
   const keyring = resolveKeyring(config.CP_MASTER_KEY, config.CP_MASTER_KEY_PREVIOUS, config.CP_DATA_DIR);
   const checkpointKeys = keyring.all.map((k) => checkpointKeyFrom(k.key));
   const checkpointKey = checkpointKeys[0] as CheckpointKey;
+  const uow = new MikroUnitOfWork(orm);
+  const credentialSealer = new KeyringBox(keyring, 'credentials');
+  await resealLegacyAtStart({ uow, clock: systemClock, sealer: credentialSealer }, logger);
   return {
     config,
     urls,
@@ -107,14 +111,14 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
     orm,
     knex,
     redis,
-    uow: new MikroUnitOfWork(orm),
+    uow,
     authenticator,
     keyUsage: new KeyUsageTracker(knex, redis, prefix),
     auditLog: new PgAuditLog(knex, checkpointKey, new RedisSignedHeads(redis, prefix)),
     checkpointKey,
     checkpointKeys,
     keyring,
-    credentialSealer: new KeyringBox(keyring, 'credentials'),
+    credentialSealer,
     queues,
     providers,
     idempotency: new IdempotencyStore(knex, keyring),

@@ -22,8 +22,23 @@ export interface StoreCredentialInput {
   baseUrl?: string | null | undefined;
 }
 
-/** Associated data of a sealed secret: the ciphertext opens only on its own org and ref. */
-export const sealingContext = (orgId: string, ref: string): string => `credential\n${orgId}\n${ref}`;
+/** What a sealed secret is bound to besides its org. */
+export type SealedFor = Pick<Credential, 'ref' | 'provider' | 'baseUrl' | 'version'>;
+
+/** The associated data new seals use: a credential's `aadVersion`. */
+export const AAD_VERSION = 2;
+
+/**
+ * Associated data of a sealed secret: it opens only on its own org and ref, for the provider and
+ * base_url it was stored for, at its version. Whoever can write the database but lacks the master
+ * key cannot re-point a credential at their own host to be sent the secret. JSON, so no field can
+ * run into the next.
+ */
+export const sealingContext = (orgId: string, c: SealedFor): string =>
+  JSON.stringify(['credential', AAD_VERSION, orgId, c.ref, c.provider, c.baseUrl, c.version]);
+
+/** What rows with `aadVersion` 1 were sealed with: org and ref only. Opened only to reseal them. */
+export const legacySealingContext = (orgId: string, ref: string): string => `credential\n${orgId}\n${ref}`;
 
 /**
  * The last 4 characters, enough to recognise a secret. A secret under 8 characters shows
@@ -61,18 +76,16 @@ export async function storeCredential(
   checkBaseUrl(deps, input.provider, baseUrl);
   const now = deps.clock.now();
   const orgId = ctx.principal.orgId;
-  const ref = newId('cred');
-  const sealed = deps.sealer.seal(input.secret, sealingContext(orgId, ref));
+  const bound: SealedFor = { ref: newId('cred'), provider: input.provider, baseUrl, version: 1 };
+  const sealed = deps.sealer.seal(input.secret, sealingContext(orgId, bound));
   const credential: Credential = {
-    ref,
+    ...bound,
     orgId,
     name: input.name,
-    provider: input.provider,
-    baseUrl,
     sealedSecret: sealed.sealed,
     keyId: sealed.keyId,
+    aadVersion: AAD_VERSION,
     secretHint: secretHint(input.secret),
-    version: 1,
     createdAt: now,
     createdBy: ctx.principal.id,
     rotatedAt: null,
@@ -113,11 +126,12 @@ export async function rotateCredential(
   const now = deps.clock.now();
   return deps.uow.transaction(async (tx) => {
     const credential = await loadCredential(tx, ctx, ref, true);
-    const sealed = deps.sealer.seal(secret, sealingContext(credential.orgId, credential.ref));
+    credential.version += 1;
+    const sealed = deps.sealer.seal(secret, sealingContext(credential.orgId, credential));
     credential.sealedSecret = sealed.sealed;
     credential.keyId = sealed.keyId;
+    credential.aadVersion = AAD_VERSION;
     credential.secretHint = secretHint(secret);
-    credential.version += 1;
     credential.rotatedAt = now;
     tx.credentials.update(credential);
     recordEvent(tx, ctx, 'credential.rotated', credential, now);
@@ -157,6 +171,17 @@ export interface OpenedCredential {
   secret: string;
 }
 
+/** A row sealed before provider and base_url were bound: it opens only to be resealed. */
+export class LegacySealRefused extends Error {
+  constructor(ref: string) {
+    super(
+      `credential ${ref} was sealed before its provider and base_url were bound and is refused until ` +
+        'resealed: restart the service or run `npm run master-key:reseal`',
+    );
+    this.name = 'LegacySealRefused';
+  }
+}
+
 /**
  * The decrypted secret, for one provider call. A missing or deleted credential is a
  * `credential_not_found` failure of the invocation, not an HTTP error.
@@ -168,9 +193,10 @@ export async function openCredential(
 ): Promise<OpenedCredential> {
   const credential = await deps.uow.read((tx) => tx.credentials.get(orgId, ref));
   if (!credential?.sealedSecret) throw new CredentialNotFound(ref);
+  if (credential.aadVersion < AAD_VERSION) throw new LegacySealRefused(ref);
   const secret = deps.sealer.open(
     { keyId: credential.keyId, sealed: credential.sealedSecret },
-    sealingContext(orgId, ref),
+    sealingContext(orgId, credential),
   );
   return { credential, secret };
 }

@@ -56,6 +56,8 @@ export interface SealedCredential {
   ref: string;
   provider: Provider;
   baseUrl: string | null;
+  /** Bound into the sealed secret's associated data, with the provider and base_url. */
+  version: number;
   sealedSecret: string | null;
   keyId: string;
 }

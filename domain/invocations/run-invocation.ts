@@ -169,7 +169,7 @@ function openSecret(deps: RunDeps, invocation: Invocation, credential: SealedCre
   try {
     return deps.sealer.open(
       { keyId: credential.keyId, sealed: credential.sealedSecret ?? '' },
-      sealingContext(invocation.orgId, credential.ref),
+      sealingContext(invocation.orgId, credential),
     );
   } catch {
     throw new ProviderError(

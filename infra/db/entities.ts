@@ -132,6 +132,7 @@ export const CredentialSchema = new EntitySchema<Credential>({
     baseUrl: nullableText,
     sealedSecret: nullableText,
     keyId: text,
+    aadVersion: { type: 'smallint' },
     secretHint: text,
     version: { type: 'integer' },
     createdAt: time,

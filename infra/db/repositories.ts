@@ -163,6 +163,12 @@ export function repositoriesFor(em: EntityManager): Tx {
           { keyId: { $ne: keyId }, sealedSecret: { $ne: null } },
           { limit, orderBy: { ref: 'asc' }, lockMode: LockMode.PESSIMISTIC_PARTIAL_WRITE },
         ),
+      sealedWithOlderAad: (aadVersion, afterRef, limit) =>
+        em.find(
+          CredentialSchema,
+          { aadVersion: { $lt: aadVersion }, ref: { $gt: afterRef }, sealedSecret: { $ne: null } },
+          { limit, orderBy: { ref: 'asc' }, lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true },
+        ),
       update: (credential) => void em.persist(credential),
     },
     agents: {

@@ -145,7 +145,7 @@ export const FOR_RUN = statement(
   'for_run',
   `
   select i.*, c.ref as cred_ref, c.provider as cred_provider, c.base_url as cred_base_url,
-    c.sealed_secret as cred_sealed_secret, c.key_id as cred_key_id
+    c.version as cred_version, c.sealed_secret as cred_sealed_secret, c.key_id as cred_key_id
   from invocations i
   left join credentials c on c.org_id = i.org_id and c.ref = i.credential_ref
   where i.id = any($1::text[])`,

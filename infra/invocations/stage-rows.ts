@@ -50,6 +50,7 @@ export interface RunRow extends InvocationRow {
   cred_ref: string | null;
   cred_provider: string | null;
   cred_base_url: string | null;
+  cred_version: number | null;
   cred_sealed_secret: string | null;
   cred_key_id: string | null;
 }
@@ -89,6 +90,7 @@ export const toRunView = (r: RunRow): RunView => ({
         ref: r.cred_ref,
         provider: r.cred_provider as Provider,
         baseUrl: r.cred_base_url,
+        version: r.cred_version ?? 0,
         sealedSecret: r.cred_sealed_secret,
         keyId: r.cred_key_id ?? '',
       }

@@ -54,4 +54,30 @@ describe('npm run master-key:reseal', () => {
     const ids = await app.infra.knex('credentials').distinct('key_id');
     expect(ids).toEqual([{ key_id: masterKeyId(Buffer.from(NEW_KEY, 'base64')) }]);
   });
+
+  it('reseals a row sealed before provider and base_url were bound, and names one that does not open', async () => {
+    const rows = app.infra.knex('credentials');
+    const [a, b] = await rows.clone().orderBy('name').select('ref', 'org_id');
+    if (!a || !b) throw new Error('the credentials of beforeAll are missing');
+    // a: as the previous release sealed it, under the old key; b: a resealed row marked 1 by hand.
+    const old = app.infra.credentialSealer.seal(
+      `sk-a-${'x'.repeat(20)}`,
+      `credential\n${a.org_id}\n${a.ref}`,
+    );
+    await rows
+      .clone()
+      .where({ ref: a.ref })
+      .update({ sealed_secret: old.sealed, key_id: old.keyId, aad_version: 1 });
+    await rows.clone().where({ ref: b.ref }).update({ aad_version: 1 });
+
+    const { code, output } = await run({ CP_MASTER_KEY_PREVIOUS: TEST_MASTER_KEY });
+    expect(code).not.toBe(0);
+    expect(output).toContain(`do not open: ${b.ref}.`);
+    const after = await rows.clone().orderBy('name').select('aad_version', 'key_id');
+    const newKeyId = masterKeyId(Buffer.from(NEW_KEY, 'base64'));
+    expect(after).toEqual([
+      { aad_version: 2, key_id: newKeyId },
+      { aad_version: 1, key_id: newKeyId },
+    ]);
+  });
 });
