@@ -37,7 +37,7 @@ const IDEMPOTENCY_KEY = {
   in: 'header',
   required: false,
   description:
-    'The same key with the same body within 24 h returns the first response (with Idempotent-Replayed: true) and creates nothing; another body: 409 idempotency_conflict.',
+    'The same key with the same body within 24 h returns the first response (with Idempotent-Replayed: true) and creates nothing; another body: 409 idempotency_conflict. Keys are scoped to the caller (the API key, or the dashboard user): the same key sent by another caller of the org is a separate request that runs and keeps its own response; a stored response is never replayed to anyone else.',
   schema: { type: 'string', minLength: 1, maxLength: 255 },
 };
 

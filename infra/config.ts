@@ -48,6 +48,8 @@ const schema = z
       .default('cp'),
     CP_RATE_LIMIT_PER_MINUTE: int(1, 1_000_000).default(600),
     CP_PUBLIC_RATE_LIMIT_PER_MINUTE: int(1, 1_000_000).default(30),
+    // Unknown or revoked tokens a minute per client address before it gets 429 without a lookup.
+    CP_AUTH_FAILURES_PER_MINUTE: int(1, 1_000_000).default(30),
     CP_MAX_BODY_BYTES: int(1024, 64 * 1024 * 1024).default(1024 * 1024),
     CP_MAX_WAIT_SECONDS: int(0, 300).default(30),
     CP_SESSION_TTL_SECONDS: int(60, 30 * 86_400).default(12 * 3600),

@@ -90,7 +90,7 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
   const knex = orm.em.getConnection().getKnex();
   const redis = await openRedis(urls.redisUrl);
   const prefix = config.CP_REDIS_PREFIX;
-  const authenticator = new TokenAuthenticator(knex, redis, prefix);
+  const authenticator = new TokenAuthenticator(knex, redis, prefix, config.CP_AUTH_FAILURES_PER_MINUTE);
   const queues = new JobQueues(urls.redisUrl, `${prefix}:bull`, {
     'invocation.run': { attempts: config.CP_INVOKE_ATTEMPTS, backoffMs: config.CP_INVOKE_BACKOFF_MS },
   });

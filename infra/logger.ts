@@ -1,4 +1,5 @@
 import pino, { type Logger } from 'pino';
+import { describeError } from './logging/safe-error';
 
 export type { Logger };
 
@@ -23,7 +24,13 @@ const REDACT = [
 
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
   return pino(
-    { level, redact: { paths: REDACT, censor: '[redacted]' }, base: { service: 'control-plane' } },
+    {
+      level,
+      redact: { paths: REDACT, censor: '[redacted]' },
+      // Every `err` in a log line goes through this: database errors lose their SQL and values.
+      serializers: { err: describeError },
+      base: { service: 'control-plane' },
+    },
     destination,
   );
 }

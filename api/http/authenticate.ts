@@ -27,10 +27,14 @@ function insufficientScope([first, ...others]: [Scope, ...Scope[]]): DomainError
   });
 }
 
-/** Authenticates the caller and checks the route's scope: 401 without a valid token, 403 without the scope. */
+/**
+ * Authenticates the caller and checks the route's scope: 401 without a valid token, 403 without the
+ * scope, 429 from an address past its budget of failed tokens (see TokenAuthenticator).
+ */
 export async function authorize(ctx: Context, access: Access, infra: Infra): Promise<Principal | null> {
   if (access.kind === 'public') return null;
-  const principal = await infra.authenticator.authenticate(bearerToken(ctx));
+  // Failed tokens are counted per client address (X-Forwarded-For's when CP_TRUST_PROXY is on).
+  const principal = await infra.authenticator.authenticate(bearerToken(ctx), ctx.ip);
   if (access.kind === 'scope' && !access.scopes.some((s) => grants(principal.scopes, s)))
     throw insufficientScope(access.scopes);
   if (principal.kind === 'api_key') infra.keyUsage.touch(principal.id);

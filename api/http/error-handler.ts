@@ -2,6 +2,7 @@ import type { Context, Middleware } from 'koa';
 import { DomainError, type ErrorCode } from '../../domain/errors';
 import type { RateDecision } from '../../infra/http/rate-limiters';
 import type { Logger } from '../../infra/logger';
+import { describeError } from '../../infra/logging/safe-error';
 import { isUnavailableError } from '../../infra/unavailable';
 import { ERROR_STATUS } from './error-status';
 import { setRateHeaders } from './rate-headers';
@@ -40,7 +41,8 @@ function writeError(ctx: Context, error: DomainError): void {
 
 /**
  * Every failure leaves in the contract's error shape. Unknown errors become a bare
- * `internal_error`: the details go to the log under the request id, never to the client.
+ * `internal_error`: the details go to the log under the request id, never to the client, and a
+ * database error only by its code, constraint and table (its message holds the SQL's values).
  */
 export const errorHandler =
   (logger: Logger): Middleware =>
@@ -51,11 +53,11 @@ export const errorHandler =
       const known = toDomainError(err);
       if (known) {
         if (known.code === 'unavailable')
-          logger.warn({ err, request_id: ctx.state.requestId }, 'store unavailable');
+          logger.warn({ err: describeError(err), request_id: ctx.state.requestId }, 'store unavailable');
         return writeError(ctx, known);
       }
       logger.error(
-        { err, request_id: ctx.state.requestId, method: ctx.method, path: ctx.path },
+        { err: describeError(err), request_id: ctx.state.requestId, method: ctx.method, path: ctx.path },
         'unhandled error',
       );
       writeError(

@@ -16,7 +16,9 @@ const hashRequest = (body: unknown): string =>
 /**
  * `Idempotency-Key`: the same key with the same body within 24 h returns the first response
  * and creates nothing new; with another body, 409 `idempotency_conflict`. Only successful
- * responses are kept, so a failed request may be retried with the same key.
+ * responses are kept, so a failed request may be retried with the same key. Keys belong to the
+ * caller (API key or dashboard user): another caller's same key is a request of its own, as with
+ * Stripe, so a response holding a secret is never replayed to anyone but its requester.
  */
 export async function withIdempotency(
   ctx: Context,
@@ -31,8 +33,9 @@ export async function withIdempotency(
   if (!KEY_SHAPE.test(key))
     throw invalidField('Idempotency-Key', 'Idempotency-Key must be 1..255 visible ASCII characters');
   const store = infra.idempotency;
+  const scope = { orgId: principal.orgId, principalId: principal.id, key, route };
   const requestHash = hashRequest(rawBody);
-  const claim = await store.claim(principal.orgId, key, route, requestHash);
+  const claim = await store.claim(scope, requestHash);
   if (claim.kind === 'replay') {
     if (claim.requestHash !== requestHash) {
       throw new DomainError(
@@ -50,11 +53,11 @@ export async function withIdempotency(
   }
   try {
     const reply = await run();
-    if (reply.status < 300) await store.complete(principal.orgId, key, route, reply);
-    else await store.release(principal.orgId, key, route);
+    if (reply.status < 300) await store.complete(scope, reply);
+    else await store.release(scope);
     return reply;
   } catch (err) {
-    await store.release(principal.orgId, key, route).catch(() => undefined);
+    await store.release(scope).catch(() => undefined);
     throw err;
   }
 }

@@ -5,6 +5,7 @@ import { DomainError } from '../../domain/errors';
 import type { AuthCache } from '../../domain/ports';
 import type { Principal } from '../../domain/principal';
 import { scopesOfRole, type Role, type Scope } from '../../domain/scopes';
+import { FailureLimit } from '../http/rate-limiters';
 
 /** What is cached per token hash: enough to decide without the database. */
 interface CachedAuth {
@@ -31,21 +32,34 @@ const invalid = () => new DomainError('invalid_api_key', 'the API key or session
  * Resolves a bearer token to a principal. Lookups go local memory (1 s) -> Redis (30 s) ->
  * PostgreSQL; revocation replaces the Redis entry with a tombstone, and every cached entry
  * carries its own expiry and revocation time, which are checked on each request.
+ *
+ * Well-formed tokens that fail are counted per client address. Past the limit, that address gets
+ * 429 before any database lookup: only tokens the caches vouch for still pass. Telling a valid key
+ * from a guess takes the very lookup being rationed, so a valid key from that address works while
+ * cached; other addresses are never affected.
  */
 export class TokenAuthenticator implements AuthCache {
   private readonly local = new Map<string, { auth: CachedAuth; until: number }>();
+  private readonly failures: FailureLimit;
 
   constructor(
     private readonly knex: Knex,
     private readonly redis: Redis,
     private readonly prefix: string,
-  ) {}
+    failuresPerMinute: number,
+  ) {
+    this.failures = new FailureLimit(redis, `${prefix}:rl:authfail`, failuresPerMinute);
+  }
 
-  async authenticate(token: string, now = Date.now()): Promise<Principal> {
+  /** `from` is the client address failures are counted against (none: not counted). */
+  async authenticate(token: string, from: string | null = null, now = Date.now()): Promise<Principal> {
     if (!TOKEN_SHAPE.test(token) || token.startsWith('cit_')) throw invalid();
     const tokenHash = hashToken(token);
-    const auth = await this.lookup(tokenHash, token.startsWith('csk_'), now);
-    if (!auth || (auth.revokedAt !== null && auth.revokedAt <= now)) throw invalid();
+    const auth = await this.lookup(tokenHash, token.startsWith('csk_'), from, now);
+    if (!auth || (auth.revokedAt !== null && auth.revokedAt <= now)) {
+      if (from !== null) await this.failures.record(from);
+      throw invalid();
+    }
     if (auth.expiresAt <= now) {
       throw new DomainError('expired_api_key', 'the key has expired: mint or rotate a new one');
     }
@@ -72,12 +86,18 @@ export class TokenAuthenticator implements AuthCache {
 
   private redisKey = (tokenHash: string) => `${this.prefix}:auth:${tokenHash}`;
 
-  private async lookup(tokenHash: string, isKey: boolean, now: number): Promise<CachedAuth | null> {
+  private async lookup(
+    tokenHash: string,
+    isKey: boolean,
+    from: string | null,
+    now: number,
+  ): Promise<CachedAuth | null> {
     const hit = this.local.get(tokenHash);
     if (hit && hit.until > now) return hit.auth;
     const cached = await this.redis.get(this.redisKey(tokenHash));
     if (cached && cached !== TOMBSTONE)
       return this.remember(tokenHash, JSON.parse(cached) as CachedAuth, now);
+    if (from !== null) await this.failures.check(from, 'too many failed authentications from this address');
     const auth = await this.fromDatabase(tokenHash, isKey);
     if (!auth) return null;
     // While tombstoned nothing is cached: requests read the database until the tombstone expires.

@@ -13,8 +13,28 @@ export type Claim =
   { kind: 'claimed' } | { kind: 'replay'; requestHash: string; response: StoredResponse | null };
 
 /**
- * First responses of requests sent with an `Idempotency-Key`, per org, key and route, kept 24 h.
- * Responses can hold secrets shown once (a new API key), so they are stored sealed.
+ * Whose request a record is: the org, the principal that sent it (an API key id or a user id),
+ * the Idempotency-Key and the route. Another principal's same key is another record, so a stored
+ * response (which can hold a secret shown once) is replayed only to the caller that caused it.
+ */
+export interface RecordScope {
+  orgId: string;
+  principalId: string;
+  key: string;
+  route: string;
+}
+
+const whereOf = (s: RecordScope) => ({
+  org_id: s.orgId,
+  principal_id: s.principalId,
+  key: s.key,
+  route: s.route,
+});
+
+/**
+ * First responses of requests sent with an `Idempotency-Key`, per org, principal, key and route,
+ * kept 24 h. Responses can hold secrets shown once (a new API key), so they are stored sealed,
+ * bound to their scope.
  */
 export class IdempotencyStore {
   private readonly box: KeyringBox;
@@ -27,38 +47,37 @@ export class IdempotencyStore {
   }
 
   /** Claims the key for this request, or returns what an earlier request with it left. */
-  async claim(orgId: string, key: string, route: string, requestHash: string): Promise<Claim> {
+  async claim(scope: RecordScope, requestHash: string): Promise<Claim> {
     await this.knex('idempotency_records')
-      .where({ org_id: orgId, key, route })
+      .where(whereOf(scope))
       .andWhere('expires_at', '<=', this.knex.fn.now())
       .delete();
     const inserted = await this.knex.raw<{ rows: unknown[] }>(
-      `insert into idempotency_records (org_id, key, route, request_hash, created_at, expires_at)
-       values (?, ?, ?, ?, now(), now() + interval '${IDEMPOTENCY_TTL_HOURS} hours')
+      `insert into idempotency_records
+         (org_id, principal_id, key, route, request_hash, created_at, expires_at)
+       values (?, ?, ?, ?, ?, now(), now() + interval '${IDEMPOTENCY_TTL_HOURS} hours')
        on conflict do nothing returning key`,
-      [orgId, key, route, requestHash],
+      [scope.orgId, scope.principalId, scope.key, scope.route, requestHash],
     );
     if (inserted.rows.length > 0) return { kind: 'claimed' };
-    const row = await this.knex('idempotency_records').where({ org_id: orgId, key, route }).first();
-    if (!row) return this.claim(orgId, key, route, requestHash);
-    const context = this.context(orgId, key, route);
-    const response = row.response ? (JSON.parse(this.unseal(row.response, context)) as StoredResponse) : null;
+    const row = await this.knex('idempotency_records').where(whereOf(scope)).first();
+    if (!row) return this.claim(scope, requestHash);
+    const response = row.response
+      ? (JSON.parse(this.unseal(row.response, this.context(scope))) as StoredResponse)
+      : null;
     return { kind: 'replay', requestHash: row.request_hash, response };
   }
 
-  async complete(orgId: string, key: string, route: string, response: StoredResponse): Promise<void> {
-    const { keyId, sealed } = this.box.seal(JSON.stringify(response), this.context(orgId, key, route));
+  async complete(scope: RecordScope, response: StoredResponse): Promise<void> {
+    const { keyId, sealed } = this.box.seal(JSON.stringify(response), this.context(scope));
     await this.knex('idempotency_records')
-      .where({ org_id: orgId, key, route })
+      .where(whereOf(scope))
       .update({ response: `${keyId}.${sealed}` });
   }
 
   /** A request that failed leaves nothing behind, so the client may retry with the same key. */
-  async release(orgId: string, key: string, route: string): Promise<void> {
-    await this.knex('idempotency_records')
-      .where({ org_id: orgId, key, route })
-      .whereNull('response')
-      .delete();
+  async release(scope: RecordScope): Promise<void> {
+    await this.knex('idempotency_records').where(whereOf(scope)).whereNull('response').delete();
   }
 
   async deleteExpired(): Promise<number> {
@@ -75,5 +94,6 @@ export class IdempotencyStore {
     return this.box.open(value, context);
   }
 
-  private context = (orgId: string, key: string, route: string) => `${orgId}\n${route}\n${key}`;
+  // The principal is bound into the seal: a row moved to another principal does not open.
+  private context = (s: RecordScope) => `${s.orgId}\n${s.principalId}\n${s.route}\n${s.key}`;
 }

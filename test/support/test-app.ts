@@ -50,6 +50,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     CP_REDIS_PREFIX: prefix,
     CP_RATE_LIMIT_PER_MINUTE: '100000',
     CP_PUBLIC_RATE_LIMIT_PER_MINUTE: '100000',
+    CP_AUTH_FAILURES_PER_MINUTE: '100000',
     CP_MASTER_KEY: TEST_MASTER_KEY,
     ...options.env,
   });

@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
+import { DatabaseError } from 'pg';
 import { Writable } from 'node:stream';
 import { errorHandler } from '../../api/http/error-handler';
 import { requestId } from '../../api/http/request-id';
@@ -48,5 +49,29 @@ describe('error handler', () => {
     expect(res.headers.get('retry-after')).toBe('2');
     expect(body.error_code).toBe('unavailable');
     expect(JSON.stringify(body)).not.toContain('5432');
+  });
+
+  it('logs a database error by code, constraint and table, never its SQL or the row it held', async () => {
+    const { res, lines } = await serve(() => {
+      const sql = `insert into "users" ("email", "password_hash") values ('a@b.test', 'scrypt$1$2$3$c2FsdA==')`;
+      throw Object.assign(
+        new DatabaseError(`${sql} - violates check constraint "users_name_check"`, 0, 'error'),
+        {
+          code: '23514',
+          severity: 'ERROR',
+          table: 'users',
+          constraint: 'users_name_check',
+          routine: 'ExecConstraints',
+          detail: 'Failing row contains (a@b.test, scrypt$1$2$3$c2FsdA==).',
+        },
+      );
+    });
+    expect(res.status).toBe(500);
+    const logged = lines.join('');
+    expect(logged).toContain('"constraint":"users_name_check"');
+    expect(logged).toContain('"table":"users"');
+    expect(logged).toContain('"code":"23514"');
+    expect(logged).not.toContain('scrypt$');
+    expect(logged).not.toContain('a@b.test');
   });
 });

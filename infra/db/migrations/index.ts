@@ -4,6 +4,7 @@ import { Migration20261122000002Idempotency } from './Migration20261122000002Ide
 import { Migration20261122000003Inventory } from './Migration20261122000003Inventory';
 import { Migration20261122000004Invocations } from './Migration20261122000004Invocations';
 import { Migration20261123000001ProviderAttempts } from './Migration20261123000001ProviderAttempts';
+import { Migration20261124000001IdempotencyPrincipal } from './Migration20261124000001IdempotencyPrincipal';
 import { Migration20261124000003CredentialAadVersion } from './Migration20261124000003CredentialAadVersion';
 
 /** Every migration, in order. Listed explicitly so the same code runs under tsx, swc and tsc. */
@@ -13,5 +14,6 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261122000003Inventory', class: Migration20261122000003Inventory },
   { name: 'Migration20261122000004Invocations', class: Migration20261122000004Invocations },
   { name: 'Migration20261123000001ProviderAttempts', class: Migration20261123000001ProviderAttempts },
+  { name: 'Migration20261124000001IdempotencyPrincipal', class: Migration20261124000001IdempotencyPrincipal },
   { name: 'Migration20261124000003CredentialAadVersion', class: Migration20261124000003CredentialAadVersion },
 ];
