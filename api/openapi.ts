@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ERROR_STATUS } from './http/error-status';
 import type { RouteDef } from './http/route';
+import { UNSTORABLE_INPUT_RULE } from './http/unstorable-input';
 import { ErrorBody } from './schemas/common';
 
 type JsonSchema = Record<string, unknown>;
@@ -111,6 +112,7 @@ export function buildOpenApi(routes: RouteDef[]) {
         'JSON in and out; request bodies are strict (unknown fields are a validation_error), and so are',
         'query strings. Lists are newest first with `limit` (1..100, default 20) and an opaque `cursor`.',
         "Another org's resource answers 404. Every response carries X-Request-Id.",
+        UNSTORABLE_INPUT_RULE,
         `Error codes and statuses: ${Object.entries(ERROR_STATUS)
           .map(([c, s]) => `${c} ${s}`)
           .join(', ')}.`,

@@ -8,7 +8,7 @@ import { readJsonBody } from './body-parser';
 import { withIdempotency } from './idempotency';
 import { setRateHeaders } from './rate-headers';
 import type { RouteDef } from './route';
-import { parseInput } from './validate';
+import { parseInput, refuseUnstorable } from './validate';
 
 export const koaPath = (openApiPath: string): string => openApiPath.replace(/\{(\w+)\}/g, ':$1');
 
@@ -20,12 +20,21 @@ async function applyRateLimit(ctx: Context, infra: Infra, principal: Principal |
   setRateHeaders(ctx, rate);
 }
 
-async function readBody(
+/**
+ * Reads the body and checks what the route reads: first the one rule for unstorable input (path,
+ * query, body), then the body schema. The query schema runs in the handler's turn.
+ */
+async function readInput(
   ctx: Context,
   route: RouteDef,
   infra: Infra,
 ): Promise<{ raw: unknown; body: unknown }> {
   const raw = await readJsonBody(ctx, infra.config.CP_MAX_BODY_BYTES);
+  refuseUnstorable({
+    path: ctx.params,
+    query: route.query ? ctx.query : undefined,
+    body: route.body ? raw : undefined,
+  });
   if (!route.body) return { raw, body: undefined };
   return { raw, body: parseInput(route.body, raw === undefined && route.bodyOptional ? {} : raw, 'body') };
 }
@@ -36,7 +45,7 @@ function pipeline(route: RouteDef, infra: Infra) {
   return async (ctx: Context): Promise<void> => {
     const principal = await authorize(ctx, route.access, infra);
     if (!route.unlimited) await applyRateLimit(ctx, infra, principal);
-    const { raw, body } = await readBody(ctx, route, infra);
+    const { raw, body } = await readInput(ctx, route, infra);
     const handle = () =>
       route.handle({
         body,

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { validationError } from '../../domain/errors';
+import { findUnstorable } from './unstorable-input';
 
 /** Parses input with a zod schema; every problem becomes a `details` entry of a 400. */
 export function parseInput<S extends z.ZodType>(
@@ -16,4 +17,18 @@ export function parseInput<S extends z.ZodType>(
         issue.path.length > 0 ? `${issue.path.join('.')}: ${issue.message}` : `${where}: ${issue.message}`,
     })),
   );
+}
+
+/**
+ * The rule every route applies before its schemas: what a route reads (path parameters, and its
+ * query and body when it has schemas for them) holds nothing PostgreSQL cannot store or compare,
+ * so such input is a 400 naming the field instead of a database error (a 500).
+ */
+export function refuseUnstorable(input: { path: unknown; query?: unknown; body?: unknown }): void {
+  const details = [
+    ...findUnstorable(input.path, 'path'),
+    ...(input.query === undefined ? [] : findUnstorable(input.query, 'query')),
+    ...(input.body === undefined ? [] : findUnstorable(input.body, 'body')),
+  ];
+  if (details.length > 0) throw validationError(details);
 }

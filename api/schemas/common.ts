@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { DomainError } from '../../domain/errors';
+import { usdToMicros } from '../../domain/pricing/cost';
+import { findUnstorable, MAX_BODY_DEPTH } from '../http/unstorable-input';
 
 export const timestamp = z.string().meta({ format: 'date-time', description: 'ISO 8601 UTC' });
 export const isoInput = z.iso.datetime({ offset: true });
@@ -16,7 +18,18 @@ export const metadata = z
     (m) => Buffer.byteLength(JSON.stringify(m)) <= MAX_METADATA_BYTES,
     `at most ${MAX_METADATA_BYTES} bytes`,
   )
-  .meta({ description: 'Free-form labels (at most 50 keys, 16 KiB as JSON). Never put secrets here.' });
+  .meta({
+    description:
+      `Free-form labels (at most 50 keys, 16 KiB as JSON, the body nested at most ${MAX_BODY_DEPTH} levels; ` +
+      'no NUL or lone surrogate in keys or strings, no non-finite number). Never put secrets here.',
+  });
+
+/**
+ * Money is kept in integer micro-dollars: a USD amount that is not 0 but rounds to 0 of them
+ * (5e-324) would be stored as free, or break a database check, so it is refused.
+ */
+export const notRoundedToZero = (usd: number): boolean => usd === 0 || usdToMicros(usd) !== 0;
+export const ROUNDS_TO_ZERO = 'rounds to 0 micro-dollars (the smallest amount is 0.000001)';
 
 export const ErrorBody = z
   .object({
@@ -72,7 +85,9 @@ export function decodeCursor<T extends 'string' | 'number'>(cursor: string | und
   if (cursor === undefined) return null;
   try {
     const { p } = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { p: unknown };
-    if (typeof p === kind) return p as T extends 'string' ? string : number;
+    // A forged cursor may decode to a NUL or 1e400, which the database would fail on.
+    if (typeof p === kind && findUnstorable(p, 'cursor').length === 0)
+      return p as T extends 'string' ? string : number;
   } catch {
     // fall through to the validation error
   }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { INVOCATION_STATUSES } from '../../domain/invocations/invocation';
+import { MAX_BODY_DEPTH } from '../http/unstorable-input';
 import { modelName } from './agents.schemas';
 import { metadata, pageQuery, timestamp } from './common';
 
@@ -40,7 +41,10 @@ export const InvokeBody = z
           .refine(
             (a) => Buffer.byteLength(JSON.stringify(a)) <= MAX_TOOL_ARGUMENT_BYTES,
             `at most ${MAX_TOOL_ARGUMENT_BYTES} bytes`,
-          ),
+          )
+          .meta({
+            description: `Any JSON of at most ${MAX_TOOL_ARGUMENT_BYTES} bytes; the body nests at most ${MAX_BODY_DEPTH} levels.`,
+          }),
       })
       .strict()
       .optional(),

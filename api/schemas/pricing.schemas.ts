@@ -1,11 +1,13 @@
 import { z } from 'zod';
 import { isWholeMicros } from '../../domain/pricing/cost';
+import { notRoundedToZero, ROUNDS_TO_ZERO } from './common';
 
 const usdPerMtok = z
   .number()
   .min(0)
   .max(100_000)
   .refine(isWholeMicros, 'at most six decimals (prices are kept in micro-dollars per million tokens)')
+  .refine(notRoundedToZero, ROUNDS_TO_ZERO)
   .meta({ description: 'US dollars per million tokens.' });
 
 export const PutPriceBody = z

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { isWholeMicros } from '../../domain/pricing/cost';
 import { SESSION_TTL_SECONDS } from '../../domain/sessions/session';
-import { metadata, pageQuery, timestamp } from './common';
+import { metadata, notRoundedToZero, pageQuery, ROUNDS_TO_ZERO, timestamp } from './common';
 import { DecisionView, InvocationView } from './invocations.schemas';
 
 const id = z.string().min(1).max(100);
@@ -13,6 +13,7 @@ export const OpenSessionBody = z
       .number()
       .positive()
       .refine(isWholeMicros, 'at most six decimals (money is kept in micro-dollars)')
+      .refine(notRoundedToZero, ROUNDS_TO_ZERO)
       .meta({
         description:
           'Hard cap on the settled cost, in USD; at most the org cap (CP_MAX_SESSION_COST_USD, default 1000).',

@@ -1,4 +1,7 @@
+import { MAX_BODY_DEPTH, UNSTORABLE_INPUT_RULE } from '../../api/http/unstorable-input';
 import { mintKey, PASSWORD, signupOrg, uniqueEmail, type SignedUpOrg } from '../support/factories';
+import { callRaw, deepArray, deepObject, namesField, rawNumber } from '../support/raw-json';
+import { auditOf, storedRows } from '../support/stored-rows';
 import { startTestApp, type TestApp } from '../support/test-app';
 
 let app: TestApp;
@@ -383,6 +386,180 @@ describe('bad query strings', () => {
       org.adminKey,
     );
     expect(atLimits.status).toBe(201);
+  });
+});
+
+type HostileCase = [label: string, method: string, path: string, body: unknown, field: string];
+
+/** A forged cursor: base64url of `{"p": <json>}` with any JSON text as the position. */
+const cursorOf = (json: string) => Buffer.from(`{"p":${json}}`).toString('base64url');
+
+/**
+ * Issue 9, item 7: values a fuzz run turned into 500s. Each must be a 400 validation_error naming
+ * the field, and leave nothing stored. Path and query strings are percent-encoded by hand.
+ */
+const HOSTILE_CASES: HostileCase[] = [
+  ['a NUL in a key name', 'POST', '/v1/keys', { ...key, name: 'a\u0000b' }, 'name'],
+  [
+    'a NUL in an org name at signup',
+    'POST',
+    '/v1/orgs/signup',
+    { ...signup, org_name: 'O\u0000' },
+    'org_name',
+  ],
+  ['a NUL in a user name at signup', 'POST', '/v1/auth/signup', { ...user, name: 'x\u0000' }, 'name'],
+  ['a NUL in an agent name', 'POST', '/v1/agents', { name: '\u0000' }, 'name'],
+  [
+    'a NUL in a metadata value',
+    'POST',
+    '/v1/agents',
+    { name: 'a', metadata: { k: 'v\u0000' } },
+    'metadata.k',
+  ],
+  ['a NUL in a metadata key', 'POST', '/v1/sessions', { ...session, metadata: { 'k\u0000': 1 } }, 'metadata'],
+  [
+    'a NUL in message content',
+    'POST',
+    '/v1/llm/invoke',
+    { ...call, messages: [{ ...hello, content: 'hi\u0000' }] },
+    'messages.0.content',
+  ],
+  ['a NUL in a path id', 'DELETE', '/v1/keys/a%00b', undefined, 'id'],
+  ['a NUL in a query value', 'GET', '/v1/audit?action=%00', undefined, 'action'],
+  ['a lone surrogate in an agent name', 'POST', '/v1/agents', { name: 'a\ud800' }, 'name'],
+  ['a lone surrogate in a credential name', 'POST', '/v1/credentials', { ...cred, name: 'c\udfff' }, 'name'],
+  [
+    'a lone surrogate in a metadata key',
+    'POST',
+    '/v1/agents',
+    { name: 'a', metadata: { '\udc00k': 1 } },
+    'metadata',
+  ],
+  [
+    'a lone surrogate in message content',
+    'POST',
+    '/v1/llm/invoke',
+    { ...call, messages: [{ ...hello, content: '\ud83d' }] },
+    'messages.0.content',
+  ],
+  [
+    'metadata nested 5,000 levels',
+    'POST',
+    '/v1/agents',
+    { name: 'a', metadata: { k: deepArray(5000) } },
+    'metadata.k',
+  ],
+  [
+    'metadata nested 2,000 levels',
+    'POST',
+    '/v1/sessions',
+    { ...session, metadata: { k: deepObject(2000) } },
+    'metadata.k',
+  ],
+  [
+    'tool.arguments nested 5,000 levels',
+    'POST',
+    '/v1/llm/invoke',
+    { ...call, tool: { ...tool, arguments: deepArray(5000) } },
+    'tool.arguments',
+  ],
+  [
+    '1e400 in agent metadata',
+    'POST',
+    '/v1/agents',
+    { name: 'a', metadata: { n: rawNumber('1e400') } },
+    'metadata.n',
+  ],
+  [
+    '-1e400 as max_tokens',
+    'POST',
+    '/v1/llm/invoke',
+    { ...call, max_tokens: rawNumber('-1e400') },
+    'max_tokens',
+  ],
+  ['max_cost_usd 5e-324', 'POST', '/v1/sessions', { ...session, max_cost_usd: 5e-324 }, 'max_cost_usd'],
+  ['max_cost_usd 1e-13', 'POST', '/v1/sessions', { ...session, max_cost_usd: 1e-13 }, 'max_cost_usd'],
+  [
+    'a price of 5e-324',
+    'PUT',
+    '/v1/pricing/my-model',
+    { ...price, input_per_mtok_usd: 5e-324 },
+    'input_per_mtok_usd',
+  ],
+  ['a forged cursor holding a NUL', 'GET', `/v1/keys?cursor=${cursorOf('"\\u0000"')}`, undefined, 'cursor'],
+  ['a forged cursor holding 1e400', 'GET', `/v1/audit?cursor=${cursorOf('1e400')}`, undefined, 'cursor'],
+];
+
+describe('unstorable input: 400 validation_error naming the field, nothing stored', () => {
+  it.each(HOSTILE_CASES.map(([label, method, path, body, field]) => ({ label, method, path, body, field })))(
+    '$method $path with $label -> 400 on $field',
+    async ({ method, path, body, field }) => {
+      const before = await storedRows(app.infra.knex);
+      const route = `${method} ${path.split('?')[0]}`;
+      const token = PUBLIC.has(route) ? undefined : org.adminKey;
+      const res = await callRaw(app.http, method, path, withSession(body), token);
+      expect(res.status).toBe(400);
+      expect(res.body.error_code).toBe('validation_error');
+      expect(namesField(res, field)).toBe(true);
+      expect(await storedRows(app.infra.knex)).toEqual(before);
+      expect(await auditOf(app.infra.knex, res.body.request_id)).toEqual([]);
+    },
+  );
+
+  it(`accepts a body nested exactly ${MAX_BODY_DEPTH} levels, and refuses one level more`, async () => {
+    // The body is level 1 and metadata level 2, so metadata.k's arrays are levels 3 and on.
+    const at = await callRaw(
+      app.http,
+      'POST',
+      '/v1/agents',
+      { name: 'a', metadata: { k: deepArray(MAX_BODY_DEPTH - 2) } },
+      org.adminKey,
+    );
+    expect(at.status).toBe(201);
+    const past = await callRaw(
+      app.http,
+      'POST',
+      '/v1/agents',
+      { name: 'a', metadata: { k: deepArray(MAX_BODY_DEPTH - 1) } },
+      org.adminKey,
+    );
+    expect(past.status).toBe(400);
+    expect(past.body.details?.[0]?.message).toContain(`deeper than ${MAX_BODY_DEPTH} levels`);
+  });
+
+  it('accepts well-formed surrogate pairs (emoji) in names, metadata keys and content', async () => {
+    const agent = await app.http.post(
+      '/v1/agents',
+      { name: 'bot 🤖', metadata: { '🔑': '😀' } },
+      org.adminKey,
+    );
+    expect(agent.status).toBe(201);
+    expect(agent.body).toMatchObject({ name: 'bot 🤖', metadata: { '🔑': '😀' } });
+    const content = { ...call, messages: [{ ...hello, content: '𝄞 music' }] };
+    expect((await app.http.post('/v1/llm/invoke', withSession(content), org.adminKey)).status).toBe(202);
+  });
+
+  it('is documented in the OpenAPI document: its info and the metadata and tool.arguments fields', async () => {
+    const doc = (await app.http.get('/v1/openapi.json')).body as {
+      info: { description: string };
+      paths: Record<
+        string,
+        Record<string, { requestBody: { content: Record<string, { schema: unknown }> } }>
+      >;
+    };
+    expect(doc.info.description).toContain(UNSTORABLE_INPUT_RULE);
+    const invoke = JSON.stringify(doc.paths['/v1/llm/invoke']?.post?.requestBody.content['application/json']);
+    expect(invoke).toContain(`the body nested at most ${MAX_BODY_DEPTH} levels`);
+    expect(invoke).toContain(`the body nests at most ${MAX_BODY_DEPTH} levels`);
+  });
+
+  it('accepts the smallest money amount, one micro-dollar, and a price of 0', async () => {
+    expect((await app.http.post('/v1/sessions', { max_cost_usd: 0.000001 }, org.adminKey)).status).toBe(201);
+    const free = await app.http.call('PUT', '/v1/pricing/free-model', {
+      token: org.adminKey,
+      body: { input_per_mtok_usd: 0, output_per_mtok_usd: 0 },
+    });
+    expect(free.status).toBe(200);
   });
 });
 

@@ -1,7 +1,10 @@
+import { z } from 'zod';
 import { ROUTES } from '../../api/routes';
 import { hashToken } from '../../domain/auth/tokens';
 import { SCOPES, type Scope } from '../../domain/scopes';
 import { mintKey, signupOrg, type SignedUpOrg } from '../support/factories';
+import { callRaw, deepArray, namesField, rawNumber } from '../support/raw-json';
+import { VALID_BODIES } from '../support/route-bodies';
 import { startTestApp, type TestApp } from '../support/test-app';
 
 let app: TestApp;
@@ -17,24 +20,6 @@ afterAll(() => app.close());
 
 /** Dummy path parameters: a route may answer 404 for them, which still proves the scope passed. */
 const concretePath = (path: string) => path.replace(/\{\w+\}/g, 'key_doesnotexist');
-
-/** Minimal valid bodies, so that a request that passes the scope check is not refused for its body. */
-const VALID_BODIES: Record<string, unknown> = {
-  'POST /v1/keys': { name: 'matrix', scopes: ['read'] },
-  'POST /v1/orgs/invites': { email: 'matrix@example.test', role: 'viewer' },
-  'POST /v1/credentials': { name: 'matrix', provider: 'mock', secret: 'mock-secret' },
-  'POST /v1/credentials/{ref}/rotate': { secret: 'mock-secret-2' },
-  'POST /v1/agents': { name: 'matrix' },
-  'PATCH /v1/agents/{id}': { name: 'matrix-2' },
-  'PUT /v1/pricing/{model}': { input_per_mtok_usd: 1, output_per_mtok_usd: 2 },
-  'POST /v1/sessions': { max_cost_usd: 1 },
-  'POST /v1/llm/invoke': {
-    session_id: 'ses_doesnotexist',
-    model: 'gpt-4o-mini',
-    messages: [{ role: 'user', content: 'hi' }],
-    max_tokens: 8,
-  },
-};
 
 const scopesOf = (r: (typeof ROUTES)[number]): Scope[] => (r.access.kind === 'scope' ? r.access.scopes : []);
 
@@ -177,5 +162,85 @@ describe('token states', () => {
     });
     expect(res.status).toBe(401);
     expect(res.body.error_code).toBe('invalid_api_key');
+  });
+});
+
+/** One poke at a route: a request with one unstorable value, and the field the 400 must name. */
+interface Poke {
+  label: string;
+  path: string;
+  body: unknown;
+  field: string;
+}
+
+const queryKeys = (r: (typeof ROUTES)[number]): string[] =>
+  r.query instanceof z.ZodObject ? Object.keys(r.query.shape as object) : [];
+
+/** A NUL in each path parameter and query value; a NUL, a lone surrogate, 1e400 and deep nesting in the body. */
+function pokesAt(route: (typeof ROUTES)[number]): Poke[] {
+  const body = VALID_BODIES[`${route.method} ${route.path}`] as Record<string, unknown> | undefined;
+  const path = concretePath(route.path);
+  const params = [...route.path.matchAll(/\{(\w+)\}/g)].map(([, name]) => name as string);
+  const pokes: Poke[] = [
+    ...params.map((p) => ({
+      label: `a NUL in path parameter ${p}`,
+      path: concretePath(route.path.replace(`{${p}}`, 'a%00b')),
+      body,
+      field: p,
+    })),
+    ...queryKeys(route).map((q) => ({
+      label: `a NUL in query ${q}`,
+      path: `${path}?${q}=%00`,
+      body,
+      field: q,
+    })),
+  ];
+  if (!route.body || !body) return pokes;
+  const text = Object.keys(body).find((k) => typeof body[k] === 'string');
+  const number = Object.keys(body).find((k) => typeof body[k] === 'number');
+  if (text) {
+    pokes.push({ label: `a NUL in ${text}`, path, body: { ...body, [text]: 'a\u0000b' }, field: text });
+    pokes.push({
+      label: `a lone surrogate in ${text}`,
+      path,
+      body: { ...body, [text]: 'a\ud800' },
+      field: text,
+    });
+  }
+  if (number)
+    pokes.push({
+      label: `1e400 as ${number}`,
+      path,
+      body: { ...body, [number]: rawNumber('1e400') },
+      field: number,
+    });
+  pokes.push({
+    label: 'a body nested 5,000 levels',
+    path,
+    body: { ...body, deep: deepArray(5000) },
+    field: 'deep',
+  });
+  return pokes;
+}
+
+const readers = ROUTES.map((r) => ({ name: `${r.method} ${r.path}`, route: r, pokes: pokesAt(r) })).filter(
+  (r) => r.pokes.length > 0,
+);
+
+describe('every route refuses unstorable input with 400 validation_error naming the field', () => {
+  it('has a valid body for each route that reads one, so no route is left out', () => {
+    const missing = ROUTES.filter((r) => r.body && !VALID_BODIES[`${r.method} ${r.path}`]);
+    expect(missing.map((r) => `${r.method} ${r.path}`)).toEqual([]);
+    expect(readers.length).toBeGreaterThan(30);
+  });
+
+  describe.each(readers)('$name', ({ route, pokes }) => {
+    it.each(pokes)('$label -> 400 on $field', async ({ path, body, field }) => {
+      const token = route.access.kind === 'public' ? undefined : keys.get('org:admin');
+      const res = await callRaw(app.http, route.method, path, body, token);
+      expect(res.status).toBe(400);
+      expect(res.body.error_code).toBe('validation_error');
+      expect(namesField(res, field)).toBe(true);
+    });
   });
 });

@@ -1,0 +1,26 @@
+import { PASSWORD } from './factories';
+
+/**
+ * A minimal valid body for every route that reads one (keyed `METHOD /path`), so a request is
+ * refused for the one thing a test changes, not for its body. Ids in them need not exist.
+ */
+export const VALID_BODIES: Record<string, unknown> = {
+  'POST /v1/orgs/signup': { org_name: 'matrix', email: 'matrix-owner@example.test', password: PASSWORD },
+  'POST /v1/auth/signup': { email: 'matrix-user@example.test', password: PASSWORD, invite_token: 'cit_x' },
+  'POST /v1/auth/login': { email: 'matrix-owner@example.test', password: PASSWORD },
+  'POST /v1/keys': { name: 'matrix', scopes: ['read'] },
+  'POST /v1/keys/{id}/rotate': { grace_seconds: 0 },
+  'POST /v1/orgs/invites': { email: 'matrix@example.test', role: 'viewer' },
+  'POST /v1/credentials': { name: 'matrix', provider: 'mock', secret: 'mock-secret' },
+  'POST /v1/credentials/{ref}/rotate': { secret: 'mock-secret-2' },
+  'POST /v1/agents': { name: 'matrix' },
+  'PATCH /v1/agents/{id}': { name: 'matrix-2' },
+  'PUT /v1/pricing/{model}': { input_per_mtok_usd: 1, output_per_mtok_usd: 2 },
+  'POST /v1/sessions': { max_cost_usd: 1 },
+  'POST /v1/llm/invoke': {
+    session_id: 'ses_doesnotexist',
+    model: 'gpt-4o-mini',
+    messages: [{ role: 'user', content: 'hi' }],
+    max_tokens: 8,
+  },
+};
