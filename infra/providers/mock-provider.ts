@@ -47,7 +47,13 @@ export class MockProvider implements ProviderClient {
       const status = Number(error[1]);
       const retryable = status === 429 || status === 408 || status >= 500;
       const code =
-        status === 429 ? 'provider_rate_limited' : retryable ? 'provider_unavailable' : 'provider_rejected';
+        status === 429
+          ? 'provider_rate_limited'
+          : retryable
+            ? 'provider_unavailable'
+            : status === 401 || status === 403
+              ? 'provider_auth_failed'
+              : 'provider_rejected';
       throw new ProviderError(
         retryable ? 'retryable' : 'final',
         code,
