@@ -1,7 +1,8 @@
 import type { AuditEntry } from '../domain/audit/audit-event';
 import type { VerifyResult } from '../domain/audit/hash-chain';
 import type { Agent, ApiKey, Credential, Org, User } from '../domain/model';
-import type { Decision, DecisionReason, Invocation } from '../domain/invocations/invocation';
+import type { Decision, Invocation } from '../domain/invocations/invocation';
+import type { DecisionReason } from '../domain/policy/verdict';
 import type { HistoryItem } from '../domain/invocations/invocation-store';
 import { microsToUsd, type Price } from '../domain/pricing/cost';
 import type { SessionView } from '../domain/sessions/session-use-cases';

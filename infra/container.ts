@@ -27,7 +27,7 @@ import { PgSessionStore } from './sessions/pg-session-store';
 import { PgUsageStats } from './stats/pg-usage-stats';
 import { installTelemetry } from './telemetry';
 import { PreparedPool } from './db/prepared-pool';
-import { Guardian } from '../domain/guardian/guardian';
+import { Guardian } from '../domain/policy/guardian';
 
 /** Where the stores are, once embedded defaults have been resolved. */
 export interface StoreUrls {

@@ -1,6 +1,7 @@
 import { cancelInvocation } from '../../domain/invocations/cancel-invocation';
 import { getInvocation, listInvocations } from '../../domain/invocations/read-invocations';
-import { isTerminal, type Invocation } from '../../domain/invocations/invocation';
+import type { Invocation } from '../../domain/invocations/invocation';
+import { isTerminal } from '../../domain/invocations/lifecycle';
 import { invoke } from '../../domain/invocations/submit-invocation';
 import { invalidField } from '../../domain/errors';
 import { callOf } from '../http/call-context';

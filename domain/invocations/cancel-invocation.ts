@@ -1,7 +1,8 @@
 import type { Clock } from '../clock';
 import { invalidState, notFound } from '../errors';
 import { actorOf, type CallContext } from '../principal';
-import { CANCELLABLE, type Invocation } from './invocation';
+import type { Invocation } from './invocation';
+import { CANCELLABLE } from './lifecycle';
 import type { InvocationStore } from './invocation-store';
 import { applyFinish, endWithoutUsage, recordOutcome } from './outcomes';
 import type { CompletionSignal } from './signals';

@@ -2,11 +2,12 @@ import { SYSTEM_ACTOR } from '../audit/audit-event';
 import { newAuditEvent } from '../audit/new-event';
 import { worstCase } from '../budget/charges';
 import type { Clock } from '../clock';
-import type { Guardian, GuardianInput, GuardianVerdict } from '../guardian/guardian';
+import type { Guardian, GuardianInput, GuardianVerdict } from '../policy/guardian';
 import { newId } from '../ids';
 import { statusAt } from '../sessions/session';
 import type { Decision, Invocation, InvocationRequest } from './invocation';
 import type { DecisionWrite, GuardianView, InvocationStore } from './invocation-store';
+import { canMove, statusesOf } from './lifecycle';
 import { endWithoutUsage, recordOutcome } from './outcomes';
 import type { CompletionSignal, StageQueue } from './signals';
 
@@ -27,12 +28,15 @@ export interface StageJob {
 
 export type EvaluateOutcome = 'admitted' | 'denied' | 'failed' | 'skipped';
 
+/** The statuses the guardian stage decides (lifecycle.ts). */
+const EVALUATE_STATUSES = statusesOf('invocation.evaluate');
+
 /**
- * Verdicts this pipeline can act on. Approvals come with the HITL queue; until then a
+ * Verdicts this pipeline can act on. While the lifecycle has no way into `awaiting_approval`, a
  * require_approval verdict fails closed, as a deny that says why.
  */
 function actionable(verdict: GuardianVerdict): GuardianVerdict {
-  if (verdict.verdict !== 'require_approval') return verdict;
+  if (verdict.verdict !== 'require_approval' || canMove('queued', 'awaiting_approval')) return verdict;
   return {
     ...verdict,
     verdict: 'deny',
@@ -113,7 +117,7 @@ async function failClosedSession(deps: EvaluateDeps, view: GuardianView, at: Dat
     errorCode: 'session_not_open',
     message: `session ${view.invocation.sessionId} is ${status}`,
   };
-  const write = endWithoutUsage(view.invocation, ['queued'], 'failed', error, at);
+  const write = endWithoutUsage(view.invocation, EVALUATE_STATUSES, 'failed', error, at);
   return (await recordOutcome(deps, view.invocation, write)) === 'applied' ? 'failed' : 'skipped';
 }
 
@@ -126,12 +130,12 @@ export async function evaluateInvocation(deps: EvaluateDeps, job: StageJob): Pro
   const view = await deps.store.forGuardian(job.invocationId);
   if (!view) return 'skipped';
   const { invocation } = view;
-  if (invocation.status === 'running') {
+  if (statusesOf('invocation.run').includes(invocation.status)) {
     // Decided by an earlier run that stopped before it enqueued the next stage.
     await deps.queue.enqueue('invocation.run', runJob(job));
     return 'admitted';
   }
-  if (invocation.status !== 'queued') return 'skipped';
+  if (!EVALUATE_STATUSES.includes(invocation.status)) return 'skipped';
   const at = deps.clock.now();
   if (statusAt(view.session, at) !== 'open') return failClosedSession(deps, view, at);
   const write = decisionWrite(invocation, actionable(await deps.guardian.decide(guardianInput(view))), at);

@@ -1,7 +1,8 @@
 import type { AuditEvent } from '../audit/audit-event';
 import type { CapSnapshot } from '../budget/cap-ledger';
 import type { CapAmounts } from '../budget/charges';
-import type { AgentStatus, ModelPrice, Page } from '../model';
+import type { ModelPrice, Page } from '../model';
+import type { AgentGate } from '../policy/guardian';
 import type { Provider } from '../providers';
 import type { Session, SessionStatus } from '../sessions/session';
 import type {
@@ -11,14 +12,6 @@ import type {
   InvocationRequest,
   InvocationStatus,
 } from './invocation';
-
-/** The parts of an agent the invoke path decides on. */
-export interface AgentGate {
-  id: string;
-  status: AgentStatus;
-  allowedModels: string[];
-  credentialRefs: string[];
-}
 
 /** A credential as the API sees it when admitting an invocation: no secret. */
 export interface CredentialRefInfo {

@@ -1,4 +1,5 @@
 import type { Actor } from '../audit/audit-event';
+import type { DecisionReason, Verdict } from '../policy/verdict';
 import type { ChatMessage, Provider } from '../providers';
 
 export const INVOCATION_STATUSES = [
@@ -13,12 +14,6 @@ export const INVOCATION_STATUSES = [
 ] as const;
 export type InvocationStatus = (typeof INVOCATION_STATUSES)[number];
 
-const TERMINAL: ReadonlySet<InvocationStatus> = new Set(['succeeded', 'failed', 'denied', 'cancelled']);
-export const isTerminal = (status: InvocationStatus): boolean => TERMINAL.has(status);
-
-/** Before the provider is called, an invocation may still be cancelled. */
-export const CANCELLABLE: readonly InvocationStatus[] = ['queued', 'evaluating', 'awaiting_approval'];
-
 /** What the agent asked for, as validated; stored so workers never need it in a job payload. */
 export interface InvocationRequest {
   messages: ChatMessage[];
@@ -27,15 +22,6 @@ export interface InvocationRequest {
   tool?: { name: string; arguments: unknown };
   metadata?: Record<string, unknown>;
 }
-
-export interface DecisionReason {
-  /** The policy that gave the reason; null for the guardian's built-in checks. */
-  policyId: string | null;
-  code: string;
-  message: string;
-}
-
-export type Verdict = 'allow' | 'deny' | 'modify' | 'require_approval';
 
 export interface DecisionSummary {
   id: string;

@@ -1,7 +1,8 @@
 import { notFound } from '../errors';
 import type { Page } from '../model';
 import type { CallContext } from '../principal';
-import { isTerminal, type Invocation } from './invocation';
+import type { Invocation } from './invocation';
+import { isTerminal } from './lifecycle';
 import type { InvocationFilter, InvocationStore } from './invocation-store';
 import type { CompletionWaiter, WaitResult } from './signals';
 

@@ -2,11 +2,12 @@ import type { CapLedger } from '../budget/cap-ledger';
 import { chargeIdOf, parseChargeId } from '../budget/charge-id';
 import { NOTHING, type CapAmounts } from '../budget/charges';
 import type { Clock } from '../clock';
-import { isTerminal, type Invocation } from './invocation';
+import type { Invocation } from './invocation';
+import { isTerminal, stageOf } from './lifecycle';
 import type { InvocationStore } from './invocation-store';
 import { NO_CHARGE, reservationCharge } from './attempt-charges';
 import { outcomeWrite, recordOutcome } from './outcomes';
-import type { CompletionSignal, InvocationStage, StageQueue } from './signals';
+import type { CompletionSignal, StageQueue } from './signals';
 
 export interface ReapDeps {
   store: InvocationStore;
@@ -26,9 +27,6 @@ export interface ReapReport {
   released: number;
 }
 
-const stageOf = (i: Invocation): InvocationStage =>
-  i.status === 'queued' ? 'invocation.evaluate' : 'invocation.run';
-
 /** What a finished invocation was charged, to settle a reservation its worker never settled. */
 const chargedBy = (invocation: Invocation): CapAmounts => ({
   costMicros: invocation.costMicros,
@@ -45,11 +43,13 @@ async function recoverStuck(deps: ReapDeps, report: ReapReport): Promise<void> {
   const before = new Date(deps.clock.now().getTime() - deps.stuckAfterMs);
   const stuck = await deps.store.stuck(before, 100);
   for (const invocation of stuck) {
-    const state = await deps.queue.state(stageOf(invocation), invocation.id);
+    const stage = stageOf(invocation.status);
+    if (!stage) continue;
+    const state = await deps.queue.state(stage, invocation.id);
     if (state === 'alive') continue;
     if (state === 'gone') {
       const job = { invocation_id: invocation.id, org_id: invocation.orgId, trace: {} };
-      await deps.queue.requeue(stageOf(invocation), job);
+      await deps.queue.requeue(stage, job);
       report.requeued++;
     } else if (await failLost(deps, invocation)) report.failed++;
   }
@@ -65,7 +65,8 @@ async function failLost(deps: ReapDeps, invocation: Invocation): Promise<boolean
   const number = invocation.providerAttempts + 1;
   const chargeId = chargeIdOf(invocation.id, number);
   const held =
-    invocation.status === 'running' && (await deps.ledger.isHeld(invocation.sessionId, chargeId)) !== false;
+    stageOf(invocation.status) === 'invocation.run' &&
+    (await deps.ledger.isHeld(invocation.sessionId, chargeId)) !== false;
   const charge = held ? reservationCharge(invocation) : NO_CHARGE;
   const write = outcomeWrite(
     invocation,
@@ -77,7 +78,7 @@ async function failLost(deps: ReapDeps, invocation: Invocation): Promise<boolean
     deps,
     invocation,
     write,
-    invocation.status === 'running' ? settle : undefined,
+    stageOf(invocation.status) === 'invocation.run' ? settle : undefined,
   );
   return written === 'applied';
 }

@@ -9,6 +9,7 @@ import { ProviderError, type CompletionResult, type ProviderClient } from '../pr
 import { failedAttemptCharge, NO_CHARGE, reservationCharge, type AttemptCharge } from './attempt-charges';
 import type { Invocation, InvocationError } from './invocation';
 import type { InvocationStore, RunView, SealedCredential, WriteOutcome } from './invocation-store';
+import { statusesOf } from './lifecycle';
 import { outcomeWrite, recordOutcome } from './outcomes';
 import type { CompletionSignal } from './signals';
 import type { StageJob } from './evaluate-invocation';
@@ -43,6 +44,9 @@ export class RetryLater extends Error {
 }
 
 export type RunOutcome = 'succeeded' | 'failed' | 'skipped';
+
+/** The statuses this stage works on (lifecycle.ts): its writes apply only while it holds one. */
+const RUN_STATUSES = statusesOf('invocation.run');
 
 /** One provider attempt of an invocation: it reserves, and is charged, under its own charge id. */
 interface AttemptRun {
@@ -92,7 +96,7 @@ async function recordAttempt(
   const write = outcomeWrite(
     invocation,
     {
-      from: ['running'],
+      from: RUN_STATUSES,
       status: end.status,
       output: end.output ?? null,
       error,
@@ -235,7 +239,7 @@ async function recordSuccess(run: AttemptRun, result: CompletionResult): Promise
  */
 export async function runInvocation(deps: RunDeps, job: StageJob, attempt: Attempt): Promise<RunOutcome> {
   const view = await deps.store.forRun(job.invocationId);
-  if (!view || view.invocation.status !== 'running') return 'skipped';
+  if (!view || !RUN_STATUSES.includes(view.invocation.status)) return 'skipped';
   const { invocation } = view;
   const number = invocation.providerAttempts + 1;
   const run: AttemptRun = { deps, invocation, number, chargeId: chargeIdOf(invocation.id, number) };
@@ -268,6 +272,6 @@ export async function runInvocation(deps: RunDeps, job: StageJob, attempt: Attem
 async function refuseOverCap(run: AttemptRun, message: string): Promise<WriteOutcome> {
   const { deps, invocation } = run;
   const error = { errorCode: 'budget_exceeded', message };
-  const write = outcomeWrite(invocation, { from: ['running'], status: 'failed', error }, deps.clock.now());
+  const write = outcomeWrite(invocation, { from: RUN_STATUSES, status: 'failed', error }, deps.clock.now());
   return recordOutcome(deps, invocation, write);
 }

@@ -11,7 +11,8 @@ import type { ChatMessage } from '../providers';
 import { assertNotExhausted, assertOpen, type Session } from '../sessions/session';
 import { awaitFinished } from './read-invocations';
 import type { Invocation, InvocationRequest } from './invocation';
-import type { AgentGate, CredentialRefInfo, InvocationStore, InvokeContext } from './invocation-store';
+import type { AgentGate } from '../policy/guardian';
+import type { CredentialRefInfo, InvocationStore, InvokeContext } from './invocation-store';
 import type { CompletionWaiter, StageQueue } from './signals';
 
 export interface InvokeDeps {

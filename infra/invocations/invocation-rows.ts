@@ -1,13 +1,12 @@
 import type { ActorType } from '../../domain/audit/audit-event';
 import type {
   Decision,
-  DecisionReason,
   DecisionSummary,
   Invocation,
   InvocationRequest,
   InvocationStatus,
-  Verdict,
 } from '../../domain/invocations/invocation';
+import type { DecisionReason, Verdict } from '../../domain/policy/verdict';
 import type { Provider } from '../../domain/providers';
 import { toDate, toDateOrNull, type Num, type Time } from '../db/row-values';
 

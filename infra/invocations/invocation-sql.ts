@@ -35,8 +35,8 @@ export const INSERT_QUEUED = statement(
 );
 
 /**
- * $1 decision writes JSON, $2 decisions JSON, $3 audit JSON. Only queued invocations are decided.
- * The expected status travels as data: a literal would let a generic plan drive the update from
+ * $1 decision writes JSON, $2 decisions JSON, $3 audit JSON. Only invocations in a status of the
+ * guardian stage (lifecycle.ts) are decided. The expected statuses travel as data: a literal would let a generic plan drive the update from
  * the partial in-flight index (all invocations in flight) instead of the batch's primary keys.
  */
 export const DECIDE = statement(
@@ -44,7 +44,7 @@ export const DECIDE = statement(
   `
   with x as (
     select * from json_to_recordset($1::json) as x(
-      invocation_id text, expected text, status text, request jsonb, reserve_micros bigint,
+      invocation_id text, expected text[], status text, request jsonb, reserve_micros bigint,
       reserve_tokens bigint, decision jsonb, error jsonb, at timestamptz)
   ),
   u as (
@@ -58,7 +58,7 @@ export const DECIDE = statement(
       updated_at = x.at,
       completed_at = case when x.status = 'running' then null else x.at end
     from x
-    where i.id = x.invocation_id and i.status = x.expected
+    where i.id = x.invocation_id and i.status = any(x.expected)
     returning i.id
   ),
   d as (
@@ -176,7 +176,7 @@ export const INVOKE_CONTEXT = statement(
     (select row_to_json(c) from c) as credential, (select row_to_json(p) from p) as price`,
 );
 
-/** $1 session id. Settled usage and the in-flight reservations, in one snapshot. */
+/** $1 session id, $2 the run stage's statuses. Settled usage and the in-flight reservations, in one snapshot. */
 export const CAP_SNAPSHOT = statement(
   'cap_snapshot',
   `
@@ -185,7 +185,7 @@ export const CAP_SNAPSHOT = statement(
     coalesce((
       select json_agg(json_build_object('id', i.id, 'attempts', i.provider_attempts, 'cost', i.reserve_micros,
         'tokens', i.reserve_tokens))
-      from invocations i where i.session_id = s.id and i.status = 'running'
+      from invocations i where i.session_id = s.id and i.status = any($2::text[])
     ), '[]'::json) as in_flight
   from sessions s where s.id = $1`,
 );

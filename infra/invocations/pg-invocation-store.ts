@@ -15,6 +15,7 @@ import type {
   WriteOutcome,
 } from '../../domain/invocations/invocation-store';
 import { chargeIdOf } from '../../domain/budget/charge-id';
+import { REAPABLE, statusesOf } from '../../domain/invocations/lifecycle';
 import type { Page } from '../../domain/model';
 import { auditJson } from '../db/audit-rows';
 import type { PreparedPool, Statement } from '../db/prepared-pool';
@@ -151,7 +152,7 @@ export class PgInvocationStore implements InvocationStore {
   async capSnapshot(sessionId: string): Promise<CapSnapshot | null> {
     const [row] = await this.pool.query<
       SessionRow & { in_flight: { id: string; attempts: number; cost: number; tokens: number }[] }
-    >(CAP_SNAPSHOT, [sessionId]);
+    >(CAP_SNAPSHOT, [sessionId, statusesOf('invocation.run')]);
     if (!row) return null;
     return {
       sessionId,
@@ -179,7 +180,7 @@ export class PgInvocationStore implements InvocationStore {
     const rows: InvocationRow[] = await this.knex('invocations')
       .whereNull('completed_at')
       .andWhere('created_at', '<', before)
-      .whereIn('status', ['queued', 'running'])
+      .whereIn('status', [...REAPABLE])
       .andWhere('updated_at', '<', before)
       .orderBy('created_at')
       .limit(limit);

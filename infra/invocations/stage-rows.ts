@@ -1,9 +1,5 @@
-import type {
-  AgentGate,
-  GuardianView,
-  InvokeContext,
-  RunView,
-} from '../../domain/invocations/invocation-store';
+import type { GuardianView, InvokeContext, RunView } from '../../domain/invocations/invocation-store';
+import type { AgentGate } from '../../domain/policy/guardian';
 import type { AgentStatus, ModelPrice } from '../../domain/model';
 import type { Provider } from '../../domain/providers';
 import { toSession, type SessionRow } from '../sessions/session-rows';

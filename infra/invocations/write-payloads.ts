@@ -1,4 +1,5 @@
 import type { Invocation } from '../../domain/invocations/invocation';
+import { statusesOf } from '../../domain/invocations/lifecycle';
 import type { DecisionWrite, FinishWrite } from '../../domain/invocations/invocation-store';
 import { storeDecision, storeRequest } from './invocation-rows';
 
@@ -25,7 +26,7 @@ export const insertJson = (i: Invocation) => ({
 
 export const decideJson = (w: DecisionWrite) => ({
   invocation_id: w.invocationId,
-  expected: 'queued',
+  expected: statusesOf('invocation.evaluate'),
   status: w.status,
   request: w.request ? storeRequest(w.request) : null,
   reserve_micros: w.reservation?.costMicros ?? null,

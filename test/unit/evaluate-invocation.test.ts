@@ -1,5 +1,5 @@
 import { worstCase } from '../../domain/budget/charges';
-import { Guardian, type GuardianVerdict } from '../../domain/guardian/guardian';
+import { Guardian, type GuardianVerdict } from '../../domain/policy/guardian';
 import { evaluateInvocation, type EvaluateDeps } from '../../domain/invocations/evaluate-invocation';
 import type { Invocation } from '../../domain/invocations/invocation';
 import type { DecisionWrite, GuardianView, InvocationStore } from '../../domain/invocations/invocation-store';

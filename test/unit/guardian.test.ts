@@ -1,4 +1,4 @@
-import { Guardian, type GuardianInput, type PolicyEngine } from '../../domain/guardian/guardian';
+import { Guardian, type GuardianInput, type PolicyEngine } from '../../domain/policy/guardian';
 
 const input = (over: Partial<GuardianInput> = {}): GuardianInput => ({
   orgId: 'org_1',

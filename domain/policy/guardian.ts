@@ -1,6 +1,14 @@
-import type { DecisionReason, Verdict } from '../invocations/invocation';
-import type { AgentGate } from '../invocations/invocation-store';
+import type { AgentStatus } from '../model';
 import type { ChatMessage } from '../providers';
+import type { DecisionReason, Verdict } from './verdict';
+
+/** The parts of an agent the guardian decides on. */
+export interface AgentGate {
+  id: string;
+  status: AgentStatus;
+  allowedModels: string[];
+  credentialRefs: string[];
+}
 
 /** What an agent is about to do, as the guardian sees it. */
 export interface GuardedAction {
