@@ -22,7 +22,7 @@ interface EventRow {
   details: Record<string, unknown>;
   request_id: string | null;
 }
-interface CheckpointRow {
+export interface CheckpointRow {
   org_id: string;
   seq: string;
   hash: string;
@@ -63,7 +63,7 @@ const toEntryRow = (e: AuditEntry) => ({
   hash: e.hash,
 });
 
-const toCheckpoint = (r: CheckpointRow): Checkpoint => ({
+export const toCheckpoint = (r: CheckpointRow): Checkpoint => ({
   orgId: r.org_id,
   seq: Number(r.seq),
   hash: r.hash,

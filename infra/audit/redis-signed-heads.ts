@@ -9,6 +9,13 @@ redis.call('HSET', KEYS[1], 'seq', ARGV[1], 'org_id', ARGV[2], 'hash', ARGV[3], 
   'signature', ARGV[5], 'signed_at', ARGV[6])
 return 1`;
 
+// Re-signs the head in place, only while it is still the one that was checked (the sealer may move it).
+const RESIGN = `
+local h = redis.call('HMGET', KEYS[1], 'seq', 'hash', 'key_id', 'signature')
+if h[1] ~= ARGV[1] or h[2] ~= ARGV[2] or h[3] ~= ARGV[3] or h[4] ~= ARGV[4] then return 0 end
+redis.call('HSET', KEYS[1], 'key_id', ARGV[5], 'signature', ARGV[6])
+return 1`;
+
 /**
  * Each org's newest signed chain head, kept in Redis: out of reach of someone who has only the
  * database, so cutting the chain's tail there leaves this head ahead of it (see verify-audit.ts).
@@ -48,5 +55,11 @@ export class RedisSignedHeads {
       head.signature,
       head.signedAt.toISOString(),
     );
+  }
+
+  /** The same head signed under another key (master key rotation); false when it moved meanwhile. */
+  async replaceSignature(from: Checkpoint, to: Checkpoint): Promise<boolean> {
+    const args = [from.seq, from.hash, from.keyId, from.signature, to.keyId, to.signature];
+    return (await this.redis.eval(RESIGN, 1, this.key(from.orgId), ...args)) === 1;
   }
 }

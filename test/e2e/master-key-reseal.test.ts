@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { checkpointKeyFrom } from '../../domain/audit/checkpoint';
 import { masterKeyId } from '../../infra/crypto/keyring';
 import { signupOrg } from '../support/factories';
 import { runNpmScript } from '../support/service-process';
@@ -17,10 +18,13 @@ beforeAll(async () => {
       { name, provider: 'openai', secret: `sk-${name}-${'x'.repeat(20)}` },
       org.adminKey,
     );
+  await app.infra.auditLog.sealAll(); // checkpoints signed under the old key, for the reseal to re-sign
 });
 afterAll(() => app.close());
 
 const NEW_KEY = randomBytes(32).toString('base64');
+const NEW_CHECKPOINT_KEY_ID = checkpointKeyFrom(Buffer.from(NEW_KEY, 'base64')).id;
+const checkpoints = () => app.infra.knex('audit_checkpoints');
 const env = (extra: Record<string, string>) => ({
   DATABASE_URL: app.db.url,
   REDIS_URL: TEST_REDIS_URL,
@@ -45,14 +49,18 @@ describe('npm run master-key:reseal', () => {
     expect(ids).toEqual([{ key_id: masterKeyId(Buffer.from(TEST_MASTER_KEY, 'base64')) }]);
   });
 
-  it('reseals every credential under the new key', async () => {
+  it('reseals every credential and re-signs every audit checkpoint under the new key', async () => {
+    const signed = Number((await checkpoints().count({ n: '*' }))[0]?.n);
+    expect(signed).toBeGreaterThan(0);
     const { code, output } = await run({ CP_MASTER_KEY_PREVIOUS: TEST_MASTER_KEY });
     expect({ code, output }).toMatchObject({
       code: 0,
       output: expect.stringContaining('done: 2 credentials resealed'),
     });
+    expect(output).toContain(`done: ${signed} audit checkpoints and 0 signed heads re-signed`);
     const ids = await app.infra.knex('credentials').distinct('key_id');
     expect(ids).toEqual([{ key_id: masterKeyId(Buffer.from(NEW_KEY, 'base64')) }]);
+    expect(await checkpoints().distinct('key_id')).toEqual([{ key_id: NEW_CHECKPOINT_KEY_ID }]);
   });
 
   it('reseals a row sealed before provider and base_url were bound, and names one that does not open', async () => {
@@ -79,5 +87,21 @@ describe('npm run master-key:reseal', () => {
       { aad_version: 2, key_id: newKeyId },
       { aad_version: 1, key_id: newKeyId },
     ]);
+  });
+
+  it('leaves a checkpoint whose signature does not verify as it is, and exits non-zero naming it', async () => {
+    const [row] = await checkpoints().orderBy('seq').limit(1).select('org_id', 'seq');
+    if (!row) throw new Error('the checkpoints of beforeAll are missing');
+    const oldKeyId = checkpointKeyFrom(Buffer.from(TEST_MASTER_KEY, 'base64')).id;
+    const forged = { key_id: oldKeyId, signature: '0'.repeat(64) };
+    await checkpoints().where({ org_id: row.org_id, seq: row.seq }).update(forged);
+
+    const { code, output } = await run({ CP_MASTER_KEY_PREVIOUS: TEST_MASTER_KEY });
+    expect(code).not.toBe(0);
+    expect(output).toContain(`checkpoint org ${row.org_id} seq ${row.seq} (key ${oldKeyId}: bad_signature)`);
+    const after = await checkpoints()
+      .where({ org_id: row.org_id, seq: row.seq })
+      .first('key_id', 'signature');
+    expect(after).toEqual(forged);
   });
 });

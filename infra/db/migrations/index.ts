@@ -6,6 +6,7 @@ import { Migration20261122000004Invocations } from './Migration20261122000004Inv
 import { Migration20261123000001ProviderAttempts } from './Migration20261123000001ProviderAttempts';
 import { Migration20261124000001IdempotencyPrincipal } from './Migration20261124000001IdempotencyPrincipal';
 import { Migration20261124000003CredentialAadVersion } from './Migration20261124000003CredentialAadVersion';
+import { Migration20261125000001CheckpointResign } from './Migration20261125000001CheckpointResign';
 
 /** Every migration, in order. Listed explicitly so the same code runs under tsx, swc and tsc. */
 export const MIGRATIONS: MigrationObject[] = [
@@ -16,4 +17,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261123000001ProviderAttempts', class: Migration20261123000001ProviderAttempts },
   { name: 'Migration20261124000001IdempotencyPrincipal', class: Migration20261124000001IdempotencyPrincipal },
   { name: 'Migration20261124000003CredentialAadVersion', class: Migration20261124000003CredentialAadVersion },
+  { name: 'Migration20261125000001CheckpointResign', class: Migration20261125000001CheckpointResign },
 ];
