@@ -36,6 +36,11 @@ export async function withIdempotency(
   const scope = { orgId: principal.orgId, principalId: principal.id, key, route };
   const requestHash = hashRequest(rawBody);
   const claim = await store.claim(scope, requestHash);
+  if (claim.kind === 'unreadable')
+    throw new DomainError(
+      'idempotency_conflict',
+      'a request with this Idempotency-Key already ran, but its stored response can no longer be read (the master key that sealed it was dropped); send a new key only to run it again',
+    );
   if (claim.kind === 'replay') {
     if (claim.requestHash !== requestHash) {
       throw new DomainError(

@@ -10,7 +10,10 @@ export interface StoredResponse {
 }
 
 export type Claim =
-  { kind: 'claimed' } | { kind: 'replay'; requestHash: string; response: StoredResponse | null };
+  | { kind: 'claimed' }
+  | { kind: 'replay'; requestHash: string; response: StoredResponse | null }
+  /** Stored, but it no longer opens: the master key that sealed it was dropped. */
+  | { kind: 'unreadable' };
 
 /**
  * Whose request a record is: the org, the principal that sent it (an API key id or a user id),
@@ -62,10 +65,13 @@ export class IdempotencyStore {
     if (inserted.rows.length > 0) return { kind: 'claimed' };
     const row = await this.knex('idempotency_records').where(whereOf(scope)).first();
     if (!row) return this.claim(scope, requestHash);
-    const response = row.response
-      ? (JSON.parse(this.unseal(row.response, this.context(scope))) as StoredResponse)
-      : null;
-    return { kind: 'replay', requestHash: row.request_hash, response };
+    if (!row.response) return { kind: 'replay', requestHash: row.request_hash, response: null };
+    try {
+      const response = JSON.parse(this.unseal(row.response, this.context(scope))) as StoredResponse;
+      return { kind: 'replay', requestHash: row.request_hash, response };
+    } catch {
+      return { kind: 'unreadable' };
+    }
   }
 
   async complete(scope: RecordScope, response: StoredResponse): Promise<void> {

@@ -58,4 +58,17 @@ describe('Idempotency-Key is scoped to the principal that sent it', () => {
     expect(byUser.headers.get('idempotent-replayed')).toBeNull();
     expect(byUser.body.key).not.toBe(byKey.body.key);
   });
+
+  it('answers 409 idempotency_conflict, never a 500, when the stored response no longer opens (its key was dropped)', async () => {
+    const first = await mintAs(org.adminKey, 'sealed-by-a-dropped-key');
+    expect(first.status).toBe(201);
+    await app.infra
+      .knex('idempotency_records')
+      .where({ key: 'sealed-by-a-dropped-key' })
+      .update({ response: 'k_dropped.c2VhbGVkIGJ5IGEga2V5IG5vIGxvbmdlciBoZWxk' });
+    const again = await mintAs(org.adminKey, 'sealed-by-a-dropped-key');
+    expect(again.status).toBe(409);
+    expect(again.body).toMatchObject({ error_code: 'idempotency_conflict' });
+    expect(JSON.stringify(again.body)).not.toContain(first.body.key);
+  });
 });
