@@ -1,7 +1,6 @@
 import { mintKey, PASSWORD, signupOrg, type SignedUpOrg } from '../support/factories';
-import { GENESIS_HASH, sealEvents } from '../../domain/audit/hash-chain';
-import type { AuditEvent } from '../../domain/audit/audit-event';
 import { superuserQuery } from '../support/test-db';
+import { forgedChain } from '../support/audit-forgery';
 import { startTestApp, type TestApp } from '../support/test-app';
 
 interface Entry {
@@ -173,19 +172,7 @@ describe('tamper evidence', () => {
     await mintKey(app.http, org.adminKey, ['audit:read']);
     await app.http.get('/v1/audit', org.adminKey);
     // Someone with database access forges entry 2 and recomputes every hash after it.
-    const rows = await app.infra.knex('audit_entries').where({ org_id: org.orgId }).orderBy('seq');
-    const events: AuditEvent[] = rows.map((r) => ({
-      id: r.id,
-      orgId: r.org_id,
-      at: new Date(r.at),
-      actor: { type: r.actor_type, id: r.actor_id },
-      action: r.action,
-      resource: { type: r.resource_type, id: r.resource_id },
-      outcome: r.outcome,
-      details: r.seq === '2' ? { email: 'forged@example.test' } : r.details,
-      requestId: r.request_id,
-    }));
-    const forged = sealEvents({ seq: 0, hash: GENESIS_HASH }, events);
+    const forged = await forgedChain(app.infra.knex, org.orgId);
     const sql = forged
       .map(
         (e) =>
