@@ -46,6 +46,8 @@ export const finishJson = (w: FinishWrite) => ({
   cost_micros: w.costMicros,
   charged_calls: w.chargedCalls,
   provider_attempt: w.providerAttempt,
-  error: w.error ? { error_code: w.error.errorCode, message: w.error.message } : null,
+  // A failed attempt before a retry is in its audit entry; the row shows an error only once it ends.
+  error:
+    w.error && w.status !== 'running' ? { error_code: w.error.errorCode, message: w.error.message } : null,
   at: w.at,
 });

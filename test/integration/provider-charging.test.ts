@@ -154,6 +154,21 @@ describe('what each failure class is charged (CP_INVOKE_ATTEMPTS=3)', () => {
     expect(usage.reserved_usd).toBe(0);
   });
 
+  it('audits each failed attempt that a retry follows, with its error code and the totals so far', async () => {
+    const { invocation } = await run('fails-500');
+    const audit = await app.http.get<{ data: { action: string; details: Record<string, unknown> }[] }>(
+      `/v1/audit?resource_id=${invocation.id}`,
+      setup.org.adminKey,
+    );
+    const attempts = audit.body.data.filter((e) => e.action === 'llm.invoke.attempt_failed');
+    expect(attempts.map((e) => e.details)).toEqual([
+      expect.objectContaining({ error_code: 'provider_unavailable', calls: 2, provider_attempts: 2 }),
+      expect.objectContaining({ error_code: 'provider_unavailable', calls: 1, provider_attempts: 1 }),
+    ]);
+    const failed = audit.body.data.find((e) => e.action === 'llm.invoke.failed');
+    expect(failed?.details).toMatchObject({ calls: 3, provider_attempts: 3, cost_usd: 0 });
+  });
+
   it('a refused connection reached no provider: retried, and no call is charged', async () => {
     const { invocation, usage } = await run('refused', refusing);
     expect(invocation).toMatchObject({ status: 'failed', error: { error_code: 'provider_unreachable' } });
