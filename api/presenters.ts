@@ -1,7 +1,11 @@
 import type { AuditEntry } from '../domain/audit/audit-event';
+import type { Policy } from '../domain/policy/policy';
+import { policyDocument } from '../domain/policy/policy-document';
 import type { VerifyResult } from '../domain/audit/hash-chain';
 import type { Agent, ApiKey, Credential, Org, User } from '../domain/model';
-import type { Decision, Invocation } from '../domain/invocations/invocation';
+import type { Invocation } from '../domain/invocations/invocation';
+import type { Decision } from '../domain/policy/decision';
+import type { ShadowReason } from '../domain/policy/policy';
 import type { DecisionReason } from '../domain/policy/verdict';
 import type { HistoryItem } from '../domain/invocations/invocation-store';
 import { microsToUsd, type Price } from '../domain/pricing/cost';
@@ -110,8 +114,15 @@ export const presentSession = ({ session: s, reserved }: SessionView) => ({
   closed_at: iso(s.closedAt),
 });
 
-const presentReasons = (reasons: DecisionReason[]) =>
-  reasons.map((r) => ({ policy_id: r.policyId, code: r.code, message: r.message }));
+const presentReason = (r: DecisionReason) => ({
+  policy_id: r.policyId,
+  code: r.code,
+  message: r.message,
+  rule_index: r.ruleIndex ?? null,
+});
+const presentReasons = (reasons: DecisionReason[]) => reasons.map(presentReason);
+const presentShadowReasons = (reasons: ShadowReason[]) =>
+  reasons.map((r) => ({ ...presentReason(r), verdict: r.verdict }));
 
 export const presentInvocation = (i: Invocation) => ({
   id: i.id,
@@ -136,13 +147,15 @@ export const presentInvocation = (i: Invocation) => ({
 
 export const presentDecision = (d: Decision) => ({
   id: d.id,
-  invocation_id: d.invocationId,
-  session_id: d.sessionId,
-  agent_id: d.agentId,
   verdict: d.verdict,
   reasons: presentReasons(d.reasons),
+  shadow_reasons: presentShadowReasons(d.shadowReasons),
   modified_action: d.modifiedAction ?? null,
   policy_version: d.policyVersion,
+  action_digest: d.actionDigest,
+  invocation_id: d.invocationId,
+  agent_id: d.agentId,
+  session_id: d.sessionId,
   evaluated_at: d.evaluatedAt.toISOString(),
 });
 
@@ -175,4 +188,10 @@ export const presentUsage = (r: UsageReport) => ({
   to: r.to.toISOString(),
   totals: presentFigures(r.totals),
   groups: r.groups.map((g) => ({ key: g.key, ...presentFigures(g) })),
+});
+
+/** A policy in the contract's shape; after a change, with the org's policy_version it produced. */
+export const presentPolicy = (p: Policy, policyVersion?: number) => ({
+  ...policyDocument(p),
+  ...(policyVersion !== undefined ? { policy_version: policyVersion } : {}),
 });

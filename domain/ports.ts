@@ -12,6 +12,8 @@ import type {
   User,
   UserSession,
 } from './model';
+import type { PolicyMode } from './policy/policy';
+import type { PolicyRepository } from './policy/policy-store.port';
 
 export interface OrgRepository {
   add(org: Org): void;
@@ -91,6 +93,8 @@ export interface PolicyRef {
   id: string;
   name: string;
   version: number;
+  /** A shadow policy is evaluated and recorded but never changes a verdict. */
+  mode?: PolicyMode;
 }
 
 export interface ModelUse {
@@ -121,6 +125,7 @@ export interface Tx {
   agents: AgentRepository;
   prices: PriceRepository;
   agbomStates: AgbomStateRepository;
+  policies: PolicyRepository;
   activity: AgentActivityReader;
   audit: AuditRecorder;
 }

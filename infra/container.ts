@@ -23,6 +23,8 @@ import { openRedis } from './redis/connections';
 import { RedisCapLedger } from './budget/redis-cap-ledger';
 import { CompletionHub } from './invocations/completion-hub';
 import { PgInvocationStore } from './invocations/pg-invocation-store';
+import { PgDecisionLog } from './decisions/pg-decision-log';
+import { PgPolicySetReader } from './policy/pg-policy-set-reader';
 import { PgSessionStore } from './sessions/pg-session-store';
 import { PgUsageStats } from './stats/pg-usage-stats';
 import { installTelemetry } from './telemetry';
@@ -66,6 +68,10 @@ export interface Infra {
   ledger: RedisCapLedger;
   completions: CompletionHub;
   guardian: Guardian;
+  /** Each org's policy_version and policy set, read in one snapshot (for the compiled-policy cache). */
+  policySets: PgPolicySetReader;
+  /** Every guardian decision, newest first (GET /v1/acs/decisions). */
+  decisionLog: PgDecisionLog;
   usageStats: PgUsageStats;
   rateLimits: { perKey: RateLimit; perIp: RateLimit };
   checks: { database(): Promise<void>; redis(): Promise<void> };
@@ -127,6 +133,8 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
     ledger: new RedisCapLedger(redis, prefix),
     completions,
     guardian: new Guardian(),
+    policySets: new PgPolicySetReader(knex),
+    decisionLog: new PgDecisionLog(knex),
     usageStats: new PgUsageStats(knex),
     rateLimits: {
       perKey: new RateLimit(redis, `${prefix}:rl:key`, config.CP_RATE_LIMIT_PER_MINUTE),

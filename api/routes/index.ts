@@ -3,9 +3,11 @@ import { buildOpenApi } from '../openapi';
 import { agentRoutes } from './agents.routes';
 import { auditRoutes } from './audit.routes';
 import { credentialRoutes } from './credentials.routes';
+import { decisionRoutes } from './decisions.routes';
 import { identityRoutes } from './identity.routes';
 import { keyRoutes } from './keys.routes';
 import { pricingRoutes } from './pricing.routes';
+import { policyRoutes } from './policies.routes';
 import { invocationRoutes } from './invocations.routes';
 import { publicRoutes } from './public.routes';
 import { sessionRoutes } from './sessions.routes';
@@ -17,11 +19,13 @@ const resourceRoutes: RouteDef[] = [
   ...keyRoutes,
   ...credentialRoutes,
   ...agentRoutes,
+  ...policyRoutes,
   ...pricingRoutes,
   ...sessionRoutes,
   ...invocationRoutes,
   ...statsRoutes,
   ...auditRoutes,
+  ...decisionRoutes,
 ];
 
 const openApiRoute = defineRoute({

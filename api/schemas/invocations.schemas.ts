@@ -73,7 +73,22 @@ export const InvocationQuery = z
   })
   .strict();
 
-const Reason = z.object({ policy_id: z.string().nullable(), code: z.string(), message: z.string() });
+const Reason = z.object({
+  policy_id: z.string().nullable(),
+  code: z.string(),
+  message: z.string(),
+  rule_index: z
+    .number()
+    .int()
+    .nullable()
+    .meta({ description: "The rule's index in its policy's rules; null for built-in checks." }),
+});
+
+const ShadowReason = Reason.extend({
+  verdict: z
+    .enum(['allow', 'deny', 'modify', 'require_approval'])
+    .meta({ description: 'What the shadow policy would have decided; it never changes the verdict.' }),
+});
 
 export const InvocationView = z
   .object({
@@ -116,13 +131,21 @@ export const InvocationView = z
 export const DecisionView = z
   .object({
     id: z.string(),
-    invocation_id: z.string().nullable(),
-    session_id: z.string().nullable(),
-    agent_id: z.string().nullable(),
     verdict: z.enum(['allow', 'deny', 'modify', 'require_approval']),
     reasons: z.array(Reason),
-    modified_action: z.unknown().nullable(),
+    shadow_reasons: z.array(ShadowReason),
+    modified_action: z.unknown().nullable().meta({
+      description:
+        'The action after modification, without its messages: the log keeps no prompt text (the invocation runs the modified request).',
+    }),
     policy_version: z.number().int(),
+    action_digest: z
+      .string()
+      .nullable()
+      .meta({ description: 'SHA-256 (hex) of the canonical JSON (RFC 8785) of the action decided.' }),
+    invocation_id: z.string().nullable(),
+    agent_id: z.string().nullable(),
+    session_id: z.string().nullable(),
     evaluated_at: timestamp,
   })
   .meta({ id: 'Decision' });

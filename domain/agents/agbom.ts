@@ -110,7 +110,8 @@ const toolComponents = (input: AgbomInput): Json[] =>
 
 /**
  * Policies are `data` components of kind configuration: they are the configuration that governs
- * the agent, versioned, and a reviewer wants them listed beside what they govern.
+ * the agent, versioned, and a reviewer wants them listed beside what they govern. A shadow
+ * policy is listed with its mode: it is evaluated but changes no verdict.
  */
 const policyComponents = (input: AgbomInput): Json[] =>
   [...input.policies].sort(byName).map((p) => ({
@@ -119,7 +120,11 @@ const policyComponents = (input: AgbomInput): Json[] =>
     name: p.name,
     version: String(p.version),
     data: [{ type: 'configuration', name: p.name }],
-    properties: [prop('cp:kind', 'policy'), prop('cp:policy:id', p.id)],
+    properties: [
+      prop('cp:kind', 'policy'),
+      prop('cp:policy:id', p.id),
+      ...(p.mode ? [prop('cp:policy:mode', p.mode)] : []),
+    ],
   }));
 
 /** Credentials are the provider services the agent may call through this control plane; never secrets. */

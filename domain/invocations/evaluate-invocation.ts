@@ -2,10 +2,12 @@ import { SYSTEM_ACTOR } from '../audit/audit-event';
 import { newAuditEvent } from '../audit/new-event';
 import { worstCase } from '../budget/charges';
 import type { Clock } from '../clock';
-import type { Guardian, GuardianInput, GuardianVerdict } from '../policy/guardian';
+import { actionDigest } from '../policy/action-digest';
+import { withoutPromptText, type Decision } from '../policy/decision';
+import type { GuardedAction, Guardian, GuardianInput, GuardianVerdict } from '../policy/guardian';
 import { newId } from '../ids';
 import { statusAt } from '../sessions/session';
-import type { Decision, Invocation, InvocationRequest } from './invocation';
+import type { Invocation, InvocationRequest } from './invocation';
 import type { DecisionWrite, GuardianView, InvocationStore } from './invocation-store';
 import { canMove, statusesOf } from './lifecycle';
 import { endWithoutUsage, recordOutcome } from './outcomes';
@@ -58,6 +60,19 @@ function modifiedRequest(invocation: Invocation, verdict: GuardianVerdict): Invo
   return { ...invocation.request, messages: action.messages, maxTokens: action.maxTokens };
 }
 
+/** An action as the contract spells it (snake_case), for the digest and the decision log. */
+const actionJson = (a: GuardedAction) => ({
+  type: a.type,
+  model: a.model,
+  messages: a.messages,
+  max_tokens: a.maxTokens,
+  ...(a.tool ? { tool: a.tool } : {}),
+});
+
+/**
+ * The digest is of the action the guardian saw (the request as submitted); the modified action is
+ * kept without its messages: the invocation row holds the modified request itself.
+ */
 const decisionOf = (invocation: Invocation, verdict: GuardianVerdict, at: Date): Decision => ({
   id: newId('dec'),
   orgId: invocation.orgId,
@@ -66,8 +81,11 @@ const decisionOf = (invocation: Invocation, verdict: GuardianVerdict, at: Date):
   agentId: invocation.agentId,
   verdict: verdict.verdict,
   reasons: verdict.reasons,
-  modifiedAction: verdict.modifiedAction,
+  // The guardian stage records no shadow policies yet: the policy engine fills these in.
+  shadowReasons: [],
+  modifiedAction: verdict.modifiedAction ? withoutPromptText(actionJson(verdict.modifiedAction)) : null,
   policyVersion: verdict.policyVersion,
+  actionDigest: actionDigest(actionJson(guardedAction(invocation))),
   evaluatedAt: at,
 });
 
@@ -148,18 +166,21 @@ export async function evaluateInvocation(deps: EvaluateDeps, job: StageJob): Pro
   return 'denied';
 }
 
+/** What the invocation asks to do, as the guardian sees it. */
+const guardedAction = (invocation: Invocation): GuardedAction => ({
+  type: 'llm.invoke',
+  model: invocation.model,
+  messages: invocation.request.messages,
+  maxTokens: invocation.request.maxTokens,
+  ...(invocation.request.tool ? { tool: invocation.request.tool } : {}),
+});
+
 const guardianInput = ({ invocation, agent }: GuardianView): GuardianInput => ({
   orgId: invocation.orgId,
   agent,
   sessionId: invocation.sessionId,
   credentialRef: invocation.credentialRef,
-  action: {
-    type: 'llm.invoke',
-    model: invocation.model,
-    messages: invocation.request.messages,
-    maxTokens: invocation.request.maxTokens,
-    ...(invocation.request.tool ? { tool: invocation.request.tool } : {}),
-  },
+  action: guardedAction(invocation),
 });
 
 /** The invocation as the denial left it, for waiting clients. */

@@ -5,13 +5,8 @@ import type { ModelPrice, Page } from '../model';
 import type { AgentGate } from '../policy/guardian';
 import type { Provider } from '../providers';
 import type { Session, SessionStatus } from '../sessions/session';
-import type {
-  Decision,
-  Invocation,
-  InvocationError,
-  InvocationRequest,
-  InvocationStatus,
-} from './invocation';
+import type { Decision } from '../policy/decision';
+import type { Invocation, InvocationError, InvocationRequest, InvocationStatus } from './invocation';
 
 /** A credential as the API sees it when admitting an invocation: no secret. */
 export interface CredentialRefInfo {

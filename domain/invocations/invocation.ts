@@ -70,17 +70,3 @@ export interface Invocation {
   updatedAt: Date;
   completedAt: Date | null;
 }
-
-/** A guardian decision, kept on its own: the session history lists them beside invocations. */
-export interface Decision {
-  id: string;
-  orgId: string;
-  invocationId: string | null;
-  sessionId: string | null;
-  agentId: string | null;
-  verdict: Verdict;
-  reasons: DecisionReason[];
-  modifiedAction: unknown;
-  policyVersion: number;
-  evaluatedAt: Date;
-}

@@ -6,4 +6,6 @@ export interface DecisionReason {
   policyId: string | null;
   code: string;
   message: string;
+  /** Index of the rule in its policy's `rules`; null or absent for reasons not tied to one rule. */
+  ruleIndex?: number | null;
 }

@@ -14,6 +14,7 @@ import {
   UserSchema,
   UserSessionSchema,
 } from './entities';
+import { policiesFor, policyRepository } from '../policy/pg-policy-repository';
 
 /** Keyset pagination on time-ordered ids: newest first, `after` is the last id already seen. */
 async function pageBy<T>(
@@ -194,9 +195,9 @@ export function repositoriesFor(em: EntityManager): Tx {
     agbomStates: {
       record: (orgId, agentId, contentHash, at) => recordAgbomState(em, orgId, agentId, contentHash, at),
     },
-    // Policies (the policy engine) do not exist yet; their reader is where their table will plug in.
+    policies: policyRepository(em),
     activity: {
-      policiesFor: async () => [],
+      policiesFor: (agent) => policiesFor(em, agent.orgId, agent.id),
       modelsUsedBy: (orgId, agentId) => modelsUsedBy(em, orgId, agentId),
     },
     audit: {

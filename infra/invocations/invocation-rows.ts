@@ -1,11 +1,12 @@
 import type { ActorType } from '../../domain/audit/audit-event';
 import type {
-  Decision,
   DecisionSummary,
   Invocation,
   InvocationRequest,
   InvocationStatus,
 } from '../../domain/invocations/invocation';
+import { withoutPromptText, type Decision } from '../../domain/policy/decision';
+import type { ShadowReason } from '../../domain/policy/policy';
 import type { DecisionReason, Verdict } from '../../domain/policy/verdict';
 import type { Provider } from '../../domain/providers';
 import { toDate, toDateOrNull, type Num, type Time } from '../db/row-values';
@@ -56,6 +57,12 @@ interface StoredReason {
   policy_id: string | null;
   code: string;
   message: string;
+  /** Absent on reasons stored before rules were indexed. */
+  rule_index?: number | null;
+}
+
+interface StoredShadowReason extends StoredReason {
+  verdict: Verdict;
 }
 
 interface StoredDecision {
@@ -80,11 +87,29 @@ const loadRequest = (r: StoredRequest): InvocationRequest => ({
   ...(r.metadata ? { metadata: r.metadata } : {}),
 });
 
-export const storeReasons = (reasons: DecisionReason[]): StoredReason[] =>
-  reasons.map((r) => ({ policy_id: r.policyId, code: r.code, message: r.message }));
+const storeReason = (r: DecisionReason): StoredReason => ({
+  policy_id: r.policyId,
+  code: r.code,
+  message: r.message,
+  rule_index: r.ruleIndex ?? null,
+});
 
-const loadReasons = (reasons: StoredReason[]): DecisionReason[] =>
-  reasons.map((r) => ({ policyId: r.policy_id, code: r.code, message: r.message }));
+const loadReason = (r: StoredReason) => ({
+  policyId: r.policy_id,
+  code: r.code,
+  message: r.message,
+  ruleIndex: r.rule_index ?? null,
+});
+
+export const storeReasons = (reasons: DecisionReason[]): StoredReason[] => reasons.map(storeReason);
+
+const loadReasons = (reasons: StoredReason[]): DecisionReason[] => reasons.map(loadReason);
+
+const storeShadowReasons = (reasons: ShadowReason[]): StoredShadowReason[] =>
+  reasons.map((r) => ({ ...storeReason(r), verdict: r.verdict }));
+
+const loadShadowReasons = (reasons: StoredShadowReason[]): ShadowReason[] =>
+  reasons.map((r) => ({ ...loadReason(r), verdict: r.verdict }));
 
 export const storeDecision = (d: DecisionSummary): StoredDecision => ({
   id: d.id,
@@ -135,8 +160,10 @@ export interface DecisionRow {
   agent_id: string | null;
   verdict: string;
   reasons: StoredReason[];
+  shadow_reasons: StoredShadowReason[];
   modified_action: unknown;
   policy_version: Num;
+  action_digest: string | null;
   evaluated_at: Time;
 }
 
@@ -148,8 +175,10 @@ export const toDecision = (r: DecisionRow): Decision => ({
   agentId: r.agent_id,
   verdict: r.verdict as Verdict,
   reasons: loadReasons(r.reasons),
+  shadowReasons: loadShadowReasons(r.shadow_reasons ?? []),
   modifiedAction: r.modified_action ?? null,
   policyVersion: Number(r.policy_version),
+  actionDigest: r.action_digest ?? null,
   evaluatedAt: toDate(r.evaluated_at),
 });
 
@@ -161,7 +190,10 @@ export const decisionJson = (d: Decision) => ({
   agent_id: d.agentId,
   verdict: d.verdict,
   reasons: storeReasons(d.reasons),
-  modified_action: d.modifiedAction ?? null,
+  shadow_reasons: storeShadowReasons(d.shadowReasons),
+  // The prompt text never reaches the log, whoever built the decision.
+  modified_action: withoutPromptText(d.modifiedAction),
   policy_version: d.policyVersion,
+  action_digest: d.actionDigest,
   evaluated_at: d.evaluatedAt,
 });

@@ -1,5 +1,6 @@
 import { auditRecordset, INSERT_AUDIT } from '../db/audit-rows';
 import type { Statement } from '../db/prepared-pool';
+import { decisionRecordset, INSERT_DECISIONS } from '../decisions/decision-sql';
 
 /**
  * The invoke path's statements, prepared (see PreparedPool). Writes take their rows as JSON
@@ -62,12 +63,7 @@ export const DECIDE = statement(
     returning i.id
   ),
   d as (
-    insert into decisions (id, org_id, invocation_id, session_id, agent_id, verdict, reasons, modified_action,
-      policy_version, evaluated_at)
-    select * from json_to_recordset($2::json) as d(id text, org_id text, invocation_id text, session_id text,
-      agent_id text, verdict text, reasons jsonb, modified_action jsonb, policy_version integer,
-      evaluated_at timestamptz)
-    where d.invocation_id in (select id from u)
+    ${INSERT_DECISIONS} select * from ${decisionRecordset('$2')} where d.invocation_id in (select id from u)
   ),
   aud as (${INSERT_AUDIT} select * from ${auditRecordset('$3')} where a.resource_id in (select id from u))
   select coalesce(array_agg(id), '{}') as applied from u`,

@@ -236,6 +236,46 @@ describe('AGBOM', () => {
     expect(new Set(readers.map((r) => r.body.serialNumber)).size).toBe(1);
   });
 
+  it('lists the enabled policies that apply to the agent, and not the others', async () => {
+    const { body: agent } = await create({ name: 'governed' });
+    const { body: bystander } = await create({ name: 'bystander' });
+    const policy = async (name: string, extra: Record<string, unknown>) => {
+      const res = await app.http.post<{ id: string }>(
+        '/v1/policies',
+        { name, rules: [{ type: 'max_tokens', limit: 64 }], ...extra },
+        org.adminKey,
+      );
+      expect(res.status).toBe(201);
+      return res.body.id;
+    };
+    const everyone = await policy('for everyone', {});
+    const mine = await policy('for this agent', { applies_to: { agent_ids: [bystander.id, agent.id] } });
+    const trial = await policy('on trial', { mode: 'shadow', applies_to: { agent_ids: [agent.id] } });
+    const theirs = await policy('for the bystander', { applies_to: { agent_ids: [bystander.id] } });
+    const disabled = await policy('switched off', { enabled: false });
+    const before = await agbom(agent.id);
+    expect(validateCycloneDx16(before.body)).toEqual([]);
+    const listed = before.body.components.filter((c) => c.type === 'data');
+    expect(listed.map((c) => c.name).sort()).toEqual(['for everyone', 'for this agent', 'on trial']);
+    const text = JSON.stringify(before.body);
+    for (const id of [everyone, mine, trial]) expect(text).toContain(id);
+    for (const id of [theirs, disabled]) expect(text).not.toContain(id);
+    expect(text).toMatch(/cp:policy:mode"?,"value":"shadow"/);
+
+    // A change to an applying policy is a change of the BOM; deleting it takes it out.
+    await app.http.delete(`/v1/policies/${mine}`, org.adminKey);
+    const after = (await agbom(agent.id)).body;
+    expect(after.serialNumber).not.toBe(before.body.serialNumber);
+    expect(JSON.stringify(after)).not.toContain(mine);
+    // Another org's policies never appear.
+    await app.http.post(
+      '/v1/policies',
+      { name: 'foreign', rules: [{ type: 'max_tokens', limit: 1 }] },
+      other.adminKey,
+    );
+    expect(JSON.stringify((await agbom(agent.id)).body)).not.toContain('foreign');
+  });
+
   it('shows a deleted credential as deleted, and that changes the BOM', async () => {
     const cred = await app.http.post<{ credential_ref: string }>(
       '/v1/credentials',

@@ -100,6 +100,9 @@ describe('read scopes cannot write', () => {
     ['agents:read', 'POST', '/v1/agents/agt_x/suspend', undefined],
     ['stats:read', 'PUT', '/v1/pricing/gpt-4o', { input_per_mtok_usd: 1, output_per_mtok_usd: 1 }],
     ['stats:read', 'DELETE', '/v1/pricing/gpt-4o', undefined],
+    ['policies:read', 'POST', '/v1/policies', VALID_BODIES['POST /v1/policies']],
+    ['policies:read', 'PUT', '/v1/policies/pol_x', VALID_BODIES['PUT /v1/policies/{id}']],
+    ['policies:read', 'DELETE', '/v1/policies/pol_x', undefined],
     ['sessions:read', 'POST', '/v1/sessions', { max_cost_usd: 1 }],
     ['sessions:read', 'POST', '/v1/sessions/ses_x/close', undefined],
     ['sessions:read', 'POST', '/v1/llm/invocations/inv_x/cancel', undefined],
@@ -123,6 +126,7 @@ describe('read scopes cannot write', () => {
     ['sessions:read', '/v1/llm/invocations'],
     ['llm:invoke', '/v1/llm/invocations'],
     ['stats:read', '/v1/stats/usage'],
+    ['policies:read', '/v1/policies'],
   ])('%s can GET %s', async (scope, path) => {
     expect((await app.http.get(path, keys.get(scope as Scope))).status).toBe(200);
   });

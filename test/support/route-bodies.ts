@@ -16,6 +16,8 @@ export const VALID_BODIES: Record<string, unknown> = {
   'POST /v1/agents': { name: 'matrix' },
   'PATCH /v1/agents/{id}': { name: 'matrix-2' },
   'PUT /v1/pricing/{model}': { input_per_mtok_usd: 1, output_per_mtok_usd: 2 },
+  'POST /v1/policies': { name: 'matrix', priority: 1, rules: [{ type: 'max_tokens', limit: 100 }] },
+  'PUT /v1/policies/{id}': { name: 'matrix', priority: 1, rules: [{ type: 'max_tokens', limit: 100 }] },
   'POST /v1/sessions': { max_cost_usd: 1 },
   'POST /v1/llm/invoke': {
     session_id: 'ses_doesnotexist',

@@ -1,4 +1,5 @@
 import { agbomContentHash, buildAgbom, serialFromHash, type AgbomInput } from '../../domain/agents/agbom';
+import type { PolicyRef } from '../../domain/ports';
 import { validateCycloneDx16 } from '../support/cyclonedx-validator';
 
 const at = new Date('2026-11-01T10:00:00Z');
@@ -66,6 +67,21 @@ describe('AGBOM builder', () => {
     expect(doc.components.find((c) => c.type === 'data')?.name).toBe('no-pii');
   });
 
+  it('lists each policy with its id, version and mode', () => {
+    const input = full();
+    input.policies = [{ id: 'pol_1', name: 'no-pii', version: 2, mode: 'shadow' }];
+    const doc = buildAgbom(input, state) as unknown as Doc & { components: { version?: string }[] };
+    const policy = doc.components.find((c) => c.type === 'data');
+    expect(policy).toMatchObject({ name: 'no-pii', version: '2' });
+    expect(policy?.properties).toEqual(
+      expect.arrayContaining([
+        { name: 'cp:policy:id', value: 'pol_1' },
+        { name: 'cp:policy:mode', value: 'shadow' },
+      ]),
+    );
+    expect(validateCycloneDx16(buildAgbom(input, state))).toEqual([]);
+  });
+
   it('hashes the same content the same way, whatever the order of its lists', () => {
     const a = full();
     const b = full();
@@ -83,6 +99,8 @@ describe('AGBOM builder', () => {
     ['a tool version', (i) => ((i.agent.tools[0] as { version?: string }).version = '2.40')],
     ['a credential deleted', (i) => ((i.credentials[0] as { deleted: boolean }).deleted = true)],
     ['a policy version', (i) => ((i.policies[0] as { version: number }).version = 3)],
+    ['a policy mode', (i) => ((i.policies[0] as PolicyRef).mode = 'shadow')],
+    ['the list of policies', (i) => i.policies.push({ id: 'pol_2', name: 'no-shell', version: 1 })],
     ['calls of a model used', (i) => ((i.modelsUsed[0] as { calls: number }).calls = 13)],
     ['the agent name', (i) => (i.agent.name = 'renamed')],
     ['the agent version', (i) => (i.agent.version = 4)],

@@ -7,6 +7,8 @@ import { Migration20261123000001ProviderAttempts } from './Migration202611230000
 import { Migration20261124000001IdempotencyPrincipal } from './Migration20261124000001IdempotencyPrincipal';
 import { Migration20261124000003CredentialAadVersion } from './Migration20261124000003CredentialAadVersion';
 import { Migration20261125000001CheckpointResign } from './Migration20261125000001CheckpointResign';
+import { Migration20261126000002DecisionLog } from './Migration20261126000002DecisionLog';
+import { Migration20261126000001Policies } from './Migration20261126000001Policies';
 
 /** Every migration, in order. Listed explicitly so the same code runs under tsx, swc and tsc. */
 export const MIGRATIONS: MigrationObject[] = [
@@ -18,4 +20,6 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261124000001IdempotencyPrincipal', class: Migration20261124000001IdempotencyPrincipal },
   { name: 'Migration20261124000003CredentialAadVersion', class: Migration20261124000003CredentialAadVersion },
   { name: 'Migration20261125000001CheckpointResign', class: Migration20261125000001CheckpointResign },
+  { name: 'Migration20261126000001Policies', class: Migration20261126000001Policies },
+  { name: 'Migration20261126000002DecisionLog', class: Migration20261126000002DecisionLog },
 ];

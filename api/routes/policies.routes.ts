@@ -1,0 +1,135 @@
+import { z } from 'zod';
+import type { AppliesTo, Rule } from '../../domain/policy/policy';
+import {
+  createPolicy,
+  deletePolicy,
+  getPolicy,
+  listPolicies,
+  replacePolicy,
+  type PolicyDeps,
+  type PolicyFields,
+} from '../../domain/policy/policy-use-cases';
+import type { Infra } from '../../infra/container';
+import { callOf } from '../http/call-context';
+import { defineRoute, needs } from '../http/route';
+import { presentPolicy } from '../presenters';
+import { listOf, pageQuery, pageReply, pageRequest } from '../schemas/common';
+import { PolicyBody, PolicyView, RuleBody } from '../schemas/policies.schemas';
+
+const read = needs('policies:read');
+const write = needs('policies:write');
+const policyPath = '/v1/policies/{id}';
+const notFound = { description: 'no such policy in this org' };
+
+const policyDeps = (infra: Infra): PolicyDeps => ({ uow: infra.uow, clock: infra.clock });
+
+/** A rule as the API takes it (snake_case, defaults applied) to the domain's rule. */
+function toRule(body: z.infer<typeof RuleBody>): Rule {
+  if (body.type !== 'require_approval') return body;
+  const { models, tools, min_estimated_cost_usd } = body.when;
+  return {
+    type: body.type,
+    when: {
+      ...(models ? { models } : {}),
+      ...(tools ? { tools } : {}),
+      ...(min_estimated_cost_usd !== undefined ? { minEstimatedCostUsd: min_estimated_cost_usd } : {}),
+    },
+    approversRequired: body.approvers_required,
+    timeoutSeconds: body.timeout_seconds,
+  };
+}
+
+function toFields(body: z.infer<typeof PolicyBody>): PolicyFields {
+  const a = body.applies_to;
+  const appliesTo: AppliesTo = {
+    ...(a.agent_ids ? { agentIds: a.agent_ids } : {}),
+    ...(a.models ? { models: a.models } : {}),
+    ...(a.action_types ? { actionTypes: a.action_types } : {}),
+    ...(a.tools ? { tools: a.tools } : {}),
+  };
+  return {
+    name: body.name,
+    description: body.description ?? null,
+    enabled: body.enabled,
+    priority: body.priority,
+    mode: body.mode,
+    appliesTo,
+    rules: body.rules.map(toRule),
+  };
+}
+
+export const policyRoutes = [
+  defineRoute({
+    method: 'POST',
+    path: '/v1/policies',
+    summary: "Create a policy; the org's policy_version goes up by one",
+    tag: 'policies',
+    access: write,
+    body: PolicyBody,
+    responses: { 201: { description: 'created', schema: PolicyView } },
+    handle: async (input) => {
+      const { policy, policyVersion } = await createPolicy(
+        policyDeps(input.infra),
+        callOf(input),
+        toFields(input.body),
+      );
+      return { status: 201, body: presentPolicy(policy, policyVersion) };
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/v1/policies',
+    summary: 'List the policies of the org, newest first',
+    tag: 'policies',
+    access: read,
+    query: z.object(pageQuery).strict(),
+    responses: { 200: { description: 'a page of policies', schema: listOf(PolicyView) } },
+    handle: async (input) => {
+      const page = await listPolicies(policyDeps(input.infra), callOf(input), pageRequest(input.query));
+      return pageReply(page, (p) => presentPolicy(p));
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: policyPath,
+    summary: 'Get one policy',
+    tag: 'policies',
+    access: read,
+    responses: { 200: { description: 'the policy', schema: PolicyView }, 404: notFound },
+    handle: async (input) => {
+      const policy = await getPolicy(policyDeps(input.infra), callOf(input), input.params.id ?? '');
+      return { status: 200, body: presentPolicy(policy) };
+    },
+  }),
+  defineRoute({
+    method: 'PUT',
+    path: policyPath,
+    summary:
+      "Replace a policy: its version and the org's policy_version go up by one, unless nothing changed",
+    tag: 'policies',
+    access: write,
+    body: PolicyBody,
+    responses: { 200: { description: 'the policy', schema: PolicyView }, 404: notFound },
+    handle: async (input) => {
+      const { policy, policyVersion } = await replacePolicy(
+        policyDeps(input.infra),
+        callOf(input),
+        input.params.id ?? '',
+        toFields(input.body),
+      );
+      return { status: 200, body: presentPolicy(policy, policyVersion) };
+    },
+  }),
+  defineRoute({
+    method: 'DELETE',
+    path: policyPath,
+    summary: "Delete a policy; the org's policy_version goes up by one",
+    tag: 'policies',
+    access: write,
+    responses: { 204: { description: 'deleted' }, 404: notFound },
+    handle: async (input) => {
+      await deletePolicy(policyDeps(input.infra), callOf(input), input.params.id ?? '');
+      return { status: 204 };
+    },
+  }),
+];

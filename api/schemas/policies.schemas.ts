@@ -1,0 +1,122 @@
+import { z } from 'zod';
+import { isWholeMicros } from '../../domain/pricing/cost';
+import {
+  MAX_LIST_ITEMS,
+  MAX_PATTERN_LENGTH,
+  MAX_POLICIES_PER_ORG,
+  MAX_RULES_PER_POLICY,
+  validatePattern,
+} from '../../domain/policy/limits';
+import { modelName } from './agents.schemas';
+import { notRoundedToZero, ROUNDS_TO_ZERO, timestamp } from './common';
+
+/** Every list of a policy: present means non-empty (an empty list would match nothing, silently). */
+const list = <T extends z.ZodType>(item: T) => z.array(item).min(1).max(MAX_LIST_ITEMS);
+const name = z.string().trim().min(1).max(100);
+const models = list(modelName);
+const tools = list(name);
+
+const usd = z
+  .number()
+  .positive()
+  .max(1_000_000)
+  .refine(isWholeMicros, 'at most six decimals (money is kept in micro-dollars)')
+  .refine(notRoundedToZero, ROUNDS_TO_ZERO);
+
+/** A regex for the linear-time engine: RE2 syntax, so no backreferences or lookaround. */
+const pattern = z
+  .string()
+  .min(1)
+  .max(MAX_PATTERN_LENGTH)
+  .superRefine((p, ctx) => {
+    const problem = validatePattern(p);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  })
+  .meta({ description: `RE2 syntax (linear time), at most ${MAX_PATTERN_LENGTH} characters.` });
+
+const flags = z
+  .string()
+  .max(3)
+  .regex(/^(?!.*(.).*\1)[ims]*$/, 'only i, m and s, each at most once')
+  .meta({ description: 'i: case-insensitive, m: ^ and $ match at line breaks, s: . matches a line break.' });
+
+const rule = <T extends string, S extends z.ZodRawShape>(type: T, shape: S) =>
+  z.object({ type: z.literal(type), ...shape }).strict();
+
+export const RuleBody = z.discriminatedUnion('type', [
+  rule('deny_models', { models }),
+  rule('allow_models_only', { models }),
+  rule('deny_tools', { tools }),
+  rule('deny_pattern', { pattern, flags: flags.optional() }),
+  rule('redact_pattern', { pattern, replacement: z.string().max(MAX_PATTERN_LENGTH) }),
+  rule('max_tokens', {
+    limit: z.number().int().min(1).max(1_000_000).meta({ description: 'Clamps max_tokens down to it.' }),
+  }),
+  rule('max_cost_per_call_usd', { limit: usd }),
+  rule('require_approval', {
+    when: z
+      .object({ models: models.optional(), tools: tools.optional(), min_estimated_cost_usd: usd.optional() })
+      .strict()
+      .default({})
+      .meta({ description: 'Every condition given must hold; none given: every action it applies to.' }),
+    approvers_required: z.number().int().min(1).max(20).default(1),
+    timeout_seconds: z.number().int().min(1).max(604_800).default(3600),
+  }),
+]);
+
+const AppliesTo = z
+  .object({
+    agent_ids: list(z.string().min(1).max(100)).optional(),
+    models: models.optional(),
+    action_types: list(z.string().trim().min(1).max(100)).optional(),
+    tools: tools.optional(),
+  })
+  .strict()
+  .meta({ description: 'Every list given must match the action; an absent list matches every action.' });
+
+export const PolicyBody = z
+  .object({
+    name,
+    description: z.string().max(2000).nullable().optional(),
+    enabled: z.boolean().default(true),
+    priority: z
+      .number()
+      .int()
+      .min(-1000)
+      .max(1000)
+      .default(0)
+      .meta({ description: 'Higher first when reasons are listed; verdict precedence ignores it.' }),
+    mode: z
+      .enum(['enforce', 'shadow'])
+      .default('enforce')
+      .meta({ description: 'shadow: evaluated and recorded (shadow_reasons), never changes a verdict.' }),
+    applies_to: AppliesTo.default({}),
+    rules: z.array(RuleBody).min(1).max(MAX_RULES_PER_POLICY),
+  })
+  .strict()
+  .meta({
+    description:
+      `At most ${MAX_RULES_PER_POLICY} rules, ${MAX_LIST_ITEMS} items per list and ${MAX_PATTERN_LENGTH} ` +
+      `characters per pattern; an org has at most ${MAX_POLICIES_PER_ORG} policies (beyond: 400 validation_error).`,
+  });
+
+export const PolicyView = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    description: z.string().nullable(),
+    enabled: z.boolean(),
+    priority: z.number().int(),
+    mode: z.enum(['enforce', 'shadow']),
+    applies_to: AppliesTo,
+    rules: z.array(RuleBody),
+    version: z.number().int().meta({ description: "The policy's own revision: 1, then + 1 per change." }),
+    created_at: timestamp,
+    updated_at: timestamp,
+    policy_version: z
+      .number()
+      .int()
+      .optional()
+      .meta({ description: "On POST and PUT answers: the org's policy_version after the change." }),
+  })
+  .meta({ description: 'A policy of the org.' });

@@ -1,0 +1,32 @@
+import type { ShadowReason } from './policy';
+import type { DecisionReason, Verdict } from './verdict';
+
+/**
+ * A guardian decision, kept on its own: the decision log lists them, the session history beside
+ * invocations. It never holds prompt text: the action is kept as its digest, and the modified
+ * action without its messages (an invocation keeps its modified request on its own row).
+ */
+export interface Decision {
+  id: string;
+  orgId: string;
+  invocationId: string | null;
+  sessionId: string | null;
+  agentId: string | null;
+  verdict: Verdict;
+  reasons: DecisionReason[];
+  /** What shadow policies would have decided; they never change the verdict. */
+  shadowReasons: ShadowReason[];
+  /** The action after modification (contract shape, snake_case), without `messages`; null unless modify. */
+  modifiedAction: unknown;
+  policyVersion: number;
+  /** SHA-256 (hex) of the canonical JSON of the action decided (action-digest.ts); null if unknown. */
+  actionDigest: string | null;
+  evaluatedAt: Date;
+}
+
+/** The action as a decision may keep it: any `messages` (the prompt text) dropped. */
+export function withoutPromptText(action: unknown): unknown {
+  if (action === null || typeof action !== 'object' || Array.isArray(action)) return action ?? null;
+  const { messages: _dropped, ...kept } = action as Record<string, unknown>;
+  return kept;
+}

@@ -1,0 +1,23 @@
+import type { Page, PageRequest } from '../model';
+import type { Policy } from './policy';
+
+/**
+ * The org's policies inside a unit of work. Writers take the org's policy_version first (a row
+ * lock held until the transaction ends), so policy changes of one org run one at a time and
+ * each gets its own version, with no gap.
+ */
+export interface PolicyRepository {
+  /** Locks the org's policy_version without changing it and returns it. */
+  lockVersion(orgId: string): Promise<number>;
+  /** Adds 1 to the org's policy_version (locking it) and returns the new value. */
+  bumpVersion(orgId: string): Promise<number>;
+  /** A live policy (deleted ones are not found). */
+  get(orgId: string, id: string): Promise<Policy | null>;
+  list(orgId: string, page: PageRequest): Promise<Page<Policy>>;
+  countLive(orgId: string): Promise<number>;
+  insert(policy: Policy): Promise<void>;
+  /** Writes every client field, version and updated_at of a live policy. */
+  replace(policy: Policy): Promise<void>;
+  /** Deleted policies keep their row, so decisions naming them stay traceable. */
+  markDeleted(orgId: string, id: string, at: Date): Promise<void>;
+}

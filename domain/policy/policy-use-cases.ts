@@ -1,0 +1,133 @@
+import canonicalize from 'canonicalize';
+import { newAuditEvent } from '../audit/new-event';
+import type { Clock } from '../clock';
+import { invalidField, notFound } from '../errors';
+import { newId } from '../ids';
+import type { Page, PageRequest } from '../model';
+import type { Tx, UnitOfWork } from '../ports';
+import { actorOf, type CallContext } from '../principal';
+import { MAX_POLICIES_PER_ORG } from './limits';
+import type { Policy } from './policy';
+import { policyDocument } from './policy-document';
+
+export interface PolicyDeps {
+  uow: UnitOfWork;
+  clock: Clock;
+}
+
+/** What a client sets; id, version and times the service keeps. */
+export type PolicyFields = Pick<
+  Policy,
+  'name' | 'description' | 'enabled' | 'priority' | 'mode' | 'appliesTo' | 'rules'
+>;
+
+/** A policy after a change, with the org's policy_version that change produced. */
+export interface PolicyChange {
+  policy: Policy;
+  policyVersion: number;
+}
+
+const FIELDS: (keyof PolicyFields)[] = [
+  'name',
+  'description',
+  'enabled',
+  'priority',
+  'mode',
+  'appliesTo',
+  'rules',
+];
+
+function recordPolicyEvent(
+  tx: Tx,
+  ctx: CallContext,
+  action: 'policy.created' | 'policy.updated' | 'policy.deleted',
+  change: { old: Policy | null; new: Policy | null; policyVersion: number; at: Date },
+) {
+  const policy = (change.new ?? change.old) as Policy;
+  tx.audit.record(
+    newAuditEvent({
+      orgId: policy.orgId,
+      actor: actorOf(ctx.principal),
+      action,
+      resource: { type: 'policy', id: policy.id },
+      at: change.at,
+      requestId: ctx.requestId,
+      details: {
+        policy_version: change.policyVersion,
+        old: change.old && policyDocument(change.old),
+        new: change.new && policyDocument(change.new),
+      },
+    }),
+  );
+}
+
+async function loadPolicy(tx: Tx, ctx: CallContext, id: string): Promise<Policy> {
+  const policy = await tx.policies.get(ctx.principal.orgId, id);
+  if (!policy) throw notFound('policy');
+  return policy;
+}
+
+export const getPolicy = (deps: PolicyDeps, ctx: CallContext, id: string): Promise<Policy> =>
+  deps.uow.read((tx) => loadPolicy(tx, ctx, id));
+
+export const listPolicies = (deps: PolicyDeps, ctx: CallContext, page: PageRequest): Promise<Page<Policy>> =>
+  deps.uow.read((tx) => tx.policies.list(ctx.principal.orgId, page));
+
+/** The org's version is bumped first: its row lock makes the count below exact under concurrency. */
+export async function createPolicy(
+  deps: PolicyDeps,
+  ctx: CallContext,
+  fields: PolicyFields,
+): Promise<PolicyChange> {
+  const orgId = ctx.principal.orgId;
+  return deps.uow.transaction(async (tx) => {
+    const policyVersion = await tx.policies.bumpVersion(orgId);
+    if ((await tx.policies.countLive(orgId)) >= MAX_POLICIES_PER_ORG)
+      throw invalidField(
+        'body',
+        `the org already has ${MAX_POLICIES_PER_ORG} policies, the most it may have: delete one first`,
+      );
+    const now = deps.clock.now();
+    const policy: Policy = { id: newId('pol'), orgId, ...fields, version: 1, createdAt: now, updatedAt: now };
+    await tx.policies.insert(policy);
+    recordPolicyEvent(tx, ctx, 'policy.created', { old: null, new: policy, policyVersion, at: now });
+    return { policy, policyVersion };
+  });
+}
+
+const same = (a: unknown, b: unknown): boolean => canonicalize(a) === canonicalize(b);
+
+/**
+ * PUT: the fields given replace the policy's. A request that changes nothing leaves the policy,
+ * its version and the org's policy_version as they were (a retried PUT is harmless).
+ */
+export async function replacePolicy(
+  deps: PolicyDeps,
+  ctx: CallContext,
+  id: string,
+  fields: PolicyFields,
+): Promise<PolicyChange> {
+  const orgId = ctx.principal.orgId;
+  return deps.uow.transaction(async (tx) => {
+    const current = await tx.policies.lockVersion(orgId);
+    const old = await loadPolicy(tx, ctx, id);
+    if (FIELDS.every((k) => same(old[k], fields[k]))) return { policy: old, policyVersion: current };
+    const policyVersion = await tx.policies.bumpVersion(orgId);
+    const now = deps.clock.now();
+    const policy: Policy = { ...old, ...fields, version: old.version + 1, updatedAt: now };
+    await tx.policies.replace(policy);
+    recordPolicyEvent(tx, ctx, 'policy.updated', { old, new: policy, policyVersion, at: now });
+    return { policy, policyVersion };
+  });
+}
+
+export async function deletePolicy(deps: PolicyDeps, ctx: CallContext, id: string): Promise<PolicyChange> {
+  return deps.uow.transaction(async (tx) => {
+    const policyVersion = await tx.policies.bumpVersion(ctx.principal.orgId);
+    const old = await loadPolicy(tx, ctx, id);
+    const now = deps.clock.now();
+    await tx.policies.markDeleted(old.orgId, old.id, now);
+    recordPolicyEvent(tx, ctx, 'policy.deleted', { old, new: null, policyVersion, at: now });
+    return { policy: old, policyVersion };
+  });
+}

@@ -1,0 +1,557 @@
+import {
+  MAX_LIST_ITEMS,
+  MAX_PATTERN_LENGTH,
+  MAX_POLICIES_PER_ORG,
+  MAX_RULES_PER_POLICY,
+} from '../../domain/policy/limits';
+import { mintKey, signupOrg, type SignedUpOrg } from '../support/factories';
+import { startTestApp, type TestApp } from '../support/test-app';
+
+interface PolicyBody {
+  id: string;
+  name: string;
+  description: string | null;
+  enabled: boolean;
+  priority: number;
+  mode: string;
+  applies_to: Record<string, string[]>;
+  rules: Record<string, unknown>[];
+  version: number;
+  created_at: string;
+  updated_at: string;
+  policy_version?: number;
+}
+interface ErrorBody {
+  error_code: string;
+  details: { path: string; message: string }[];
+}
+interface AuditRow {
+  action: string;
+  actor_id: string;
+  resource_id: string;
+  details: { policy_version: number; old: PolicyBody | null; new: PolicyBody | null };
+}
+
+let app: TestApp;
+let org: SignedUpOrg;
+let other: SignedUpOrg;
+
+beforeAll(async () => {
+  app = await startTestApp();
+  org = await signupOrg(app.http);
+  other = await signupOrg(app.http, 'Other');
+});
+afterAll(() => app.close());
+
+const minimal = { name: 'cap output', rules: [{ type: 'max_tokens', limit: 256 }] };
+
+const EVERY_RULE = [
+  { type: 'deny_models', models: ['gpt-4'] },
+  { type: 'allow_models_only', models: ['gpt-4o-mini', 'claude-haiku-4-5'] },
+  { type: 'deny_tools', tools: ['shell'] },
+  { type: 'deny_pattern', pattern: '(?i)password\\s*[:=]', flags: 'm' },
+  { type: 'redact_pattern', pattern: '\\b\\d{3}-\\d{2}-\\d{4}\\b', replacement: '[ssn]' },
+  { type: 'max_tokens', limit: 1024 },
+  { type: 'max_cost_per_call_usd', limit: 0.25 },
+  {
+    type: 'require_approval',
+    when: { models: ['o3'], tools: ['deploy'], min_estimated_cost_usd: 1.5 },
+    approvers_required: 2,
+    timeout_seconds: 600,
+  },
+];
+
+const create = (body: unknown, token = org.adminKey) =>
+  app.http.post<PolicyBody>('/v1/policies', body, token);
+const put = (id: string, body: unknown, token = org.adminKey) =>
+  app.http.call<PolicyBody>('PUT', `/v1/policies/${id}`, { token, body });
+const get = (id: string, token = org.adminKey) => app.http.get<PolicyBody>(`/v1/policies/${id}`, token);
+const remove = (id: string, token = org.adminKey) => app.http.delete(`/v1/policies/${id}`, token);
+
+const orgVersion = async (orgId: string): Promise<number> =>
+  Number((await app.infra.knex('orgs').where({ id: orgId }).first()).policy_version);
+
+/** Audit events about a policy, sealed or still in the outbox, oldest first. */
+async function auditOfPolicy(policyId: string): Promise<AuditRow[]> {
+  const { rows } = (await app.infra.knex.raw(
+    `select action, actor_id, resource_id, details, at from audit_outbox where resource_id = ?
+     union all select action, actor_id, resource_id, details, at from audit_entries where resource_id = ?
+     order by at`,
+    [policyId, policyId],
+  )) as { rows: AuditRow[] };
+  return rows;
+}
+
+describe('policies CRUD', () => {
+  it('creates a policy with every field and every rule type, at version 1, bumping policy_version', async () => {
+    const before = await orgVersion(org.orgId);
+    const body = {
+      name: 'guardrails',
+      description: 'what prod agents may do',
+      enabled: true,
+      priority: 10,
+      mode: 'shadow',
+      applies_to: {
+        agent_ids: ['agt_a'],
+        models: ['gpt-4o'],
+        action_types: ['llm.invoke'],
+        tools: ['search'],
+      },
+      rules: EVERY_RULE,
+    };
+    const res = await create(body);
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({ ...body, version: 1, policy_version: before + 1 });
+    expect(res.body.id).toMatch(/^pol_/);
+    expect(res.body.created_at).toMatch(/Z$/);
+    expect(res.body.updated_at).toBe(res.body.created_at);
+    expect(await orgVersion(org.orgId)).toBe(before + 1);
+    const { policy_version: _only, ...stored } = res.body;
+    expect((await get(res.body.id)).body).toEqual(stored);
+  });
+
+  it('fills the defaults: enabled, priority 0, enforce, applies to everything, 1 approver for an hour', async () => {
+    const res = await create({ name: 'approve all', rules: [{ type: 'require_approval' }] });
+    expect(res.status).toBe(201);
+    expect(res.body).toMatchObject({
+      description: null,
+      enabled: true,
+      priority: 0,
+      mode: 'enforce',
+      applies_to: {},
+      rules: [{ type: 'require_approval', when: {}, approvers_required: 1, timeout_seconds: 3600 }],
+    });
+  });
+
+  it('accepts a pattern that would backtrack catastrophically on JavaScript regexes (RE2 runs it in linear time)', async () => {
+    const res = await create({ name: 'nested', rules: [{ type: 'deny_pattern', pattern: '(a+)+$' }] });
+    expect(res.status).toBe(201);
+  });
+
+  it('lists the org policies newest first, a page at a time, and never another org', async () => {
+    const fresh = await signupOrg(app.http, 'Lister');
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i += 1)
+      ids.push((await create({ ...minimal, name: `p${i}` }, fresh.adminKey)).body.id);
+    await create(minimal, other.adminKey);
+    const first = await app.http.get<{ data: PolicyBody[]; next_cursor: string | null }>(
+      '/v1/policies?limit=3',
+      fresh.adminKey,
+    );
+    expect(first.status).toBe(200);
+    expect(first.body.data.map((p) => p.id)).toEqual(ids.slice(2).reverse());
+    expect(first.body.next_cursor).not.toBeNull();
+    const second = await app.http.get<{ data: PolicyBody[]; next_cursor: string | null }>(
+      `/v1/policies?limit=3&cursor=${first.body.next_cursor}`,
+      fresh.adminKey,
+    );
+    expect(second.body.data.map((p) => p.id)).toEqual(ids.slice(0, 2).reverse());
+    expect(second.body.next_cursor).toBeNull();
+  });
+
+  it('replaces a policy on PUT: version + 1, policy_version + 1, absent optional fields back to defaults', async () => {
+    const created = (await create({ ...minimal, priority: 5, mode: 'shadow', description: 'd' })).body;
+    const res = await put(created.id, { name: 'renamed', rules: [{ type: 'deny_tools', tools: ['shell'] }] });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      id: created.id,
+      name: 'renamed',
+      description: null,
+      priority: 0,
+      mode: 'enforce',
+      rules: [{ type: 'deny_tools', tools: ['shell'] }],
+      version: 2,
+      created_at: created.created_at,
+      policy_version: (created.policy_version as number) + 1,
+    });
+    expect(res.body.updated_at > created.updated_at).toBe(true);
+    expect((await get(created.id)).body.name).toBe('renamed');
+  });
+
+  it('leaves everything as it was on a PUT that changes nothing (no version, no audit entry)', async () => {
+    const created = (await create(minimal)).body;
+    const versionBefore = await orgVersion(org.orgId);
+    const res = await put(created.id, { ...minimal, enabled: true, priority: 0, applies_to: {} });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      version: 1,
+      updated_at: created.updated_at,
+      policy_version: versionBefore,
+    });
+    expect(await orgVersion(org.orgId)).toBe(versionBefore);
+    expect((await auditOfPolicy(created.id)).map((e) => e.action)).toEqual(['policy.created']);
+  });
+
+  it('deletes a policy: 204, then it is gone from get, list, put and delete (404)', async () => {
+    const created = (await create(minimal)).body;
+    const before = await orgVersion(org.orgId);
+    const res = await remove(created.id);
+    expect(res.status).toBe(204);
+    expect(await orgVersion(org.orgId)).toBe(before + 1);
+    expect((await get(created.id)).status).toBe(404);
+    expect((await put(created.id, minimal)).status).toBe(404);
+    const again = await remove(created.id);
+    expect(again.status).toBe(404);
+    expect(again.body.error_code).toBe('not_found');
+    expect(await orgVersion(org.orgId)).toBe(before + 1);
+    const listed = await app.http.get<{ data: PolicyBody[] }>('/v1/policies?limit=100', org.adminKey);
+    expect(listed.body.data.map((p) => p.id)).not.toContain(created.id);
+  });
+
+  it("answers 404 not_found for an unknown id and for another org's policy, changing nothing", async () => {
+    const theirs = (await create(minimal, other.adminKey)).body;
+    const before = await orgVersion(other.orgId);
+    for (const id of ['pol_doesnotexist', theirs.id]) {
+      for (const res of [await get(id), await put(id, minimal), await remove(id)]) {
+        expect(res.status).toBe(404);
+        expect(res.body).toMatchObject({ error_code: 'not_found' });
+      }
+    }
+    expect(await orgVersion(other.orgId)).toBe(before);
+    expect((await get(theirs.id, other.adminKey)).body.version).toBe(1);
+  });
+
+  it('lets a key with policies:read read but not write, and policies:write write', async () => {
+    const reader = await mintKey(app.http, org.adminKey, ['policies:read']);
+    const writer = await mintKey(app.http, org.adminKey, ['policies:write']);
+    const created = await create(minimal, writer.key);
+    expect(created.status).toBe(201);
+    expect((await get(created.body.id, reader.key)).status).toBe(200);
+    const refused = await create(minimal, reader.key);
+    expect(refused.status).toBe(403);
+    expect(refused.body).toMatchObject({
+      error_code: 'insufficient_scope',
+      required_scope: 'policies:write',
+    });
+  });
+});
+
+describe('policy_version under concurrent writers', () => {
+  it('gives 20 parallel creates in one org the distinct, gapless versions 1..20', async () => {
+    const fresh = await signupOrg(app.http, 'Parallel');
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => create({ ...minimal, name: `p${i}` }, fresh.adminKey)),
+    );
+    expect(results.map((r) => r.status)).toEqual(Array(20).fill(201));
+    const versions = results.map((r) => r.body.policy_version as number).sort((a, b) => a - b);
+    expect(versions).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    expect(await orgVersion(fresh.orgId)).toBe(20);
+  });
+
+  it('serializes mixed parallel writes (creates, puts, deletes): one version each, no gap', async () => {
+    const fresh = await signupOrg(app.http, 'Mixed');
+    const seeded = [];
+    for (let i = 0; i < 6; i += 1)
+      seeded.push((await create({ ...minimal, name: `s${i}` }, fresh.adminKey)).body);
+    const writes = [
+      ...seeded.slice(0, 3).map((p, i) => put(p.id, { ...minimal, name: `put${i}` }, fresh.adminKey)),
+      ...seeded.slice(3).map((p) => remove(p.id, fresh.adminKey)),
+      ...Array.from({ length: 4 }, (_, i) => create({ ...minimal, name: `c${i}` }, fresh.adminKey)),
+    ];
+    const results = await Promise.all(writes);
+    expect(results.map((r) => r.status).sort()).toEqual([200, 200, 200, 201, 201, 201, 201, 204, 204, 204]);
+    expect(await orgVersion(fresh.orgId)).toBe(6 + 10);
+    const events = await app.infra
+      .knex('audit_outbox')
+      .where({ org_id: fresh.orgId })
+      .whereLike('action', 'policy.%');
+    const sealed = await app.infra
+      .knex('audit_entries')
+      .where({ org_id: fresh.orgId })
+      .whereLike('action', 'policy.%');
+    const versions = [...events, ...sealed]
+      .map((e: { details: { policy_version: number } }) => e.details.policy_version)
+      .sort((a, b) => a - b);
+    expect(versions).toEqual(Array.from({ length: 16 }, (_, i) => i + 1));
+  });
+
+  it('loads a policy set whose policies are exactly those of its version, even while writers run', async () => {
+    const fresh = await signupOrg(app.http, 'Snapshot');
+    const writes = Promise.all(
+      Array.from({ length: 15 }, (_, i) => create({ ...minimal, name: `w${i}` }, fresh.adminKey)),
+    );
+    const sets = [];
+    for (let i = 0; i < 30; i += 1) sets.push(await app.infra.policySets.loadPolicySet(fresh.orgId));
+    await writes;
+    sets.push(await app.infra.policySets.loadPolicySet(fresh.orgId));
+    // Creates only: version n means exactly n policies; a mixed read would break the equality.
+    for (const set of sets) expect(set.policies).toHaveLength(set.policyVersion);
+    expect(sets.at(-1)?.policyVersion).toBe(15);
+    expect(await app.infra.policySets.policyVersion(fresh.orgId)).toBe(15);
+  });
+
+  it('loads enabled and disabled policies in the domain shape, highest priority first, without deleted ones', async () => {
+    const fresh = await signupOrg(app.http, 'Loaded');
+    const low = (await create({ ...minimal, priority: -1 }, fresh.adminKey)).body;
+    const off = (
+      await create({ name: 'off', enabled: false, priority: 7, rules: [EVERY_RULE[7]] }, fresh.adminKey)
+    ).body;
+    const gone = (await create(minimal, fresh.adminKey)).body;
+    await remove(gone.id, fresh.adminKey);
+    const set = await app.infra.policySets.loadPolicySet(fresh.orgId);
+    expect(set.policyVersion).toBe(4);
+    expect(set.policies.map((p) => p.id)).toEqual([off.id, low.id]);
+    expect(set.policies[0]).toMatchObject({
+      orgId: fresh.orgId,
+      enabled: false,
+      mode: 'enforce',
+      appliesTo: {},
+      rules: [
+        {
+          type: 'require_approval',
+          when: { models: ['o3'], tools: ['deploy'], minEstimatedCostUsd: 1.5 },
+          approversRequired: 2,
+          timeoutSeconds: 600,
+        },
+      ],
+    });
+    expect(set.policies[0]?.createdAt).toBeInstanceOf(Date);
+  });
+});
+
+describe('policy audit', () => {
+  it('records created, updated and deleted with the old and new policy and the policy_version', async () => {
+    const created = (await create({ ...minimal, applies_to: { tools: ['shell'] } })).body;
+    const updated = (await put(created.id, { ...minimal, name: 'v2' })).body;
+    await remove(created.id);
+    const events = await auditOfPolicy(created.id);
+    expect(events.map((e) => e.action)).toEqual(['policy.created', 'policy.updated', 'policy.deleted']);
+    expect(new Set(events.map((e) => e.actor_id))).toEqual(new Set([org.adminKeyId]));
+    const [c, u, d] = events as [AuditRow, AuditRow, AuditRow];
+    const { policy_version: _c, ...createdDoc } = created;
+    const { policy_version: _u, ...updatedDoc } = updated;
+    expect(c.details).toEqual({ policy_version: created.policy_version, old: null, new: createdDoc });
+    expect(u.details).toEqual({ policy_version: updated.policy_version, old: createdDoc, new: updatedDoc });
+    expect(d.details).toEqual({
+      policy_version: (updated.policy_version as number) + 1,
+      old: updatedDoc,
+      new: null,
+    });
+  });
+
+  it('writes nothing for a refused change', async () => {
+    const before = await orgVersion(org.orgId);
+    const res = await create({ ...minimal, rules: [{ type: 'deny_pattern', pattern: '(' }] });
+    expect(res.status).toBe(400);
+    expect(await orgVersion(org.orgId)).toBe(before);
+    const requestId = res.headers.get('x-request-id');
+    expect(await app.infra.knex('audit_outbox').where({ request_id: requestId })).toEqual([]);
+  });
+});
+
+type Case = [label: string, body: unknown, field: string];
+
+const long = (n: number) => 'x'.repeat(n);
+const withRule = (rule: unknown) => ({ ...minimal, rules: [rule] });
+const approval = { type: 'require_approval' };
+const items = (n: number) => Array.from({ length: n }, (_, i) => `m${i}`);
+
+/** Each field of a policy body: missing, wrong type, out of range, over a limit (bodies are strict). */
+const CASES: Case[] = [
+  ['name missing', { rules: minimal.rules }, 'name'],
+  ['name blank', { ...minimal, name: '   ' }, 'name'],
+  ['name too long', { ...minimal, name: long(101) }, 'name'],
+  ['name a number', { ...minimal, name: 5 }, 'name'],
+  ['description too long', { ...minimal, description: long(2001) }, 'description'],
+  ['enabled a string', { ...minimal, enabled: 'yes' }, 'enabled'],
+  ['priority 1.5', { ...minimal, priority: 1.5 }, 'priority'],
+  ['priority 1001', { ...minimal, priority: 1001 }, 'priority'],
+  ['mode unknown', { ...minimal, mode: 'audit' }, 'mode'],
+  ['rules missing', { name: 'x' }, 'rules'],
+  ['rules empty', { ...minimal, rules: [] }, 'rules'],
+  ['rules an object', { ...minimal, rules: minimal.rules[0] }, 'rules'],
+  [
+    `more than ${MAX_RULES_PER_POLICY} rules`,
+    { ...minimal, rules: Array(MAX_RULES_PER_POLICY + 1).fill(minimal.rules[0]) },
+    'rules',
+  ],
+  ['an unknown rule type', withRule({ type: 'deny_everything' }), 'rules.0.type'],
+  ['a rule without a type', withRule({ models: ['gpt-4o'] }), 'rules.0.type'],
+  ['a rule with an unknown field', withRule({ type: 'max_tokens', limit: 5, soft: true }), 'rules.0'],
+  ['deny_models without models', withRule({ type: 'deny_models' }), 'rules.0.models'],
+  ['deny_models with no models', withRule({ type: 'deny_models', models: [] }), 'rules.0.models'],
+  [
+    'deny_models with a bad model name',
+    withRule({ type: 'deny_models', models: ['gpt 4'] }),
+    'rules.0.models.0',
+  ],
+  [
+    `deny_models with ${MAX_LIST_ITEMS + 1} models`,
+    withRule({ type: 'deny_models', models: items(MAX_LIST_ITEMS + 1) }),
+    'rules.0.models',
+  ],
+  ['allow_models_only with no models', withRule({ type: 'allow_models_only', models: [] }), 'rules.0.models'],
+  ['deny_tools with no tools', withRule({ type: 'deny_tools', tools: [] }), 'rules.0.tools'],
+  ['deny_tools with a blank tool', withRule({ type: 'deny_tools', tools: [' '] }), 'rules.0.tools.0'],
+  ['deny_pattern with an invalid regex', withRule({ type: 'deny_pattern', pattern: '(' }), 'rules.0.pattern'],
+  [
+    'deny_pattern with a backreference',
+    withRule({ type: 'deny_pattern', pattern: '(a)\\1' }),
+    'rules.0.pattern',
+  ],
+  ['deny_pattern with a lookahead', withRule({ type: 'deny_pattern', pattern: 'a(?=b)' }), 'rules.0.pattern'],
+  ['deny_pattern empty', withRule({ type: 'deny_pattern', pattern: '' }), 'rules.0.pattern'],
+  [
+    `deny_pattern over ${MAX_PATTERN_LENGTH} characters`,
+    withRule({ type: 'deny_pattern', pattern: long(MAX_PATTERN_LENGTH + 1) }),
+    'rules.0.pattern',
+  ],
+  ['deny_pattern with flag g', withRule({ type: 'deny_pattern', pattern: 'a', flags: 'g' }), 'rules.0.flags'],
+  [
+    'deny_pattern with a repeated flag',
+    withRule({ type: 'deny_pattern', pattern: 'a', flags: 'ii' }),
+    'rules.0.flags',
+  ],
+  [
+    'redact_pattern with an invalid regex',
+    withRule({ type: 'redact_pattern', pattern: '[a-', replacement: 'x' }),
+    'rules.0.pattern',
+  ],
+  [
+    'redact_pattern without replacement',
+    withRule({ type: 'redact_pattern', pattern: 'a' }),
+    'rules.0.replacement',
+  ],
+  ['max_tokens limit 0', withRule({ type: 'max_tokens', limit: 0 }), 'rules.0.limit'],
+  ['max_tokens limit -5', withRule({ type: 'max_tokens', limit: -5 }), 'rules.0.limit'],
+  ['max_tokens limit 1.5', withRule({ type: 'max_tokens', limit: 1.5 }), 'rules.0.limit'],
+  ['max_tokens limit a string', withRule({ type: 'max_tokens', limit: '5' }), 'rules.0.limit'],
+  ['max_cost_per_call_usd limit 0', withRule({ type: 'max_cost_per_call_usd', limit: 0 }), 'rules.0.limit'],
+  ['max_cost_per_call_usd limit -1', withRule({ type: 'max_cost_per_call_usd', limit: -1 }), 'rules.0.limit'],
+  [
+    'max_cost_per_call_usd with seven decimals',
+    withRule({ type: 'max_cost_per_call_usd', limit: 0.0000001 }),
+    'rules.0.limit',
+  ],
+  [
+    'require_approval timeout_seconds 0',
+    withRule({ ...approval, timeout_seconds: 0 }),
+    'rules.0.timeout_seconds',
+  ],
+  [
+    'require_approval timeout_seconds 604801',
+    withRule({ ...approval, timeout_seconds: 604_801 }),
+    'rules.0.timeout_seconds',
+  ],
+  [
+    'require_approval approvers_required 0',
+    withRule({ ...approval, approvers_required: 0 }),
+    'rules.0.approvers_required',
+  ],
+  [
+    'require_approval with no when.models',
+    withRule({ ...approval, when: { models: [] } }),
+    'rules.0.when.models',
+  ],
+  [
+    'require_approval with no when.tools',
+    withRule({ ...approval, when: { tools: [] } }),
+    'rules.0.when.tools',
+  ],
+  [
+    'require_approval min_estimated_cost_usd -1',
+    withRule({ ...approval, when: { min_estimated_cost_usd: -1 } }),
+    'rules.0.when.min_estimated_cost_usd',
+  ],
+  [
+    'require_approval with an unknown condition',
+    withRule({ ...approval, when: { agents: ['a'] } }),
+    'rules.0.when',
+  ],
+  ['applies_to.agent_ids empty', { ...minimal, applies_to: { agent_ids: [] } }, 'applies_to.agent_ids'],
+  ['applies_to.models empty', { ...minimal, applies_to: { models: [] } }, 'applies_to.models'],
+  [
+    'applies_to.action_types empty',
+    { ...minimal, applies_to: { action_types: [] } },
+    'applies_to.action_types',
+  ],
+  ['applies_to.tools empty', { ...minimal, applies_to: { tools: [] } }, 'applies_to.tools'],
+  [
+    `applies_to.agent_ids with ${MAX_LIST_ITEMS + 1} ids`,
+    { ...minimal, applies_to: { agent_ids: items(MAX_LIST_ITEMS + 1) } },
+    'applies_to.agent_ids',
+  ],
+  ['applies_to with an unknown key', { ...minimal, applies_to: { sessions: ['s'] } }, 'applies_to'],
+  ['an unknown field', { ...minimal, version: 3 }, 'body'],
+];
+
+const cases = CASES.map(([label, body, field]) => ({ label, body, field }));
+
+describe('bad policy bodies', () => {
+  let existing: string;
+  beforeAll(async () => {
+    existing = (await create(minimal)).body.id;
+  });
+
+  it.each(cases)(
+    'POST /v1/policies with $label -> 400 validation_error on $field',
+    async ({ body, field }) => {
+      const res = await app.http.post<ErrorBody>('/v1/policies', body, org.adminKey);
+      expect(res.status).toBe(400);
+      expect(res.body.error_code).toBe('validation_error');
+      expect(res.body.details.map((d) => d.path)).toContain(field);
+      expect(res.body.details.every((d) => d.message.length > 0)).toBe(true);
+    },
+  );
+
+  it.each(CASES)(
+    'PUT /v1/policies/{id} with %s -> 400 validation_error on %s',
+    async (_label, body, field) => {
+      const res = await app.http.call<ErrorBody>('PUT', `/v1/policies/${existing}`, {
+        token: org.adminKey,
+        body,
+      });
+      expect(res.status).toBe(400);
+      expect(res.body.details.map((d) => d.path)).toContain(field);
+    },
+  );
+
+  it('accepts the bodies at each limit (the 400s come from the field changed)', async () => {
+    const atLimits = {
+      name: long(100),
+      description: long(2000),
+      priority: 1000,
+      applies_to: { agent_ids: items(MAX_LIST_ITEMS) },
+      rules: [
+        { type: 'deny_pattern', pattern: 'a'.repeat(MAX_PATTERN_LENGTH), flags: 'ims' },
+        { type: 'max_tokens', limit: 1 },
+        { type: 'max_cost_per_call_usd', limit: 0.000001 },
+        { ...approval, timeout_seconds: 604_800 },
+        { ...approval, timeout_seconds: 1 },
+        ...Array(MAX_RULES_PER_POLICY - 5).fill(minimal.rules[0]),
+      ],
+    };
+    expect((await create(atLimits)).status).toBe(201);
+    expect((await put(existing, atLimits)).status).toBe(200);
+  });
+
+  it(`refuses a policy beyond ${MAX_POLICIES_PER_ORG} in one org with 400 validation_error, and counts only live ones`, async () => {
+    const fresh = await signupOrg(app.http, 'Full');
+    const now = new Date();
+    await app.infra.knex('policies').insert(
+      Array.from({ length: MAX_POLICIES_PER_ORG - 1 }, (_, i) => ({
+        id: `pol_seed${String(i).padStart(4, '0')}`,
+        org_id: fresh.orgId,
+        name: `seed ${i}`,
+        enabled: true,
+        priority: 0,
+        mode: 'enforce',
+        applies_to: {},
+        rules: JSON.stringify([{ type: 'max_tokens', limit: 5 }]),
+        version: 1,
+        created_at: now,
+        updated_at: now,
+      })),
+    );
+    const last = await create(minimal, fresh.adminKey);
+    expect(last.status).toBe(201);
+    const versionBefore = await orgVersion(fresh.orgId);
+    const over = await app.http.post<ErrorBody>('/v1/policies', minimal, fresh.adminKey);
+    expect(over.status).toBe(400);
+    expect(over.body.error_code).toBe('validation_error');
+    expect(over.body.details[0]?.message).toContain(String(MAX_POLICIES_PER_ORG));
+    expect(await orgVersion(fresh.orgId)).toBe(versionBefore);
+    expect((await remove(last.body.id, fresh.adminKey)).status).toBe(204);
+    expect((await create(minimal, fresh.adminKey)).status).toBe(201);
+  });
+});
