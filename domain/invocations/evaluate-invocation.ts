@@ -6,6 +6,7 @@ import { actionDigest } from '../policy/action-digest';
 import { withoutPromptText, type Decision } from '../policy/decision';
 import type { GuardedAction, Guardian, GuardianInput, GuardianVerdict } from '../policy/guardian';
 import { newId } from '../ids';
+import { microsToUsd } from '../pricing/cost';
 import { statusAt } from '../sessions/session';
 import type { Invocation, InvocationRequest } from './invocation';
 import type { DecisionWrite, GuardianView, InvocationStore } from './invocation-store';
@@ -81,8 +82,7 @@ const decisionOf = (invocation: Invocation, verdict: GuardianVerdict, at: Date):
   agentId: invocation.agentId,
   verdict: verdict.verdict,
   reasons: verdict.reasons,
-  // The guardian stage records no shadow policies yet: the policy engine fills these in.
-  shadowReasons: [],
+  shadowReasons: verdict.shadowReasons,
   modifiedAction: verdict.modifiedAction ? withoutPromptText(actionJson(verdict.modifiedAction)) : null,
   policyVersion: verdict.policyVersion,
   actionDigest: actionDigest(actionJson(guardedAction(invocation))),
@@ -173,6 +173,7 @@ const guardedAction = (invocation: Invocation): GuardedAction => ({
   messages: invocation.request.messages,
   maxTokens: invocation.request.maxTokens,
   ...(invocation.request.tool ? { tool: invocation.request.tool } : {}),
+  estimatedCostUsd: microsToUsd(invocation.reservation.costMicros),
 });
 
 const guardianInput = ({ invocation, agent }: GuardianView): GuardianInput => ({

@@ -1,5 +1,6 @@
 import type { AgentStatus } from '../model';
 import type { ChatMessage } from '../providers';
+import type { ShadowReason } from './policy';
 import type { DecisionReason, Verdict } from './verdict';
 
 /** The parts of an agent the guardian decides on. */
@@ -17,6 +18,8 @@ export interface GuardedAction {
   messages: ChatMessage[];
   maxTokens: number;
   tool?: { name: string; arguments: unknown };
+  /** The worst case of the call at the admitted price: what cost rules judge. */
+  estimatedCostUsd: number;
 }
 
 export interface GuardianInput {
@@ -26,11 +29,15 @@ export interface GuardianInput {
   /** The credential the call would use (the request's, else the agent's first). */
   credentialRef: string;
   action: GuardedAction;
+  /** The org's policy_version when the caller read it with the action (skips a version check). */
+  policyVersion?: number;
 }
 
 export interface GuardianVerdict {
   verdict: Verdict;
   reasons: DecisionReason[];
+  /** What shadow policies would have decided: recorded, never enforced. */
+  shadowReasons: ShadowReason[];
   /** The action to run instead, for a `modify` verdict. */
   modifiedAction: GuardedAction | null;
   policyVersion: number;
@@ -45,12 +52,19 @@ export interface PolicyEngine {
 }
 
 export const allowEverything: PolicyEngine = {
-  evaluate: async () => ({ verdict: 'allow', reasons: [], modifiedAction: null, policyVersion: 0 }),
+  evaluate: async () => ({
+    verdict: 'allow',
+    reasons: [],
+    shadowReasons: [],
+    modifiedAction: null,
+    policyVersion: 0,
+  }),
 };
 
 const deny = (code: string, message: string): GuardianVerdict => ({
   verdict: 'deny',
   reasons: [{ policyId: null, code, message }],
+  shadowReasons: [],
   modifiedAction: null,
   policyVersion: 0,
 });

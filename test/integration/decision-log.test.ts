@@ -268,6 +268,7 @@ describe('what a decision keeps of the action', () => {
       evaluate: async ({ action }) => ({
         verdict: 'modify',
         reasons: [{ policyId: 'pol_redact', code: 'redact_pattern', message: 'redacted', ruleIndex: 0 }],
+        shadowReasons: [],
         modifiedAction: { ...action, messages: [{ role: 'user', content: redacted }], maxTokens: 8 },
         policyVersion: 7,
       }),

@@ -71,7 +71,14 @@ describe('the guardian stage', () => {
     const { deps, decisions, enqueued } = fakes({
       verdict: 'modify',
       reasons: [{ policyId: 'pol_1', code: 'max_tokens', message: 'clamped' }],
-      modifiedAction: { type: 'llm.invoke', model: 'm', messages: smaller, maxTokens: 100 },
+      shadowReasons: [],
+      modifiedAction: {
+        type: 'llm.invoke',
+        model: 'm',
+        messages: smaller,
+        maxTokens: 100,
+        estimatedCostUsd: 0,
+      },
       policyVersion: 3,
     });
     expect(await evaluateInvocation(deps, job)).toBe('admitted');
@@ -88,6 +95,7 @@ describe('the guardian stage', () => {
     const { deps, decisions, enqueued } = fakes({
       verdict: 'require_approval',
       reasons: [{ policyId: 'pol_2', code: 'require_approval', message: 'a human must approve' }],
+      shadowReasons: [],
       modifiedAction: null,
       policyVersion: 1,
     });
@@ -100,7 +108,13 @@ describe('the guardian stage', () => {
   });
 
   it("denies an invocation whose credential is not in its agent's credential_refs, and never runs it", async () => {
-    const allow: GuardianVerdict = { verdict: 'allow', reasons: [], modifiedAction: null, policyVersion: 0 };
+    const allow: GuardianVerdict = {
+      verdict: 'allow',
+      reasons: [],
+      shadowReasons: [],
+      modifiedAction: null,
+      policyVersion: 0,
+    };
     const { deps, decisions, enqueued } = fakes(allow, ['cred_2']);
     expect(await evaluateInvocation(deps, job)).toBe('denied');
     const write = decisions[0] as DecisionWrite;

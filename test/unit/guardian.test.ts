@@ -10,6 +10,7 @@ const input = (over: Partial<GuardianInput> = {}): GuardianInput => ({
     model: 'gpt-4o-mini',
     messages: [{ role: 'user', content: 'hi' }],
     maxTokens: 10,
+    estimatedCostUsd: 0.001,
   },
   ...over,
 });
@@ -20,7 +21,7 @@ const recording = (): PolicyEngine & { seen: GuardianInput[] } => {
     seen,
     evaluate: async (i) => {
       seen.push(i);
-      return { verdict: 'allow', reasons: [], modifiedAction: null, policyVersion: 7 };
+      return { verdict: 'allow', reasons: [], shadowReasons: [], modifiedAction: null, policyVersion: 7 };
     },
   };
 };
@@ -30,6 +31,7 @@ describe('the guardian', () => {
     expect(await new Guardian().decide(input())).toEqual({
       verdict: 'allow',
       reasons: [],
+      shadowReasons: [],
       modifiedAction: null,
       policyVersion: 0,
     });
@@ -75,6 +77,7 @@ describe('the guardian', () => {
           message: 'credential cred_2 is not in the credential_refs of agent agt_1',
         },
       ],
+      shadowReasons: [],
       modifiedAction: null,
       policyVersion: 0,
     });
