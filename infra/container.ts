@@ -29,7 +29,10 @@ import { PgSessionStore } from './sessions/pg-session-store';
 import { PgUsageStats } from './stats/pg-usage-stats';
 import { installTelemetry } from './telemetry';
 import { PreparedPool } from './db/prepared-pool';
+import { compilePolicies } from '../domain/policy/compile-policies';
+import { CompiledPolicies } from '../domain/policy/compiled-policies';
 import { Guardian } from '../domain/policy/guardian';
+import { OrgPolicyEngine } from '../domain/policy/org-policy-engine';
 
 /** Where the stores are, once embedded defaults have been resolved. */
 export interface StoreUrls {
@@ -109,6 +112,7 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
   const uow = new MikroUnitOfWork(orm);
   const credentialSealer = new KeyringBox(keyring, 'credentials');
   await resealLegacyAtStart({ uow, clock: systemClock, sealer: credentialSealer }, logger);
+  const policySets = new PgPolicySetReader(knex);
   return {
     config,
     urls,
@@ -132,8 +136,10 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
     sessions: new PgSessionStore(knex),
     ledger: new RedisCapLedger(redis, prefix),
     completions,
-    guardian: new Guardian(),
-    policySets: new PgPolicySetReader(knex),
+    guardian: new Guardian(
+      new OrgPolicyEngine(new CompiledPolicies(policySets, compilePolicies, systemClock)),
+    ),
+    policySets,
     decisionLog: new PgDecisionLog(knex),
     usageStats: new PgUsageStats(knex),
     rateLimits: {

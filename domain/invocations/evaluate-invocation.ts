@@ -176,7 +176,8 @@ const guardedAction = (invocation: Invocation): GuardedAction => ({
   estimatedCostUsd: microsToUsd(invocation.reservation.costMicros),
 });
 
-const guardianInput = ({ invocation, agent }: GuardianView): GuardianInput => ({
+const guardianInput = ({ invocation, agent, policyVersion }: GuardianView): GuardianInput => ({
+  policyVersion,
   orgId: invocation.orgId,
   agent,
   sessionId: invocation.sessionId,

@@ -37,6 +37,8 @@ export interface GuardianView {
   invocation: Invocation;
   agent: AgentGate | null;
   session: { status: SessionStatus; expiresAt: Date };
+  /** The org's policy_version as of this read. */
+  policyVersion: number;
 }
 
 /** A credential as the invoke worker needs it: sealed, opened only for the call. */

@@ -123,15 +123,19 @@ export const FINISH = statement(
   select coalesce(array_agg(id), '{}') as applied from u`,
 );
 
-/** $1 ids. With what the guardian decides on: the agent and the session's status. */
+/**
+ * $1 ids. With what the guardian decides on: the agent, the session's status and the org's
+ * policy_version (so the compiled policies are those of this read, without a second query).
+ */
 export const FOR_GUARDIAN = statement(
   'for_guardian',
   `
   select i.*, s.status as session_status, s.expires_at as session_expires_at,
     a.id as gate_id, a.status as gate_status, a.allowed_models as gate_allowed_models,
-    a.credential_refs as gate_credential_refs
+    a.credential_refs as gate_credential_refs, o.policy_version as org_policy_version
   from invocations i
   join sessions s on s.id = i.session_id
+  join orgs o on o.id = i.org_id
   left join agents a on a.id = i.agent_id and a.org_id = i.org_id
   where i.id = any($1::text[])`,
 );

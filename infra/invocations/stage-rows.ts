@@ -40,6 +40,7 @@ export interface GuardianRow extends InvocationRow {
   gate_status: string | null;
   gate_allowed_models: string[] | null;
   gate_credential_refs: string[] | null;
+  org_policy_version: number | string;
 }
 
 export interface RunRow extends InvocationRow {
@@ -77,6 +78,7 @@ export const toGuardianView = (r: GuardianRow): GuardianView => ({
     status: r.session_status as GuardianView['session']['status'],
     expiresAt: new Date(r.session_expires_at),
   },
+  policyVersion: Number(r.org_policy_version),
 });
 
 export const toRunView = (r: RunRow): RunView => ({

@@ -44,6 +44,7 @@ function fakes(verdict: GuardianVerdict, credentialRefs = ['cred_1']) {
     invocation,
     agent: { id: 'agt_1', status: 'active', allowedModels: ['m'], credentialRefs },
     session: { status: 'open', expiresAt: new Date(now.getTime() + 60_000) },
+    policyVersion: 3,
   };
   const store = {
     forGuardian: async () => view,

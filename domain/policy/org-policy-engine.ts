@@ -1,0 +1,42 @@
+import type { CompiledPolicies } from './compiled-policies';
+import type { CompiledPolicySet } from './compile-policies';
+import { evaluatePolicies } from './evaluate-policies';
+import type { GuardedAction, GuardianInput, GuardianVerdict, PolicyEngine } from './guardian';
+import type { Action } from './policy';
+
+const toAction = (a: GuardedAction): Action => ({
+  type: a.type,
+  model: a.model,
+  messages: a.messages,
+  maxTokens: a.maxTokens,
+  estimatedCostUsd: a.estimatedCostUsd,
+  ...(a.tool ? { tool: a.tool } : {}),
+});
+
+/** The engine's modified action, back in the guardian's terms (only messages and max_tokens change). */
+const toGuarded = (original: GuardedAction, modified: Action): GuardedAction => ({
+  ...original,
+  messages: modified.messages ?? original.messages,
+  maxTokens: modified.maxTokens ?? original.maxTokens,
+});
+
+/**
+ * The org's own policies behind the guardian's port: the compiled set of the org's current
+ * policy_version (or of the version the caller read with the action), evaluated by the pure engine.
+ */
+export class OrgPolicyEngine implements PolicyEngine {
+  constructor(private readonly policies: CompiledPolicies<CompiledPolicySet>) {}
+
+  async evaluate(input: GuardianInput): Promise<GuardianVerdict> {
+    const { compiled } = await this.policies.forOrg(input.orgId, input.policyVersion);
+    const context = { agentId: input.agent?.id ?? null, sessionId: input.sessionId };
+    const decision = evaluatePolicies(compiled, toAction(input.action), context);
+    return {
+      verdict: decision.verdict,
+      reasons: decision.reasons,
+      shadowReasons: decision.shadowReasons,
+      modifiedAction: decision.modifiedAction ? toGuarded(input.action, decision.modifiedAction) : null,
+      policyVersion: decision.policyVersion,
+    };
+  }
+}
