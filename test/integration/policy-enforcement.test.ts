@@ -1,0 +1,162 @@
+import { StubProvider, type RecordedRequest } from '../support/stub-provider';
+import { startTestApp, type TestApp } from '../support/test-app';
+import { TEST_REDIS_URL } from '../support/test-db';
+import { invoke, openSession, setUpInvoking, type InvokeSetup } from '../support/invoke-fixtures';
+import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
+
+/**
+ * The org's policies decide every governed invoke, end to end: what the provider receives is what
+ * the policies let through, and a change is enforced by a worker in another process at once.
+ */
+let app: TestApp;
+let stub: StubProvider;
+let setup: InvokeSetup;
+let worker: WorkerProcess;
+
+const completion = {
+  choices: [{ message: { role: 'assistant', content: 'ok' } }],
+  usage: { prompt_tokens: 10, completion_tokens: 5 },
+};
+
+beforeAll(async () => {
+  stub = await new StubProvider().start();
+  stub.answer(200, completion);
+  // The API only: the guardian and invoke stages run in a worker process of their own.
+  app = await startTestApp({ env: { CP_ALLOW_PRIVATE_PROVIDER_HOSTS: 'true' } });
+  setup = await setUpInvoking(app.http, {
+    baseUrl: stub.url,
+    models: ['stub-model'],
+    price: { input: 1, output: 2 },
+  });
+  worker = await startWorkerProcess({
+    DATABASE_URL: app.db.url,
+    REDIS_URL: TEST_REDIS_URL,
+    CP_REDIS_PREFIX: app.prefix,
+    CP_ALLOW_PRIVATE_PROVIDER_HOSTS: 'true',
+  });
+}, 60_000);
+afterAll(async () => {
+  await worker?.stop();
+  await app.close();
+  await stub.stop();
+});
+
+async function createPolicy(body: Record<string, unknown>): Promise<string> {
+  const res = await app.http.post<{ id: string }>('/v1/policies', body, setup.org.adminKey);
+  expect(res.status).toBe(201);
+  return res.body.id;
+}
+
+const removePolicy = async (id: string) =>
+  expect((await app.http.call('DELETE', `/v1/policies/${id}`, { token: setup.org.adminKey })).status).toBe(
+    204,
+  );
+
+async function run(content: string, maxTokens = 400) {
+  const session = await openSession(app.http, setup.org.adminKey, {
+    agent_id: setup.agentId,
+    max_cost_usd: 1,
+  });
+  const before = stub.requests.length;
+  const res = await invoke(
+    app.http,
+    setup.org.adminKey,
+    {
+      session_id: session.id,
+      model: 'stub-model',
+      messages: [{ role: 'user', content }],
+      max_tokens: maxTokens,
+    },
+    20,
+  );
+  expect(res.status).toBe(200);
+  return {
+    invocation: res.body,
+    sent: stub.requests.slice(before) as RecordedRequest[],
+    sessionId: session.id,
+  };
+}
+
+describe("the org's policies decide every invoke", () => {
+  it('a deny stops the invoke before the provider, with the policy reason', async () => {
+    const id = await createPolicy({
+      name: 'no secrets',
+      rules: [{ type: 'deny_pattern', pattern: 'password' }],
+    });
+    try {
+      const { invocation, sent } = await run('my password is hunter2');
+      expect(invocation).toMatchObject({ status: 'denied', error: { error_code: 'guardian_denied' } });
+      expect(invocation.decision?.reasons).toEqual([
+        expect.objectContaining({ policy_id: id, code: 'pattern_denied' }),
+      ]);
+      expect(sent).toHaveLength(0);
+    } finally {
+      await removePolicy(id);
+    }
+  });
+
+  it('a redaction means the provider never receives the redacted text', async () => {
+    const id = await createPolicy({
+      name: 'redact cards',
+      rules: [{ type: 'redact_pattern', pattern: '\\d{4}-\\d{4}-\\d{4}-\\d{4}', replacement: '[card]' }],
+    });
+    try {
+      const { invocation, sent } = await run('charge 4111-1111-1111-1111 please');
+      expect(invocation.status).toBe('succeeded');
+      expect(sent).toHaveLength(1);
+      expect(JSON.stringify(sent[0]?.body)).not.toContain('4111');
+      expect((sent[0]?.body as { messages: { content: string }[] }).messages[0]?.content).toBe(
+        'charge [card] please',
+      );
+    } finally {
+      await removePolicy(id);
+    }
+  });
+
+  it('a clamp makes the provider receive the clamped max_tokens, and the reservation use it', async () => {
+    const id = await createPolicy({ name: 'short answers', rules: [{ type: 'max_tokens', limit: 50 }] });
+    try {
+      const { invocation, sent } = await run('hello', 400);
+      expect(invocation.status).toBe('succeeded');
+      expect((sent[0]?.body as { max_tokens: number }).max_tokens).toBe(50);
+      const [row] = await app.infra.knex('invocations').where({ id: invocation.id }).select('reserve_tokens');
+      // 'hello' bounds the input at 81 tokens: 81 + 50, not 81 + 400.
+      expect(Number(row.reserve_tokens)).toBe(131);
+    } finally {
+      await removePolicy(id);
+    }
+  });
+
+  it('a policy change is enforced by the other process at once, and its removal too', async () => {
+    expect((await run('hello')).invocation.status).toBe('succeeded');
+    const id = await createPolicy({
+      name: 'no stub',
+      rules: [{ type: 'deny_models', models: ['stub-model'] }],
+    });
+    expect((await run('hello')).invocation.status).toBe('denied');
+    await removePolicy(id);
+    expect((await run('hello')).invocation.status).toBe('succeeded');
+  });
+
+  it('a shadow policy changes nothing, and its decision records what it would have done', async () => {
+    const id = await createPolicy({
+      name: 'trial',
+      mode: 'shadow',
+      rules: [{ type: 'deny_models', models: ['stub-model'] }],
+    });
+    try {
+      const { invocation, sent } = await run('hello');
+      expect(invocation.status).toBe('succeeded');
+      expect(sent).toHaveLength(1);
+      const decision = await app.http.get<{ shadow_reasons: unknown[] }>(
+        `/v1/acs/decisions/${invocation.decision?.id}`,
+        setup.org.adminKey,
+      );
+      expect(decision.body.shadow_reasons).toEqual([
+        expect.objectContaining({ policy_id: id, code: 'model_denied', verdict: 'deny' }),
+      ]);
+    } finally {
+      await removePolicy(id);
+    }
+  });
+});
