@@ -22,6 +22,15 @@ const invocationJob = z
   })
   .strict();
 
+/** A `POST /v1/acs/evaluate`: its id only; the action waits in the evaluation relay. */
+const evaluationJob = z
+  .object({
+    evaluation_id: z.string().min(1).max(100),
+    org_id: z.string().min(1).max(100),
+    trace: traceCarrier,
+  })
+  .strict();
+
 const periodic = z.object({}).strict();
 
 /** A provider's Retry-After decides the delay, else exponential with jitter (workers/start-workers.ts). */
@@ -52,6 +61,14 @@ export const JOBS = {
     backoffMs: 200,
     removeOnComplete: true,
   },
+  /** Decides an action for `POST /v1/acs/evaluate` with the same engine as every invoke. */
+  'acs.evaluate': {
+    queue: QUEUES.guardian,
+    payload: evaluationJob,
+    attempts: 3,
+    backoffMs: 100,
+    removeOnComplete: true,
+  },
   /** Reserve, call the provider, settle, record: one attempt per provider call. */
   'invocation.run': {
     queue: QUEUES.invoke,
@@ -76,6 +93,7 @@ export const JOBS = {
 export type JobName = keyof typeof JOBS;
 export type JobPayload<N extends JobName> = z.infer<(typeof JOBS)[N]['payload']>;
 export type InvocationJob = z.infer<typeof invocationJob>;
+export type EvaluationJob = z.infer<typeof evaluationJob>;
 
 export const JOB_NAMES = Object.keys(JOBS) as JobName[];
 

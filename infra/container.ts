@@ -25,11 +25,12 @@ import { CompletionHub } from './invocations/completion-hub';
 import { PgInvocationStore } from './invocations/pg-invocation-store';
 import { PgDecisionLog } from './decisions/pg-decision-log';
 import { PgPolicySetReader } from './policy/pg-policy-set-reader';
+import { RedisEvaluationRelay } from './policy/redis-evaluation-relay';
 import { PgSessionStore } from './sessions/pg-session-store';
 import { PgUsageStats } from './stats/pg-usage-stats';
 import { installTelemetry } from './telemetry';
 import { PreparedPool } from './db/prepared-pool';
-import { compilePolicies } from '../domain/policy/compile-policies';
+import { compilePolicies, type CompiledPolicySet } from '../domain/policy/compile-policies';
 import { CompiledPolicies } from '../domain/policy/compiled-policies';
 import { Guardian } from '../domain/policy/guardian';
 import { OrgPolicyEngine } from '../domain/policy/org-policy-engine';
@@ -73,6 +74,10 @@ export interface Infra {
   guardian: Guardian;
   /** Each org's policy_version and policy set, read in one snapshot (for the compiled-policy cache). */
   policySets: PgPolicySetReader;
+  /** Each org's compiled policies by policy_version, shared by the guardian stage and evaluations. */
+  compiledPolicies: CompiledPolicies<CompiledPolicySet>;
+  /** Hands `POST /v1/acs/evaluate` requests to the guardian workers and their answers back. */
+  evaluations: RedisEvaluationRelay;
   /** Every guardian decision, newest first (GET /v1/acs/decisions). */
   decisionLog: PgDecisionLog;
   usageStats: PgUsageStats;
@@ -113,6 +118,7 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
   const credentialSealer = new KeyringBox(keyring, 'credentials');
   await resealLegacyAtStart({ uow, clock: systemClock, sealer: credentialSealer }, logger);
   const policySets = new PgPolicySetReader(knex);
+  const compiledPolicies = new CompiledPolicies(policySets, compilePolicies, systemClock);
   return {
     config,
     urls,
@@ -136,10 +142,10 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
     sessions: new PgSessionStore(knex),
     ledger: new RedisCapLedger(redis, prefix),
     completions,
-    guardian: new Guardian(
-      new OrgPolicyEngine(new CompiledPolicies(policySets, compilePolicies, systemClock)),
-    ),
+    guardian: new Guardian(new OrgPolicyEngine(compiledPolicies)),
     policySets,
+    compiledPolicies,
+    evaluations: new RedisEvaluationRelay(redis, prefix),
     decisionLog: new PgDecisionLog(knex),
     usageStats: new PgUsageStats(knex),
     rateLimits: {

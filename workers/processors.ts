@@ -1,5 +1,6 @@
 import type { JobName, JobPayload } from '../domain/jobs';
 import type { Infra } from '../infra/container';
+import { evaluationProcessor } from './evaluation-processor';
 import {
   evaluateProcessor,
   expireProcessor,
@@ -17,6 +18,7 @@ export type Processor<N extends JobName> = (
 /** One processor per job name; the type makes a missing or extra one a compile error. */
 export const PROCESSORS: { [N in JobName]: Processor<N> } = {
   'invocation.evaluate': (payload, infra) => evaluateProcessor(payload, infra),
+  'acs.evaluate': (payload, infra) => evaluationProcessor(payload, infra),
   'invocation.run': (payload, infra, job) => runProcessor(payload, infra, job),
   'invocations.reap': async (_payload, infra) => reapProcessor(infra),
   'sessions.expire': async (_payload, infra) => ({ expired: await expireProcessor(infra) }),

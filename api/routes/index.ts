@@ -1,5 +1,6 @@
 import { defineRoute, PUBLIC, type RouteDef } from '../http/route';
 import { buildOpenApi } from '../openapi';
+import { acsRoutes } from './acs.routes';
 import { agentRoutes } from './agents.routes';
 import { auditRoutes } from './audit.routes';
 import { credentialRoutes } from './credentials.routes';
@@ -25,6 +26,7 @@ const resourceRoutes: RouteDef[] = [
   ...invocationRoutes,
   ...statsRoutes,
   ...auditRoutes,
+  ...acsRoutes,
   ...decisionRoutes,
 ];
 

@@ -7,10 +7,25 @@ import { metadata, pageQuery, timestamp } from './common';
 const id = z.string().min(1).max(100);
 const MAX_TOOL_ARGUMENT_BYTES = 16 * 1024;
 
-const Message = z
+export const Message = z
   .object({
     role: z.enum(['system', 'user', 'assistant', 'tool']),
     content: z.string(),
+  })
+  .strict();
+
+export const ToolCall = z
+  .object({
+    name: z.string().trim().min(1).max(100),
+    arguments: z
+      .json()
+      .refine(
+        (a) => Buffer.byteLength(JSON.stringify(a)) <= MAX_TOOL_ARGUMENT_BYTES,
+        `at most ${MAX_TOOL_ARGUMENT_BYTES} bytes`,
+      )
+      .meta({
+        description: `Any JSON of at most ${MAX_TOOL_ARGUMENT_BYTES} bytes; the body nests at most ${MAX_BODY_DEPTH} levels.`,
+      }),
   })
   .strict();
 
@@ -33,21 +48,7 @@ export const InvokeBody = z
       .optional()
       .meta({ description: "Defaults to the first of the agent's credential_refs." }),
     agent_id: id.optional().meta({ description: "Defaults to the session's agent; may not differ from it." }),
-    tool: z
-      .object({
-        name: z.string().trim().min(1).max(100),
-        arguments: z
-          .json()
-          .refine(
-            (a) => Buffer.byteLength(JSON.stringify(a)) <= MAX_TOOL_ARGUMENT_BYTES,
-            `at most ${MAX_TOOL_ARGUMENT_BYTES} bytes`,
-          )
-          .meta({
-            description: `Any JSON of at most ${MAX_TOOL_ARGUMENT_BYTES} bytes; the body nests at most ${MAX_BODY_DEPTH} levels.`,
-          }),
-      })
-      .strict()
-      .optional(),
+    tool: ToolCall.optional(),
     metadata: metadata.optional(),
   })
   .strict();

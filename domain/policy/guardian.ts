@@ -69,17 +69,22 @@ const deny = (code: string, message: string): GuardianVerdict => ({
   policyVersion: 0,
 });
 
+/** What the agent record forbids of any action: acting while suspended, a model outside its list. */
+export function agentCheck(agent: AgentGate | null, model: string | undefined): GuardianVerdict | null {
+  if (!agent) return null;
+  if (agent.status === 'suspended')
+    return deny('agent_suspended', `agent ${agent.id} is suspended; resume it to let it act`);
+  if (model !== undefined && !agent.allowedModels.includes(model))
+    return deny('model_not_allowed', `model ${model} is not in the allowed_models of agent ${agent.id}`);
+  return null;
+}
+
 /** The checks every org gets, before its own policies: what the agent record itself forbids. */
 function builtinCheck(input: GuardianInput): GuardianVerdict | null {
   const { agent, action } = input;
   if (!agent) return null;
-  if (agent.status === 'suspended')
-    return deny('agent_suspended', `agent ${agent.id} is suspended; resume it to let it act`);
-  if (!agent.allowedModels.includes(action.model))
-    return deny(
-      'model_not_allowed',
-      `model ${action.model} is not in the allowed_models of agent ${agent.id}`,
-    );
+  const refused = agentCheck(agent, action.model);
+  if (refused) return refused;
   // As with allowed_models, an empty list allows nothing: the agent record is an allow-list.
   if (!agent.credentialRefs.includes(input.credentialRef))
     return deny(

@@ -53,6 +53,11 @@ export class CompletionHub implements CompletionSignal, CompletionWaiter {
     await this.publisher.publish(this.channel, encode(invocation));
   }
 
+  /** Wakes whoever waits on `id` with no payload (an evaluation: its answer is read elsewhere). */
+  async announce(id: string): Promise<void> {
+    await this.publisher.publish(this.channel, `${id} ${JSON.stringify({ id } satisfies Message)}`);
+  }
+
   /** Subscribes (once per process); the API calls it at start so the first waiter pays nothing. */
   listen(): Promise<void> {
     this.listening ??= this.subscribe();

@@ -19,6 +19,11 @@ export const VALID_BODIES: Record<string, unknown> = {
   'POST /v1/policies': { name: 'matrix', priority: 1, rules: [{ type: 'max_tokens', limit: 100 }] },
   'PUT /v1/policies/{id}': { name: 'matrix', priority: 1, rules: [{ type: 'max_tokens', limit: 100 }] },
   'POST /v1/sessions': { max_cost_usd: 1 },
+  // An unknown session answers 404 before anything is queued: no test waits on a guardian worker.
+  'POST /v1/acs/evaluate': {
+    session_id: 'ses_doesnotexist',
+    action: { type: 'llm.invoke', model: 'gpt-4o-mini' },
+  },
   'POST /v1/llm/invoke': {
     session_id: 'ses_doesnotexist',
     model: 'gpt-4o-mini',

@@ -1,0 +1,29 @@
+import { z } from 'zod';
+import { modelName } from './agents.schemas';
+import { Message, ToolCall } from './invocations.schemas';
+
+const id = z.string().min(1).max(100);
+
+export const EvaluateBody = z
+  .object({
+    agent_id: id.optional().meta({ description: "Defaults to the session's agent, if a session is named." }),
+    session_id: id.optional(),
+    action: z
+      .object({
+        type: z
+          .string()
+          .trim()
+          .min(1)
+          .max(100)
+          .meta({ description: '"llm.invoke", "tool.call" or any action type the policies name.' }),
+        model: modelName.optional(),
+        messages: z.array(Message).max(256).optional(),
+        max_tokens: z.number().int().min(1).max(1_000_000).optional(),
+        tool: ToolCall.optional(),
+        estimated_cost_usd: z.number().min(0).max(1_000_000).optional().meta({
+          description: 'What cost rules judge; an llm.invoke without it fails max_cost_per_call_usd closed.',
+        }),
+      })
+      .strict(),
+  })
+  .strict();

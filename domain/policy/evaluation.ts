@@ -1,0 +1,41 @@
+import type { Actor } from '../audit/audit-event';
+import type { Decision } from './decision';
+import type { Action } from './policy';
+
+/** A `POST /v1/acs/evaluate` on its way to the guardian queue: the job payload carries only its id. */
+export interface EvaluationRequest {
+  id: string;
+  orgId: string;
+  agentId: string | null;
+  sessionId: string | null;
+  action: Action;
+  requestedBy: Actor;
+  requestId: string | null;
+}
+
+/** A decided evaluation: the decision as logged, and the modified action whole (for the caller). */
+export interface EvaluationAnswer {
+  decision: Decision;
+  modifiedAction: unknown;
+}
+
+/**
+ * Hands an evaluation from the API to a guardian worker and its answer back. Requests and answers
+ * hold prompt text, so they live briefly (minutes) outside the job payload and the database.
+ */
+export interface EvaluationRelay {
+  put(request: EvaluationRequest): Promise<void>;
+  request(id: string): Promise<EvaluationRequest | null>;
+  answer(id: string, answer: EvaluationAnswer): Promise<void>;
+  answered(id: string): Promise<EvaluationAnswer | null>;
+}
+
+/** An action as the contract spells it (snake_case): what the digest is taken of and what callers see. */
+export const actionJson = (a: Action) => ({
+  type: a.type,
+  ...(a.model !== undefined ? { model: a.model } : {}),
+  ...(a.messages !== undefined ? { messages: a.messages } : {}),
+  ...(a.maxTokens !== undefined ? { max_tokens: a.maxTokens } : {}),
+  ...(a.tool !== undefined ? { tool: a.tool } : {}),
+  ...(a.estimatedCostUsd !== undefined ? { estimated_cost_usd: a.estimatedCostUsd } : {}),
+});

@@ -1,0 +1,31 @@
+import { evaluateAction } from '../domain/policy/evaluate-action';
+import type { EvaluationJob } from '../domain/jobs';
+import type { Infra } from '../infra/container';
+import { inSpan } from '../infra/telemetry';
+
+/** The `acs.evaluate` job, in a span under the request's trace. */
+export const evaluationProcessor = (payload: EvaluationJob, infra: Infra) =>
+  inSpan(
+    'acs.evaluate',
+    'consumer',
+    payload.trace,
+    () =>
+      evaluateAction(
+        {
+          relay: infra.evaluations,
+          agentGate: async (orgId, agentId) => {
+            const agent = await infra.uow.read((tx) => tx.agents.get(orgId, agentId));
+            if (!agent) return null;
+            const { id, status, allowedModels, credentialRefs } = agent;
+            return { id, status, allowedModels, credentialRefs };
+          },
+          policies: infra.compiledPolicies,
+          policyVersion: (orgId) => infra.policySets.policyVersion(orgId),
+          decisions: infra.decisionLog,
+          announce: (id) => infra.completions.announce(id),
+          clock: infra.clock,
+        },
+        payload.evaluation_id,
+      ),
+    { 'decision.id': payload.evaluation_id },
+  );
