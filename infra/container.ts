@@ -24,6 +24,7 @@ import { RedisCapLedger } from './budget/redis-cap-ledger';
 import { CompletionHub } from './invocations/completion-hub';
 import { PgInvocationStore } from './invocations/pg-invocation-store';
 import { PgDecisionLog } from './decisions/pg-decision-log';
+import { PgActionHistory } from './policy/pg-action-history';
 import { PgPolicySetReader } from './policy/pg-policy-set-reader';
 import { RedisEvaluationRelay } from './policy/redis-evaluation-relay';
 import { PgSessionStore } from './sessions/pg-session-store';
@@ -74,6 +75,8 @@ export interface Infra {
   guardian: Guardian;
   /** Each org's policy_version and policy set, read in one snapshot (for the compiled-policy cache). */
   policySets: PgPolicySetReader;
+  /** The org's recorded invocations, oldest first (the policy impact preview replays them). */
+  actionHistory: PgActionHistory;
   /** Each org's compiled policies by policy_version, shared by the guardian stage and evaluations. */
   compiledPolicies: CompiledPolicies<CompiledPolicySet>;
   /** Hands `POST /v1/acs/evaluate` requests to the guardian workers and their answers back. */
@@ -144,6 +147,7 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
     completions,
     guardian: new Guardian(new OrgPolicyEngine(compiledPolicies)),
     policySets,
+    actionHistory: new PgActionHistory(knex),
     compiledPolicies,
     evaluations: new RedisEvaluationRelay(redis, prefix),
     decisionLog: new PgDecisionLog(knex),

@@ -9,12 +9,19 @@ import {
   type PolicyDeps,
   type PolicyFields,
 } from '../../domain/policy/policy-use-cases';
+import { previewPolicy, type PolicyPreview } from '../../domain/policy/preview-policy';
 import type { Infra } from '../../infra/container';
 import { callOf } from '../http/call-context';
 import { defineRoute, needs } from '../http/route';
 import { presentPolicy } from '../presenters';
 import { listOf, pageQuery, pageReply, pageRequest } from '../schemas/common';
-import { PolicyBody, PolicyView, RuleBody } from '../schemas/policies.schemas';
+import {
+  PolicyBody,
+  PolicyPreviewBody,
+  PolicyPreviewView,
+  PolicyView,
+  RuleBody,
+} from '../schemas/policies.schemas';
 
 const read = needs('policies:read');
 const write = needs('policies:write');
@@ -58,6 +65,15 @@ function toFields(body: z.infer<typeof PolicyBody>): PolicyFields {
   };
 }
 
+const presentPreview = (p: PolicyPreview) => ({
+  since: p.since.toISOString(),
+  until: p.until.toISOString(),
+  actions_replayed: p.actionsReplayed,
+  truncated: p.truncated,
+  changed: { total: p.changed.total, by_verdict: p.changed.byVerdict },
+  examples: p.examples.map((e) => ({ invocation_id: e.invocationId, before: e.before, after: e.after })),
+});
+
 export const policyRoutes = [
   defineRoute({
     method: 'POST',
@@ -74,6 +90,31 @@ export const policyRoutes = [
         toFields(input.body),
       );
       return { status: 201, body: presentPolicy(policy, policyVersion) };
+    },
+  }),
+  defineRoute({
+    method: 'POST',
+    path: '/v1/policies/preview',
+    summary:
+      "Impact preview: replay the org's recorded invocations of a window through its policies with and " +
+      'without a draft policy and count the verdicts that would change; writes nothing. Modified ' +
+      'invocations replay as modified (the original request is not kept)',
+    tag: 'policies',
+    access: read,
+    body: PolicyPreviewBody,
+    responses: { 200: { description: 'the verdicts the draft would change', schema: PolicyPreviewView } },
+    handle: async (input) => {
+      const { infra, body } = input;
+      const preview = await previewPolicy(
+        { policySets: infra.policySets, history: infra.actionHistory, clock: infra.clock },
+        callOf(input),
+        {
+          draft: toFields(body.policy),
+          since: new Date(body.since),
+          until: body.until ? new Date(body.until) : undefined,
+        },
+      );
+      return { status: 200, body: presentPreview(preview) };
     },
   }),
   defineRoute({

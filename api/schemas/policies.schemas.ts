@@ -7,8 +7,9 @@ import {
   MAX_RULES_PER_POLICY,
   validatePattern,
 } from '../../domain/policy/limits';
+import { PREVIEW_MAX_ACTIONS, PREVIEW_MAX_EXAMPLES } from '../../domain/policy/preview-policy';
 import { modelName } from './agents.schemas';
-import { notRoundedToZero, ROUNDS_TO_ZERO, timestamp } from './common';
+import { isoInput, notRoundedToZero, ROUNDS_TO_ZERO, timestamp } from './common';
 
 /** Every list of a policy: present means non-empty (an empty list would match nothing, silently). */
 const list = <T extends z.ZodType>(item: T) => z.array(item).min(1).max(MAX_LIST_ITEMS);
@@ -120,3 +121,41 @@ export const PolicyView = z
       .meta({ description: "On POST and PUT answers: the org's policy_version after the change." }),
   })
   .meta({ description: 'A policy of the org.' });
+
+export const PolicyPreviewBody = z
+  .object({
+    policy: PolicyBody,
+    since: isoInput.meta({ description: 'Inclusive: invocations created at or after it.' }),
+    until: isoInput.optional().meta({ description: 'Exclusive; now when absent. Must be after since.' }),
+  })
+  .strict()
+  .meta({
+    description:
+      'policy: the draft, a body exactly as for POST /v1/policies. ' +
+      `Replays at most ${PREVIEW_MAX_ACTIONS} recorded invocations, oldest first. Limitation: an ` +
+      'invocation the guardian modified (a redaction, a clamp) is recorded, and replayed, as modified: ' +
+      'the original request is not kept. Only the org policies are replayed, not the agent record checks.',
+  });
+
+const verdict = z.enum(['allow', 'deny', 'modify', 'require_approval']);
+
+export const PolicyPreviewView = z
+  .object({
+    since: timestamp,
+    until: timestamp,
+    actions_replayed: z.number().int(),
+    truncated: z.boolean().meta({
+      description: `More than ${PREVIEW_MAX_ACTIONS} invocations in the window: the oldest were replayed.`,
+    }),
+    changed: z.object({
+      total: z.number().int(),
+      by_verdict: z
+        .record(z.string(), z.number().int())
+        .meta({ description: 'Keyed "before->after", e.g. "allow->deny"; only pairs that occurred.' }),
+    }),
+    examples: z
+      .array(z.object({ invocation_id: z.string(), before: verdict, after: verdict }))
+      .max(PREVIEW_MAX_EXAMPLES)
+      .meta({ description: `The first ${PREVIEW_MAX_EXAMPLES} changed invocations, oldest first.` }),
+  })
+  .meta({ description: 'How many verdicts the draft would have changed over the window.' });

@@ -18,6 +18,10 @@ export const VALID_BODIES: Record<string, unknown> = {
   'PUT /v1/pricing/{model}': { input_per_mtok_usd: 1, output_per_mtok_usd: 2 },
   'POST /v1/policies': { name: 'matrix', priority: 1, rules: [{ type: 'max_tokens', limit: 100 }] },
   'PUT /v1/policies/{id}': { name: 'matrix', priority: 1, rules: [{ type: 'max_tokens', limit: 100 }] },
+  'POST /v1/policies/preview': {
+    policy: { name: 'matrix', rules: [{ type: 'max_tokens', limit: 100 }] },
+    since: '2020-01-01T00:00:00Z',
+  },
   'POST /v1/sessions': { max_cost_usd: 1 },
   // An unknown session answers 404 before anything is queued: no test waits on a guardian worker.
   'POST /v1/acs/evaluate': {

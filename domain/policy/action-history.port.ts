@@ -1,0 +1,33 @@
+import type { ChatMessage } from '../providers';
+
+/** One recorded invocation: what the guardian stage judged it on (evaluate-invocation.ts). */
+export interface RecordedInvocation {
+  id: string;
+  createdAt: Date;
+  agentId: string | null;
+  sessionId: string;
+  model: string;
+  /** The request as the invocation row holds it: after the guardian's modification, if any. */
+  messages: ChatMessage[];
+  maxTokens: number;
+  tool?: { name: string; arguments: unknown };
+  /** The worst case reserved for the call, which cost rules judge. */
+  reserveMicros: number;
+}
+
+/** Where a page of history ends: it is read oldest first by (created_at, id). */
+export interface HistoryPosition {
+  at: Date;
+  id: string;
+}
+
+/** The org's recorded invocations, read in pages for the impact preview. */
+export interface ActionHistory {
+  /** Invocations created in [since, until), oldest first, after `after`, at most `limit`. */
+  page(
+    orgId: string,
+    window: { since: Date; until: Date },
+    after: HistoryPosition | null,
+    limit: number,
+  ): Promise<RecordedInvocation[]>;
+}

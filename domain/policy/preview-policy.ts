@@ -1,0 +1,159 @@
+import type { Clock } from '../clock';
+import { invalidField } from '../errors';
+import { microsToUsd } from '../pricing/cost';
+import type { CallContext } from '../principal';
+import type { ActionHistory, HistoryPosition, RecordedInvocation } from './action-history.port';
+import { compilePolicies, type CompiledPolicySet } from './compile-policies';
+import type { PolicySetReader } from './compiled-policies';
+import { evaluatePolicies } from './evaluate-policies';
+import type { Action, Policy, PolicySet } from './policy';
+import type { PolicyFields } from './policy-use-cases';
+import type { Verdict } from './verdict';
+
+/** At most this many recorded actions are replayed per call (the contract's bound). */
+export const PREVIEW_MAX_ACTIONS = 10_000;
+export const PREVIEW_MAX_EXAMPLES = 20;
+/** Rows read per query: the history is never held in memory all at once. */
+const PAGE_SIZE = 1000;
+/** The draft's id in reasons: it names no stored policy. */
+export const DRAFT_POLICY_ID = 'pol_draft';
+
+export interface PreviewDeps {
+  policySets: Pick<PolicySetReader, 'loadPolicySet'>;
+  history: ActionHistory;
+  clock: Clock;
+}
+
+export interface PreviewRequest {
+  draft: PolicyFields;
+  since: Date;
+  /** Exclusive; now when absent. */
+  until?: Date | undefined;
+}
+
+/** The bounds of one call; tests lower them. */
+export interface PreviewLimits {
+  maxActions: number;
+  pageSize: number;
+}
+
+export interface VerdictChange {
+  invocationId: string;
+  before: Verdict;
+  after: Verdict;
+}
+
+export interface PolicyPreview {
+  since: Date;
+  until: Date;
+  actionsReplayed: number;
+  /** More actions were recorded in the window than were replayed (the oldest were). */
+  truncated: boolean;
+  changed: { total: number; byVerdict: Record<string, number> };
+  /** The first changes, oldest first. */
+  examples: VerdictChange[];
+}
+
+/**
+ * The action the guardian stage built from the invocation (evaluate-invocation.ts `guardedAction`,
+ * then org-policy-engine.ts `toAction`), rebuilt from the recorded row.
+ */
+export const recordedAction = (r: RecordedInvocation): Action => ({
+  type: 'llm.invoke',
+  model: r.model,
+  messages: r.messages,
+  maxTokens: r.maxTokens,
+  estimatedCostUsd: microsToUsd(r.reserveMicros),
+  ...(r.tool ? { tool: r.tool } : {}),
+});
+
+function windowOf(request: PreviewRequest, now: Date): { since: Date; until: Date } {
+  const until = request.until ?? now;
+  if (request.since.getTime() < until.getTime()) return { since: request.since, until };
+  throw request.until
+    ? invalidField('until', 'until must be after since')
+    : invalidField('since', 'since must be in the past (until defaults to now)');
+}
+
+/** The org's set with the draft added, as a policy of its own that no stored one can shadow. */
+function withDraft(set: PolicySet, draft: PolicyFields, now: Date): PolicySet {
+  const policy: Policy = {
+    ...draft,
+    id: DRAFT_POLICY_ID,
+    orgId: set.orgId,
+    version: 1,
+    createdAt: now,
+    updatedAt: now,
+  };
+  return { ...set, policies: [...set.policies, policy] };
+}
+
+/** Counts the verdicts the draft changes over a stream of recorded invocations. */
+class Tally {
+  replayed = 0;
+  total = 0;
+  readonly byVerdict: Record<string, number> = {};
+  readonly examples: VerdictChange[] = [];
+
+  constructor(
+    private readonly current: CompiledPolicySet,
+    private readonly drafted: CompiledPolicySet,
+  ) {}
+
+  replay(r: RecordedInvocation): void {
+    const action = recordedAction(r);
+    const context = { agentId: r.agentId, sessionId: r.sessionId };
+    const before = evaluatePolicies(this.current, action, context).verdict;
+    const after = evaluatePolicies(this.drafted, action, context).verdict;
+    this.replayed += 1;
+    if (before === after) return;
+    const key = `${before}->${after}`;
+    this.byVerdict[key] = (this.byVerdict[key] ?? 0) + 1;
+    this.total += 1;
+    if (this.examples.length < PREVIEW_MAX_EXAMPLES)
+      this.examples.push({ invocationId: r.id, before, after });
+  }
+}
+
+/**
+ * Impact preview: replays the org's invocations recorded in [since, until), oldest first, through
+ * its current policies and through the same policies plus the draft, and counts the verdicts that
+ * differ. Reads pages keyed on (created_at, id), one more row than it replays to know whether the
+ * window held more. Writes nothing. Verdicts are the engine's (a require_approval is reported as
+ * such), and only the org's policies are replayed, not the agent record's built-in checks.
+ */
+export async function previewPolicy(
+  deps: PreviewDeps,
+  ctx: CallContext,
+  request: PreviewRequest,
+  limits: PreviewLimits = { maxActions: PREVIEW_MAX_ACTIONS, pageSize: PAGE_SIZE },
+): Promise<PolicyPreview> {
+  const orgId = ctx.principal.orgId;
+  const now = deps.clock.now();
+  const window = windowOf(request, now);
+  const set = await deps.policySets.loadPolicySet(orgId);
+  const tally = new Tally(compilePolicies(set), compilePolicies(withDraft(set, request.draft, now)));
+  let after: HistoryPosition | null = null;
+  let truncated = false;
+  for (;;) {
+    const wanted = Math.min(limits.pageSize, limits.maxActions + 1 - tally.replayed);
+    const rows = await deps.history.page(orgId, window, after, wanted);
+    for (const row of rows) {
+      if (tally.replayed === limits.maxActions) {
+        truncated = true;
+        break;
+      }
+      tally.replay(row);
+    }
+    const last = rows.at(-1);
+    if (truncated || !last || rows.length < wanted) break;
+    after = { at: last.createdAt, id: last.id };
+  }
+  return {
+    ...window,
+    actionsReplayed: tally.replayed,
+    truncated,
+    changed: { total: tally.total, byVerdict: tally.byVerdict },
+    examples: tally.examples,
+  };
+}

@@ -1,0 +1,63 @@
+import type { Knex } from '@mikro-orm/knex';
+import type {
+  ActionHistory,
+  HistoryPosition,
+  RecordedInvocation,
+} from '../../domain/policy/action-history.port';
+import { toDate, type Num, type Time } from '../db/row-values';
+import type { StoredRequest } from '../invocations/invocation-rows';
+
+interface HistoryRow {
+  id: string;
+  created_at: Time;
+  agent_id: string | null;
+  session_id: string;
+  model: string;
+  messages: StoredRequest['messages'];
+  max_tokens: Num;
+  tool: StoredRequest['tool'] | null;
+  reserve_micros: Num;
+}
+
+/** Only what the engine judges: the request's messages, max_tokens and tool (not its metadata). */
+const COLUMNS = `id, created_at, agent_id, session_id, model, reserve_micros,
+  request->'messages' as messages, request->'max_tokens' as max_tokens, request->'tool' as tool`;
+
+const toRecorded = (r: HistoryRow): RecordedInvocation => ({
+  id: r.id,
+  createdAt: toDate(r.created_at),
+  agentId: r.agent_id,
+  sessionId: r.session_id,
+  model: r.model,
+  messages: r.messages,
+  maxTokens: Number(r.max_tokens),
+  ...(r.tool ? { tool: r.tool } : {}),
+  reserveMicros: Number(r.reserve_micros),
+});
+
+/** The org's recorded invocations, oldest first, for the policy impact preview. */
+export class PgActionHistory implements ActionHistory {
+  constructor(private readonly knex: Knex) {}
+
+  async page(
+    orgId: string,
+    window: { since: Date; until: Date },
+    after: HistoryPosition | null,
+    limit: number,
+  ): Promise<RecordedInvocation[]> {
+    // Keyset pages on (created_at, id): each page starts where the last one ended.
+    const query = this.knex('invocations')
+      .select(this.knex.raw(COLUMNS))
+      .where({ org_id: orgId })
+      .andWhere('created_at', '>=', window.since)
+      .andWhere('created_at', '<', window.until);
+    if (after) query.andWhereRaw('(created_at, id) > (?::timestamptz, ?::text)', [after.at, after.id]);
+    const rows: HistoryRow[] = await query
+      .orderBy([
+        { column: 'created_at', order: 'asc' },
+        { column: 'id', order: 'asc' },
+      ])
+      .limit(limit);
+    return rows.map(toRecorded);
+  }
+}

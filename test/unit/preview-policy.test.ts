@@ -1,0 +1,146 @@
+import { DomainError } from '../../domain/errors';
+import type {
+  ActionHistory,
+  HistoryPosition,
+  RecordedInvocation,
+} from '../../domain/policy/action-history.port';
+import type { Policy, Rule } from '../../domain/policy/policy';
+import type { PolicyFields } from '../../domain/policy/policy-use-cases';
+import { PREVIEW_MAX_EXAMPLES, previewPolicy, type PreviewLimits } from '../../domain/policy/preview-policy';
+import type { CallContext } from '../../domain/principal';
+
+const ORG = 'org_1';
+const NOW = new Date('2026-06-01T12:00:00Z');
+const SINCE = new Date('2026-06-01T00:00:00Z');
+const ctx: CallContext = {
+  principal: { kind: 'api_key', id: 'key_1', orgId: ORG, scopes: ['policies:read'], tokenHash: 'h' },
+  requestId: null,
+};
+
+/** `count` invocations a second apart from SINCE, on `model`, each reserving `reserveMicros`. */
+const history = (count: number, model = 'm-a', reserveMicros = 1000): RecordedInvocation[] =>
+  Array.from({ length: count }, (_, i) => ({
+    id: `inv_${String(i).padStart(4, '0')}`,
+    createdAt: new Date(SINCE.getTime() + i * 1000),
+    agentId: 'agt_1',
+    sessionId: 'ses_1',
+    model,
+    messages: [{ role: 'user' as const, content: 'hello' }],
+    maxTokens: 16,
+    reserveMicros,
+  }));
+
+/** An ActionHistory over an array, as the PostgreSQL one reads it: keyset pages in (createdAt, id). */
+function fakeHistory(rows: RecordedInvocation[]) {
+  const calls: { after: HistoryPosition | null; limit: number }[] = [];
+  const reader: ActionHistory = {
+    page: async (orgId, window, after, limit) => {
+      calls.push({ after, limit });
+      return rows
+        .filter((r) => r.createdAt >= window.since && r.createdAt < window.until)
+        .filter(
+          (r) =>
+            !after ||
+            r.createdAt > after.at ||
+            (r.createdAt.getTime() === after.at.getTime() && r.id > after.id),
+        )
+        .slice(0, limit);
+    },
+  };
+  return { reader, calls };
+}
+
+const draftOf = (rules: Rule[]): PolicyFields => ({
+  name: 'draft',
+  description: null,
+  enabled: true,
+  priority: 0,
+  mode: 'enforce',
+  appliesTo: {},
+  rules,
+});
+
+function run(rows: RecordedInvocation[], rules: Rule[], limits?: PreviewLimits, current: Policy[] = []) {
+  const { reader, calls } = fakeHistory(rows);
+  const deps = {
+    policySets: { loadPolicySet: async () => ({ orgId: ORG, policyVersion: 3, policies: current }) },
+    history: reader,
+    clock: { now: () => NOW },
+  };
+  const result = previewPolicy(deps, ctx, { draft: draftOf(rules), since: SINCE }, limits);
+  return { result, calls };
+}
+
+const denyA: Rule[] = [{ type: 'deny_models', models: ['m-a'] }];
+
+describe('previewPolicy', () => {
+  it('stops at the cap: truncated, and actions_replayed is the cap', async () => {
+    const { result, calls } = run(history(5), denyA, { maxActions: 3, pageSize: 2 });
+    const preview = await result;
+    expect(preview.truncated).toBe(true);
+    expect(preview.actionsReplayed).toBe(3);
+    expect(preview.changed).toEqual({ total: 3, byVerdict: { 'allow->deny': 3 } });
+    expect(preview.examples.map((e) => e.invocationId)).toEqual(['inv_0000', 'inv_0001', 'inv_0002']);
+    // Pages of 2 keyed on the last row read; the last page asks for the one row past the cap.
+    expect(calls.map((c) => [c.after?.id ?? null, c.limit])).toEqual([
+      [null, 2],
+      ['inv_0001', 2],
+    ]);
+  });
+
+  it('is not truncated when the window holds exactly the cap', async () => {
+    const preview = await run(history(4), denyA, { maxActions: 4, pageSize: 2 }).result;
+    expect(preview).toMatchObject({ truncated: false, actionsReplayed: 4, changed: { total: 4 } });
+  });
+
+  it('reads every page of a window under the cap', async () => {
+    const { result, calls } = run(history(7), denyA, { maxActions: 100, pageSize: 3 });
+    expect(await result).toMatchObject({ truncated: false, actionsReplayed: 7 });
+    expect(calls.map((c) => c.after?.id ?? null)).toEqual([null, 'inv_0002', 'inv_0005']);
+  });
+
+  it(`counts every change but keeps the first ${PREVIEW_MAX_EXAMPLES} as examples, oldest first`, async () => {
+    const preview = await run(history(PREVIEW_MAX_EXAMPLES + 5), denyA).result;
+    expect(preview.changed.total).toBe(PREVIEW_MAX_EXAMPLES + 5);
+    expect(preview.examples).toHaveLength(PREVIEW_MAX_EXAMPLES);
+    expect(preview.examples[0]).toEqual({ invocationId: 'inv_0000', before: 'allow', after: 'deny' });
+  });
+
+  it('judges cost rules on the reservation recorded with each invocation, in USD', async () => {
+    const limit: Rule[] = [{ type: 'max_cost_per_call_usd', limit: 0.5 }];
+    const over = await run(history(2, 'm-a', 600_000), limit).result;
+    expect(over.changed).toEqual({ total: 2, byVerdict: { 'allow->deny': 2 } });
+    const under = await run(history(2, 'm-a', 400_000), limit).result;
+    expect(under.changed.total).toBe(0);
+  });
+
+  it('compares with the current set: a deny already in force is not a change', async () => {
+    const current: Policy = {
+      ...draftOf([{ type: 'max_tokens', limit: 8 }]),
+      id: 'pol_current',
+      orgId: ORG,
+      version: 1,
+      createdAt: NOW,
+      updatedAt: NOW,
+    };
+    const preview = await run(history(2), denyA, undefined, [current]).result;
+    expect(preview.changed).toEqual({ total: 2, byVerdict: { 'modify->deny': 2 } });
+  });
+
+  it('refuses a window that is empty or reversed, naming the field', async () => {
+    const { reader } = fakeHistory([]);
+    const deps = {
+      policySets: { loadPolicySet: async () => ({ orgId: ORG, policyVersion: 0, policies: [] }) },
+      history: reader,
+      clock: { now: () => NOW },
+    };
+    const reversed = previewPolicy(deps, ctx, { draft: draftOf(denyA), since: NOW, until: SINCE });
+    await expect(reversed).rejects.toMatchObject({
+      code: 'validation_error',
+      extra: { details: [{ path: 'until' }] },
+    });
+    const future = previewPolicy(deps, ctx, { draft: draftOf(denyA), since: new Date(NOW.getTime() + 1) });
+    await expect(future).rejects.toBeInstanceOf(DomainError);
+    await expect(future).rejects.toMatchObject({ extra: { details: [{ path: 'since' }] } });
+  });
+});
