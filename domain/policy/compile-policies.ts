@@ -1,4 +1,5 @@
-import { RE2JS } from 're2js';
+import type { RE2JS } from 're2js';
+import { compilePattern } from './limits';
 import type { Policy, PolicySet, Rule } from './policy';
 
 /** A rule ready to evaluate: its pattern, if any, compiled once for the policy_version. */
@@ -22,30 +23,21 @@ export interface CompiledPolicySet {
   policies: CompiledPolicy[];
 }
 
-const FLAG_BITS: Record<string, number> = { i: RE2JS.CASE_INSENSITIVE, m: RE2JS.MULTILINE, s: RE2JS.DOTALL };
-
-function compileRegex(pattern: string, flags = ''): RE2JS {
-  let bits = 0;
-  for (const flag of flags) {
-    const bit = FLAG_BITS[flag];
-    if (bit === undefined) throw new Error(`unknown regex flag "${flag}"`);
-    bits |= bit;
+function regexOf(rule: Rule, index: number): RE2JS | null {
+  try {
+    if (rule.type === 'deny_pattern') return compilePattern(rule.pattern, rule.flags);
+    if (rule.type === 'redact_pattern') return compilePattern(rule.pattern);
+    return null;
+  } catch (err) {
+    throw new Error(`rule ${index}: ${err instanceof Error ? err.message : String(err)}`);
   }
-  return RE2JS.compile(pattern, bits);
 }
-
-const regexOf = (rule: Rule): RE2JS | null =>
-  rule.type === 'deny_pattern'
-    ? compileRegex(rule.pattern, rule.flags)
-    : rule.type === 'redact_pattern'
-      ? compileRegex(rule.pattern)
-      : null;
 
 function compilePolicy(policy: Policy): CompiledPolicy {
   try {
     return {
       policy,
-      rules: policy.rules.map((rule, index) => ({ index, rule, regex: regexOf(rule) })),
+      rules: policy.rules.map((rule, index) => ({ index, rule, regex: regexOf(rule, index) })),
       error: null,
     };
   } catch (err) {

@@ -17,6 +17,7 @@ const RANK: Record<Verdict, number> = { allow: 0, modify: 1, require_approval: 2
 
 /** What one rule decided: its verdict, reason and, for modify, how it changes the action. */
 interface RuleOutcome {
+  policy: Policy;
   verdict: Verdict;
   reason: PolicyReason;
   modify?: (action: Action) => Action;
@@ -43,23 +44,39 @@ function outcome(
   what: string,
 ): RuleOutcome {
   const message = `policy "${policy.name}" (${policy.id}) rule ${rule.index}: ${what}`;
-  return { verdict, reason: { policyId: policy.id, ruleIndex: rule.index, code, message } };
+  return { policy, verdict, reason: { policyId: policy.id, ruleIndex: rule.index, code, message } };
 }
 
-/** The cost rules' input: unknown for an llm.invoke is judged as over any limit (fail closed). */
-const costUnknown = (action: Action) => action.estimatedCostUsd === undefined && action.type === 'llm.invoke';
+/**
+ * The cost rules' input, failing closed: an llm.invoke always has a price, so one without an
+ * estimate is judged over any limit; so is an estimate that is not a finite number, whatever the
+ * action. Other action types carry no cost unless they say so, and are then not judged.
+ */
+const costUnknown = ({ estimatedCostUsd: cost, type }: Action) =>
+  cost === undefined ? type === 'llm.invoke' : !Number.isFinite(cost);
+
+/** True unless `value` is a number within `limit` (a NaN is never within). */
+const over = (value: number, limit: number) => !(value <= limit);
 
 function approvalNeeded(rule: Extract<CompiledRule['rule'], { type: 'require_approval' }>, action: Action) {
   const { models, tools, minEstimatedCostUsd } = rule.when;
   if (models && !(action.model && models.includes(action.model))) return false;
   if (tools && !(action.tool && tools.includes(action.tool.name))) return false;
   if (minEstimatedCostUsd === undefined) return true;
-  return action.estimatedCostUsd === undefined || action.estimatedCostUsd >= minEstimatedCostUsd;
+  // A cost it cannot judge (none, or not a number) asks a person rather than letting it through.
+  const cost = action.estimatedCostUsd;
+  return cost === undefined || !(cost < minEstimatedCostUsd);
+}
+
+/** A pattern rule's compiled regex; one missing is an error (a deny), never a silent non-match. */
+function compiledRegex({ regex, index }: CompiledRule): RE2JS {
+  if (!regex) throw new Error(`rule ${index} has no compiled pattern`);
+  return regex;
 }
 
 /** One rule against one action: null when it has nothing to say. */
 function evaluateRule(policy: Policy, compiled: CompiledRule, action: Action): RuleOutcome | null {
-  const { rule, regex } = compiled;
+  const { rule } = compiled;
   const say = (verdict: Verdict, code: string, what: string) =>
     outcome(policy, compiled, verdict, code, what);
   switch (rule.type) {
@@ -75,28 +92,37 @@ function evaluateRule(policy: Policy, compiled: CompiledRule, action: Action): R
       return action.tool && rule.tools.includes(action.tool.name)
         ? say('deny', 'tool_denied', `tool ${action.tool.name} is denied`)
         : null;
-    case 'deny_pattern':
-      return contents(action).some((text) => regex?.matcher(text).find())
+    case 'deny_pattern': {
+      const regex = compiledRegex(compiled);
+      return contents(action).some((text) => regex.matcher(text).find())
         ? say('deny', 'pattern_denied', 'a message matches a denied pattern')
         : null;
+    }
     case 'redact_pattern': {
-      if (!contents(action).some((text) => regex?.matcher(text).find())) return null;
+      const regex = compiledRegex(compiled);
+      if (!contents(action).some((text) => regex.matcher(text).find())) return null;
+      // Literal text: a "$1" or "$&" in the replacement is not a group reference.
       const replacement = RE2JS.quoteReplacement(rule.replacement);
-      const redact = (text: string) => (regex ? regex.matcher(text).replaceAll(replacement) : text);
+      const redact = (text: string) => regex.matcher(text).replaceAll(replacement);
       return {
         ...say('modify', 'redacted', 'matching text is redacted'),
         modify: (a) => ({ ...a, messages: a.messages?.map((m) => ({ ...m, content: redact(m.content) })) }),
       };
     }
     case 'max_tokens':
-      return action.maxTokens !== undefined && action.maxTokens > rule.limit
+      return action.maxTokens !== undefined && over(action.maxTokens, rule.limit)
         ? {
             ...say(
               'modify',
               'max_tokens_clamped',
               `max_tokens ${action.maxTokens} is clamped to ${rule.limit}`,
             ),
-            modify: (a) => ({ ...a, maxTokens: Math.min(a.maxTokens ?? rule.limit, rule.limit) }),
+            // Only ever lowers: an earlier, lower clamp stays.
+            modify: (a) => ({
+              ...a,
+              maxTokens:
+                a.maxTokens !== undefined && !over(a.maxTokens, rule.limit) ? a.maxTokens : rule.limit,
+            }),
           }
         : null;
     case 'max_cost_per_call_usd':
@@ -119,10 +145,14 @@ function evaluateRule(policy: Policy, compiled: CompiledRule, action: Action): R
             },
           }
         : null;
+    default:
+      // A rule this engine does not know (a newer writer, a corrupt row) must not be skipped.
+      throw new Error(`unknown rule type "${(rule as { type?: unknown }).type}"`);
   }
 }
 
 const failedPolicy = (policy: Policy, why: string): RuleOutcome => ({
+  policy,
   verdict: 'deny',
   reason: {
     policyId: policy.id,
@@ -132,6 +162,8 @@ const failedPolicy = (policy: Policy, why: string): RuleOutcome => ({
   },
 });
 
+const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
 /** One policy's outcomes; an error while evaluating it is a deny naming it, never an allow. */
 function evaluatePolicy(compiled: CompiledPolicy, action: Action, context: EvaluationContext): RuleOutcome[] {
   const { policy } = compiled;
@@ -140,8 +172,26 @@ function evaluatePolicy(compiled: CompiledPolicy, action: Action, context: Evalu
     if (!appliesTo(policy.appliesTo, action, context)) return [];
     return compiled.rules.flatMap((rule) => evaluateRule(policy, rule, action) ?? []);
   } catch (err) {
-    return [failedPolicy(policy, err instanceof Error ? err.message : String(err))];
+    return [failedPolicy(policy, errorText(err))];
   }
+}
+
+/**
+ * Applies the modifications in order (priority, then id, then rule index): redactions touch only
+ * messages and clamps only max_tokens, so this is the redactions in priority order, then the
+ * clamp. A modification that throws is a deny naming its policy, like any evaluation error.
+ */
+function modify(outcomes: RuleOutcome[], action: Action): { action: Action } | { failed: RuleOutcome } {
+  let current = action;
+  for (const o of outcomes) {
+    if (!o.modify) continue;
+    try {
+      current = o.modify(current);
+    } catch (err) {
+      return { failed: failedPolicy(o.policy, errorText(err)) };
+    }
+  }
+  return { action: current };
 }
 
 const strongest = (outcomes: RuleOutcome[]): Verdict =>
@@ -161,11 +211,14 @@ function approvalOf(outcomes: RuleOutcome[]): ApprovalRequirement | null {
 
 /**
  * The policy engine: a pure, synchronous function from an org's compiled policies, an action and
- * its context to a decision. The verdict is the strongest of the enforced policies' rules (deny >
- * require_approval > modify > allow) and its reasons are the rules of that verdict; a modify
- * applies every enforced modification in priority order (redactions, then clamps). Shadow
- * policies are evaluated alike but only recorded, with what each would have decided. Any error is
- * a deny that says so.
+ * its context to a decision. Each rule is judged on the action as given; the verdict is the
+ * strongest of the enforced policies' rules (deny > require_approval > modify > allow, whatever
+ * their priority). The reasons are those of the verdict's level only, in priority order: under a
+ * deny or a require_approval, the modifications that would have applied are not reported, as
+ * they do not happen (a require_approval's approver sees the action as requested). A modify
+ * composes every enforced modification. Shadow policies are evaluated alike but only recorded,
+ * each reason with the verdict it would have given; they never change the verdict or the action.
+ * Any error is a deny that says so and names its policy (policy_evaluation_failed).
  */
 export function evaluatePolicies(
   compiled: CompiledPolicySet,
@@ -180,10 +233,14 @@ export function evaluatePolicies(
       shadowReasons.push(...outcomes.map((o) => ({ ...o.reason, verdict: o.verdict })));
     else enforced.push(...outcomes);
   }
-  const verdict = strongest(enforced);
-  const deciding = enforced.filter((o) => o.verdict === verdict);
-  const modifiedAction =
-    verdict === 'modify' ? deciding.reduce((a, o) => (o.modify ? o.modify(a) : a), action) : null;
+  let verdict = strongest(enforced);
+  let deciding = enforced.filter((o) => o.verdict === verdict);
+  let modifiedAction: Action | null = null;
+  if (verdict === 'modify') {
+    const result = modify(deciding, action);
+    if ('failed' in result) [verdict, deciding] = ['deny', [result.failed]];
+    else modifiedAction = result.action;
+  }
   return {
     verdict,
     reasons: deciding.map((o) => o.reason),

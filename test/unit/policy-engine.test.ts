@@ -1,0 +1,531 @@
+import { createHash } from 'node:crypto';
+import canonicalize from 'canonicalize';
+import { RE2JS } from 're2js';
+import { actionDigest } from '../../domain/policy/action-digest';
+import { compilePolicies, type CompiledPolicySet } from '../../domain/policy/compile-policies';
+import { evaluatePolicies } from '../../domain/policy/evaluate-policies';
+import {
+  MAX_LIST_ITEMS,
+  MAX_PATTERN_LENGTH,
+  MAX_POLICIES_PER_ORG,
+  MAX_REPEAT_TOTAL,
+  MAX_RULES_PER_POLICY,
+  validatePattern,
+} from '../../domain/policy/limits';
+import type { Action, EvaluationContext, Policy, PolicyDecision, Rule } from '../../domain/policy/policy';
+import type { Verdict } from '../../domain/policy/verdict';
+
+let seq = 0;
+const policy = (rules: Rule[], over: Partial<Policy> = {}): Policy => {
+  seq += 1;
+  return {
+    id: `pol_${String(seq).padStart(4, '0')}`,
+    orgId: 'org_1',
+    name: `policy ${seq}`,
+    description: null,
+    enabled: true,
+    priority: 0,
+    mode: 'enforce',
+    appliesTo: {},
+    rules,
+    version: 1,
+    createdAt: new Date(0),
+    updatedAt: new Date(0),
+    ...over,
+  };
+};
+
+const action = (over: Partial<Action> = {}): Action => ({
+  type: 'llm.invoke',
+  model: 'gpt-4o',
+  messages: [
+    { role: 'system', content: 'you are helpful' },
+    { role: 'user', content: 'my card is 4111-1111-1111-1111' },
+  ],
+  maxTokens: 500,
+  estimatedCostUsd: 0.02,
+  ...over,
+});
+
+const without = (key: keyof Action, over: Partial<Action> = {}): Action => {
+  const a = action(over);
+  delete a[key];
+  return a;
+};
+
+const context: EvaluationContext = { agentId: 'agt_1', sessionId: 'ses_1' };
+const compile = (policies: Policy[], policyVersion = 7): CompiledPolicySet =>
+  compilePolicies({ orgId: 'org_1', policyVersion, policies });
+const decide = (policies: Policy[], a: Action = action(), ctx = context): PolicyDecision =>
+  evaluatePolicies(compile(policies), a, ctx);
+const codes = (d: PolicyDecision) => d.reasons.map((r) => r.code);
+
+/** One rule per verdict, each matching `action()`. */
+const RULE_FOR: Record<Verdict, Rule | null> = {
+  allow: null,
+  modify: { type: 'max_tokens', limit: 100 },
+  require_approval: { type: 'require_approval', when: {}, approversRequired: 1, timeoutSeconds: 60 },
+  deny: { type: 'deny_models', models: ['gpt-4o'] },
+};
+const CODE_FOR: Record<Verdict, string | null> = {
+  allow: null,
+  modify: 'max_tokens_clamped',
+  require_approval: 'approval_required',
+  deny: 'model_denied',
+};
+const ORDER: Verdict[] = ['allow', 'modify', 'require_approval', 'deny'];
+const deny = RULE_FOR.deny as Rule;
+
+/** A compiled rule whose regex object is replaced, to make the engine meet an error. */
+function withBrokenRegex(policies: Policy[], regex: unknown): CompiledPolicySet {
+  const compiled = compile(policies);
+  const rule = compiled.policies[0]?.rules[0];
+  if (!rule) throw new Error('no compiled rule');
+  rule.regex = regex as never;
+  return compiled;
+}
+const boom = () => {
+  throw new Error('engine exploded');
+};
+
+describe('the policy engine: every rule type', () => {
+  it('allows with no reasons when no policy has anything to say, on the compiled set’s version', () => {
+    expect(decide([])).toEqual({
+      verdict: 'allow',
+      reasons: [],
+      shadowReasons: [],
+      modifiedAction: null,
+      approval: null,
+      policyVersion: 7,
+    });
+  });
+
+  it('deny_models denies a listed model, naming the policy, its rule index and a stable code', () => {
+    const p = policy([{ type: 'deny_tools', tools: ['x'] }, deny]);
+    const d = decide([p]);
+    expect(d.verdict).toBe('deny');
+    expect(d.reasons).toEqual([
+      { policyId: p.id, ruleIndex: 1, code: 'model_denied', message: expect.stringContaining(p.name) },
+    ]);
+    expect(d.reasons[0]?.message).toContain(p.id);
+    expect(decide([p], action({ model: 'gpt-4o-mini' })).verdict).toBe('allow');
+    expect(decide([p], without('model')).verdict).toBe('allow');
+  });
+
+  it('allow_models_only denies a model outside its list, and not an action without a model', () => {
+    const p = policy([{ type: 'allow_models_only', models: ['gpt-4o-mini'] }]);
+    expect(codes(decide([p]))).toEqual(['model_not_in_policy_allowlist']);
+    expect(decide([p], action({ model: 'gpt-4o-mini' })).verdict).toBe('allow');
+    expect(decide([p], without('model', { type: 'tool.call' })).verdict).toBe('allow');
+  });
+
+  it('deny_tools denies a listed tool, not another tool nor an action without a tool', () => {
+    const p = policy([{ type: 'deny_tools', tools: ['shell'] }]);
+    expect(codes(decide([p], action({ tool: { name: 'shell', arguments: {} } })))).toEqual(['tool_denied']);
+    expect(decide([p], action({ tool: { name: 'search', arguments: {} } })).verdict).toBe('allow');
+    expect(decide([p]).verdict).toBe('allow');
+  });
+
+  it('deny_pattern denies when any message matches, honouring the i, m and s flags', () => {
+    const on = (rule: Rule, content: string) =>
+      decide([policy([rule])], action({ messages: [{ role: 'assistant', content }] })).verdict;
+    expect(codes(decide([policy([{ type: 'deny_pattern', pattern: 'card' }])]))).toEqual(['pattern_denied']);
+    expect(on({ type: 'deny_pattern', pattern: 'SECRET' }, 'a secret')).toBe('allow');
+    expect(on({ type: 'deny_pattern', pattern: 'SECRET', flags: 'i' }, 'a secret')).toBe('deny');
+    expect(on({ type: 'deny_pattern', pattern: '^b' }, 'a\nb')).toBe('allow');
+    expect(on({ type: 'deny_pattern', pattern: '^b', flags: 'm' }, 'a\nb')).toBe('deny');
+    expect(on({ type: 'deny_pattern', pattern: 'a.b' }, 'a\nb')).toBe('allow');
+    expect(on({ type: 'deny_pattern', pattern: 'a.b', flags: 's' }, 'a\nb')).toBe('deny');
+    expect(decide([policy([{ type: 'deny_pattern', pattern: '.' }])], without('messages')).verdict).toBe(
+      'allow',
+    );
+  });
+
+  it('redact_pattern rewrites every message, leaves the rest of the action alone, and takes the replacement literally', () => {
+    const literal = '$1 $& $$ \\ ${x}';
+    const p = policy([{ type: 'redact_pattern', pattern: '(\\d{4})', replacement: literal }]);
+    const a = action({
+      messages: [
+        { role: 'system', content: 'pin 1234' },
+        { role: 'user', content: 'card 4111-2222' },
+        { role: 'assistant', content: 'no digits here' },
+        { role: 'tool', content: '9999' },
+      ],
+    });
+    const d = decide([p], a);
+    expect(d).toMatchObject({
+      verdict: 'modify',
+      reasons: [{ policyId: p.id, ruleIndex: 0, code: 'redacted' }],
+    });
+    expect(d.modifiedAction).toEqual({
+      ...a,
+      messages: [
+        { role: 'system', content: `pin ${literal}` },
+        { role: 'user', content: `card ${literal}-${literal}` },
+        { role: 'assistant', content: 'no digits here' },
+        { role: 'tool', content: literal },
+      ],
+    });
+    expect(a.messages?.[0]?.content).toBe('pin 1234'); // the input is not mutated
+  });
+
+  it('redact_pattern says nothing when no message matches', () => {
+    const p = policy([{ type: 'redact_pattern', pattern: 'password', replacement: 'x' }]);
+    expect(decide([p])).toMatchObject({ verdict: 'allow', reasons: [], modifiedAction: null });
+  });
+
+  it('max_tokens clamps down, never raises, and says nothing when already within', () => {
+    expect(decide([policy([{ type: 'max_tokens', limit: 100 }])])).toMatchObject({
+      verdict: 'modify',
+      reasons: [{ code: 'max_tokens_clamped' }],
+      modifiedAction: { maxTokens: 100 },
+    });
+    for (const limit of [500, 501, 100_000])
+      expect(decide([policy([{ type: 'max_tokens', limit }])])).toMatchObject({
+        verdict: 'allow',
+        reasons: [],
+        modifiedAction: null,
+      });
+    expect(decide([policy([{ type: 'max_tokens', limit: 1 }])], without('maxTokens')).verdict).toBe('allow');
+  });
+
+  it('max_tokens: several clamps give the lowest limit, whatever their order', () => {
+    const low = policy([{ type: 'max_tokens', limit: 200 }], { priority: 1 });
+    const high = policy([{ type: 'max_tokens', limit: 300 }], { priority: 2 });
+    expect(decide([low, high]).modifiedAction?.maxTokens).toBe(200);
+    expect(decide([{ ...low, priority: 3 }, high]).modifiedAction?.maxTokens).toBe(200);
+    const raise = policy([{ type: 'max_tokens', limit: 10_000 }]);
+    expect(decide([low, raise]).modifiedAction?.maxTokens).toBe(200);
+  });
+
+  it('max_tokens clamps a max_tokens that is not a number it can compare (fail closed)', () => {
+    const d = decide([policy([{ type: 'max_tokens', limit: 100 }])], action({ maxTokens: Number.NaN }));
+    expect(d).toMatchObject({ verdict: 'modify', modifiedAction: { maxTokens: 100 } });
+  });
+
+  it('max_cost_per_call_usd denies an estimate over the limit, not one at or under it', () => {
+    const rule = (limit: number) => policy([{ type: 'max_cost_per_call_usd', limit }]);
+    expect(codes(decide([rule(0.01)]))).toEqual(['cost_per_call_exceeded']);
+    expect(decide([rule(0.02)]).verdict).toBe('allow');
+    expect(decide([rule(0.05)]).verdict).toBe('allow');
+  });
+
+  it('max_cost_per_call_usd fails closed on an llm.invoke without an estimate or with one it cannot compare', () => {
+    const p = policy([{ type: 'max_cost_per_call_usd', limit: 1 }]);
+    expect(codes(decide([p], without('estimatedCostUsd')))).toEqual(['cost_unknown']);
+    expect(codes(decide([p], action({ estimatedCostUsd: Number.NaN })))).toEqual(['cost_unknown']);
+    expect(codes(decide([p], action({ type: 'tool.call', estimatedCostUsd: Number.NaN })))).toEqual([
+      'cost_unknown',
+    ]);
+    // Other action types carry no cost unless they say so: nothing to judge.
+    expect(decide([p], without('estimatedCostUsd', { type: 'tool.call' })).verdict).toBe('allow');
+  });
+
+  it('require_approval asks only when every listed condition holds', () => {
+    const when = (w: Extract<Rule, { type: 'require_approval' }>['when'], a = action()) =>
+      decide([policy([{ type: 'require_approval', when: w, approversRequired: 1, timeoutSeconds: 60 }])], a)
+        .verdict;
+    const shell = action({ tool: { name: 'shell', arguments: {} } });
+    expect(when({})).toBe('require_approval');
+    expect(when({ models: ['gpt-4o'] })).toBe('require_approval');
+    expect(when({ models: ['claude'] })).toBe('allow');
+    expect(when({ models: ['gpt-4o'] }, without('model'))).toBe('allow');
+    expect(when({ tools: ['shell'] })).toBe('allow');
+    expect(when({ tools: ['shell'] }, shell)).toBe('require_approval');
+    expect(when({ models: ['gpt-4o'], tools: ['shell'] }, shell)).toBe('require_approval');
+    expect(when({ models: ['claude'], tools: ['shell'] }, shell)).toBe('allow');
+    expect(when({ minEstimatedCostUsd: 0.02 })).toBe('require_approval');
+    expect(when({ minEstimatedCostUsd: 0.03 })).toBe('allow');
+    // A cost it cannot judge asks a person rather than letting the call through.
+    expect(when({ minEstimatedCostUsd: 0.03 }, without('estimatedCostUsd'))).toBe('require_approval');
+    expect(when({ minEstimatedCostUsd: 0.03 }, action({ estimatedCostUsd: Number.NaN }))).toBe(
+      'require_approval',
+    );
+  });
+
+  it('require_approval: the strictest requirement wins (most approvers, shortest timeout)', () => {
+    const ask = (approversRequired: number, timeoutSeconds: number, priority: number) =>
+      policy([{ type: 'require_approval', when: {}, approversRequired, timeoutSeconds }], { priority });
+    const first = ask(2, 600, 5);
+    const d = decide([ask(1, 60, 1), first, ask(3, 3600, 0)]);
+    expect(d.verdict).toBe('require_approval');
+    expect(d.approval).toEqual({ policyId: first.id, approversRequired: 3, timeoutSeconds: 60 });
+    expect(codes(d)).toEqual(['approval_required', 'approval_required', 'approval_required']);
+  });
+});
+
+describe('precedence: deny > require_approval > modify > allow', () => {
+  const pairs = ORDER.flatMap((a) => ORDER.map((b) => [a, b] as const));
+  it.each(pairs)('%s with %s gives the stronger, with only its reasons', (a, b) => {
+    const policies = [a, b].flatMap((v) => (RULE_FOR[v] ? [policy([RULE_FOR[v] as Rule])] : []));
+    const expected = ORDER[Math.max(ORDER.indexOf(a), ORDER.indexOf(b))] as Verdict;
+    const d = decide(policies);
+    expect(d.verdict).toBe(expected);
+    const code = CODE_FOR[expected];
+    expect(codes(d)).toEqual(code ? (a === b ? [code, code] : [code]) : []);
+    expect(d.modifiedAction !== null).toBe(expected === 'modify');
+    expect(d.approval !== null).toBe(expected === 'require_approval');
+  });
+
+  it('does not depend on priority: a low-priority deny beats a high-priority modify', () => {
+    const d = decide([
+      policy([RULE_FOR.modify as Rule], { priority: 100 }),
+      policy([deny], { priority: -100 }),
+    ]);
+    expect(d.verdict).toBe('deny');
+  });
+});
+
+describe('modifications compose', () => {
+  const rename = (from: string, to: string, over: Partial<Policy>) =>
+    policy([{ type: 'redact_pattern', pattern: from, replacement: to }], over);
+  const cats = action({ messages: [{ role: 'user', content: 'cat dog' }] });
+
+  it('applies redactions in priority order, then by id', () => {
+    const a = rename('cat', 'dog', { priority: 10 });
+    const b = rename('dog', 'cow', { priority: 5 });
+    expect(decide([b, a], cats).modifiedAction?.messages?.[0]?.content).toBe('cow cow');
+    expect(decide([{ ...b, priority: 20 }, a], cats).modifiedAction?.messages?.[0]?.content).toBe('dog cow');
+    const tieFirst = rename('cat', 'dog', { id: 'pol_a' });
+    const tieSecond = rename('dog', 'cow', { id: 'pol_b' });
+    expect(decide([tieSecond, tieFirst], cats).modifiedAction?.messages?.[0]?.content).toBe('cow cow');
+  });
+
+  it('applies redactions and the clamp together, with a reason for each, in priority order', () => {
+    const clamp = policy([{ type: 'max_tokens', limit: 50 }], { priority: 2 });
+    const redact = rename('\\d', '#', { priority: 1 });
+    const d = decide([redact, clamp]);
+    expect(d.reasons.map((r) => [r.policyId, r.code])).toEqual([
+      [clamp.id, 'max_tokens_clamped'],
+      [redact.id, 'redacted'],
+    ]);
+    expect(d.modifiedAction).toMatchObject({
+      maxTokens: 50,
+      messages: [{ content: 'you are helpful' }, { content: 'my card is ####-####-####-####' }],
+    });
+  });
+});
+
+describe('applies_to', () => {
+  const shell = { name: 'shell', arguments: {} };
+  it.each([
+    ['empty: every action', {}, action(), context, true],
+    ['agent listed', { agentIds: ['agt_1'] }, action(), context, true],
+    ['agent not listed', { agentIds: ['agt_2'] }, action(), context, false],
+    ['agents listed, no agent', { agentIds: ['agt_1'] }, action(), { agentId: null, sessionId: null }, false],
+    ['model listed', { models: ['gpt-4o'] }, action(), context, true],
+    ['model not listed', { models: ['claude'] }, action(), context, false],
+    ['models listed, no model', { models: ['gpt-4o'] }, without('model'), context, false],
+    ['action type listed', { actionTypes: ['llm.invoke'] }, action(), context, true],
+    ['action type not listed', { actionTypes: ['tool.call'] }, action(), context, false],
+    ['tool listed', { tools: ['shell'] }, action({ tool: shell }), context, true],
+    ['tool not listed', { tools: ['search'] }, action({ tool: shell }), context, false],
+    ['tools listed, no tool', { tools: ['shell'] }, action(), context, false],
+    [
+      'all dimensions match',
+      { agentIds: ['agt_1'], models: ['gpt-4o'], tools: ['shell'] },
+      action({ tool: shell }),
+      context,
+      true,
+    ],
+    ['one dimension misses', { agentIds: ['agt_1'], models: ['claude'] }, action(), context, false],
+  ])('%s', (_name, appliesTo, a, ctx, applies) => {
+    // A rule that speaks on every action: only applies_to decides whether the policy is heard.
+    const p = policy([RULE_FOR.require_approval as Rule], { appliesTo });
+    expect(decide([p], a, ctx).verdict).toBe(applies ? 'require_approval' : 'allow');
+  });
+
+  it('skips a disabled policy, enforced or shadow', () => {
+    expect(decide([policy([deny], { enabled: false })]).verdict).toBe('allow');
+    expect(decide([policy([deny], { enabled: false, mode: 'shadow' })]).shadowReasons).toEqual([]);
+  });
+});
+
+describe('shadow mode', () => {
+  it('never changes the verdict nor the action, and records what it would have decided', () => {
+    const shadow = policy([deny, RULE_FOR.modify as Rule], { mode: 'shadow' });
+    const d = decide([shadow]);
+    expect(d).toMatchObject({ verdict: 'allow', reasons: [], modifiedAction: null, approval: null });
+    expect(d.shadowReasons).toEqual([
+      expect.objectContaining({ policyId: shadow.id, ruleIndex: 0, code: 'model_denied', verdict: 'deny' }),
+      expect.objectContaining({
+        policyId: shadow.id,
+        ruleIndex: 1,
+        code: 'max_tokens_clamped',
+        verdict: 'modify',
+      }),
+    ]);
+  });
+
+  it('leaves an enforced modify as it is: same verdict, reasons and modified action', () => {
+    const enforced = policy([{ type: 'redact_pattern', pattern: '\\d', replacement: '#' }]);
+    const shadows = [
+      policy([deny], { mode: 'shadow', priority: 9 }),
+      policy([{ type: 'redact_pattern', pattern: 'card', replacement: 'X' }], {
+        mode: 'shadow',
+        priority: 9,
+      }),
+      policy([{ type: 'max_tokens', limit: 1 }], { mode: 'shadow', priority: -9 }),
+    ];
+    const before = decide([enforced]);
+    const after = decide([enforced, ...shadows]);
+    expect({ ...after, shadowReasons: [] }).toEqual(before);
+    expect(after.shadowReasons.map((r) => r.verdict)).toEqual(['deny', 'modify', 'modify']);
+  });
+
+  it('records a shadow policy that cannot be evaluated as a would-be deny, and enforces nothing', () => {
+    const broken = policy([{ type: 'deny_pattern', pattern: '(a' }], { mode: 'shadow' });
+    const d = decide([broken]);
+    expect(d.verdict).toBe('allow');
+    expect(d.shadowReasons).toEqual([
+      expect.objectContaining({ policyId: broken.id, code: 'policy_evaluation_failed', verdict: 'deny' }),
+    ]);
+  });
+});
+
+describe('failing closed', () => {
+  const failed = (d: PolicyDecision, p: Policy) => {
+    expect(d.verdict).toBe('deny');
+    expect(d.modifiedAction).toBeNull();
+    expect(d.reasons).toContainEqual(
+      expect.objectContaining({
+        policyId: p.id,
+        code: 'policy_evaluation_failed',
+        message: expect.stringContaining(p.name),
+      }),
+    );
+  };
+
+  it('denies, naming the policy, when matching throws', () => {
+    const p = policy([{ type: 'deny_pattern', pattern: 'x' }]);
+    failed(evaluatePolicies(withBrokenRegex([p], { matcher: boom }), action(), context), p);
+  });
+
+  it('denies, naming the policy, when applying its redaction throws', () => {
+    const p = policy([{ type: 'redact_pattern', pattern: 'x', replacement: 'y' }]);
+    const regex = { matcher: () => ({ find: () => true, replaceAll: boom }) };
+    failed(evaluatePolicies(withBrokenRegex([p], regex), action(), context), p);
+  });
+
+  it('denies, naming the policy, when a pattern rule reaches the engine without its compiled pattern', () => {
+    const p = policy([{ type: 'deny_pattern', pattern: 'x' }]);
+    failed(evaluatePolicies(withBrokenRegex([p], null), action(), context), p);
+    const r = policy([{ type: 'redact_pattern', pattern: 'x', replacement: 'y' }]);
+    failed(evaluatePolicies(withBrokenRegex([r], null), action(), context), r);
+  });
+
+  it('denies, naming the policy, on a rule type it does not know (never ignores a rule)', () => {
+    const p = policy([{ type: 'deny_everything' } as never]);
+    failed(decide([p]), p);
+  });
+
+  it('denies, naming the policy, when its applies_to is malformed', () => {
+    const p = policy([deny], { appliesTo: null as never });
+    failed(decide([p]), p);
+  });
+
+  it('keeps the other policies’ deny reasons beside the failure', () => {
+    const broken = policy([{ type: 'deny_pattern', pattern: '(a' }], { priority: 1 });
+    const other = policy([deny]);
+    const d = decide([other, broken]);
+    expect(d.reasons.map((r) => [r.policyId, r.code])).toEqual([
+      [broken.id, 'policy_evaluation_failed'],
+      [other.id, 'model_denied'],
+    ]);
+  });
+
+  it.each([
+    ['an invalid regex', '(a', undefined],
+    ['a backreference', '(a)\\1', undefined],
+    ['a lookahead', 'a(?=b)', undefined],
+    ['a lookbehind', '(?<=a)b', undefined],
+    ['an unknown flag', 'a', 'g'],
+    ['a pattern over the size limit', 'a'.repeat(MAX_PATTERN_LENGTH + 1), undefined],
+    ['counted repetitions adding up past the limit', 'x{999}'.repeat(2), undefined],
+  ])(
+    'refuses %s in validatePattern, and the engine denies it (the same compile path)',
+    (_n, pattern, flags) => {
+      expect(validatePattern(pattern, flags)).toEqual(expect.any(String));
+      const p = policy([{ type: 'deny_pattern', pattern, ...(flags ? { flags } : {}) }]);
+      failed(decide([p], action({ model: 'other' })), p);
+      const r = policy([{ type: 'redact_pattern', pattern, replacement: 'x' }]);
+      if (!flags) failed(decide([r]), r);
+    },
+  );
+
+  it('validatePattern accepts RE2 syntax up to the size limit, with the i, m and s flags', () => {
+    expect(validatePattern('a'.repeat(MAX_PATTERN_LENGTH), 'ims')).toBeNull();
+    expect(validatePattern('(a+)+$')).toBeNull();
+    expect(validatePattern(`x{${MAX_REPEAT_TOTAL}}`)).toBeNull();
+    expect(validatePattern('\\bfoo\\b|\\p{L}+|[[:alpha:]]', 'i')).toBeNull();
+  });
+});
+
+describe('regexes that cannot stall a worker', () => {
+  const catastrophic = policy([{ type: 'deny_pattern', pattern: '(a+)+$' }]);
+  const redactRuns = policy([{ type: 'redact_pattern', pattern: '(a+)+b', replacement: '-' }]);
+
+  it('evaluates (a+)+$ on 30 a’s and a "!"', () => {
+    const short = action({ messages: [{ role: 'user', content: `${'a'.repeat(30)}!` }] });
+    expect(decide([catastrophic], short).verdict).toBe('allow');
+  });
+
+  it('evaluates (a+)+$ and a redaction on a 100,000-character message', () => {
+    const long = action({ messages: [{ role: 'user', content: `${'a'.repeat(100_000)}!` }] });
+    expect(decide([catastrophic], long).verdict).toBe('allow');
+    const runs = action({ messages: [{ role: 'user', content: `${'a'.repeat(100_000)}b!` }] });
+    expect(decide([redactRuns], runs).modifiedAction?.messages?.[0]?.content).toBe('-!');
+  });
+
+  it('compiles every pattern once per policy set, never while evaluating', () => {
+    const compileSpy = jest.spyOn(RE2JS, 'compile');
+    try {
+      const compiled = compile([
+        policy([
+          { type: 'deny_pattern', pattern: 'x' },
+          { type: 'redact_pattern', pattern: '\\d', replacement: '#' },
+        ]),
+        policy([{ type: 'deny_pattern', pattern: 'y', flags: 'i' }, deny]),
+      ]);
+      expect(compileSpy).toHaveBeenCalledTimes(3);
+      for (let i = 0; i < 5; i++) evaluatePolicies(compiled, action({ model: 'other' }), context);
+      expect(compileSpy).toHaveBeenCalledTimes(3);
+    } finally {
+      compileSpy.mockRestore();
+    }
+  });
+
+  it('orders policies by priority (highest first), then id, and drops disabled ones', () => {
+    const ps = [
+      policy([], { id: 'pol_b', priority: 1 }),
+      policy([], { id: 'pol_c', priority: 5 }),
+      policy([], { id: 'pol_a', priority: 1 }),
+      policy([], { id: 'pol_d', priority: 9, enabled: false }),
+    ];
+    expect(compile(ps, 3)).toMatchObject({ policyVersion: 3, orgId: 'org_1' });
+    expect(compile(ps).policies.map((p) => p.policy.id)).toEqual(['pol_c', 'pol_a', 'pol_b']);
+  });
+});
+
+describe('documented limits and the action digest', () => {
+  it('exports the size limits the store enforces', () => {
+    expect({ MAX_PATTERN_LENGTH, MAX_RULES_PER_POLICY, MAX_POLICIES_PER_ORG, MAX_LIST_ITEMS }).toEqual({
+      MAX_PATTERN_LENGTH: 1000,
+      MAX_RULES_PER_POLICY: 50,
+      MAX_POLICIES_PER_ORG: 200,
+      MAX_LIST_ITEMS: 500,
+    });
+  });
+
+  it('digests the canonical JSON (RFC 8785): key order does not matter, content does', () => {
+    const a = { type: 'llm.invoke', model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] };
+    const reordered = { messages: [{ content: 'hi', role: 'user' }], model: 'gpt-4o', type: 'llm.invoke' };
+    const expected = createHash('sha256')
+      .update(canonicalize(a) ?? '')
+      .digest('hex');
+    expect(actionDigest(a)).toBe(expected);
+    expect(actionDigest(a)).toMatch(/^[0-9a-f]{64}$/);
+    expect(actionDigest(reordered)).toBe(expected);
+    expect(actionDigest({ ...a, messages: [{ role: 'user', content: 'hi!' }] })).not.toBe(expected);
+  });
+});
