@@ -1,0 +1,307 @@
+/**
+ * What the service benchmarks share: a fresh database and Redis prefix, the stub provider, one API
+ * and N worker processes (`tsx main.ts --role api|worker`), an org ready to invoke, a closed-loop
+ * load loop with latency percentiles and CPU accounting per process, and the cleanup.
+ */
+import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import Redis from 'ioredis';
+import { Client } from 'pg';
+import { Pool } from 'undici';
+import { freePort } from '../infra/embedded/free-port';
+
+const ADMIN_URL = process.env.BENCH_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const ROOT = join(__dirname, '..');
+/** The model the stub answers as. */
+export const MODEL = 'bench-model';
+
+// --- the stub provider (a child process, so its CPU is its own) ---------------------------------
+
+function startStub(): Promise<{ url: string; child: ChildProcess }> {
+  const child = fork(join(__dirname, 'stub-provider.ts'), [], { execArgv: ['--import', 'tsx'] });
+  return new Promise((resolve) =>
+    child.on('message', (port) => resolve({ url: `http://127.0.0.1:${String(port)}`, child })),
+  );
+}
+
+// --- the service ------------------------------------------------------------------------------------
+
+function startRole(role: 'api' | 'worker', env: Record<string, string>): Promise<ChildProcess> {
+  // BENCH_CPU_PROF=<dir>: write a V8 CPU profile of each service process there (open in Chrome DevTools).
+  const profile = process.env.BENCH_CPU_PROF
+    ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
+    : [];
+  const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'main.ts', '--role', role], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const onData = (d: Buffer) => {
+      out += String(d);
+      if (/"msg":"ready/.test(out)) resolve(child);
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`${role} exited with ${code}:\n${out}`)));
+  });
+}
+
+// --- where the CPU goes --------------------------------------------------------------------------------
+
+const TICKS_PER_SECOND = 100; // USER_HZ on Linux
+
+/** CPU milliseconds (user + system) a process has used, from /proc; 0 once it is gone. */
+function cpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
+  } catch {
+    return 0;
+  }
+}
+
+const pidsOf = (name: string): number[] => {
+  try {
+    return execFileSync('pgrep', ['-x', name], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+};
+
+/** The processes whose CPU each row reports: ours by pid, PostgreSQL and Redis by name. */
+type Components = Record<string, () => number[]>;
+
+function cpuSnapshot(components: Components): Record<string, number> {
+  const snapshot: Record<string, number> = {
+    bench: (process.cpuUsage().user + process.cpuUsage().system) / 1000,
+  };
+  for (const [name, pids] of Object.entries(components))
+    snapshot[name] = pids().reduce((s, pid) => s + cpuMs(pid), 0);
+  return snapshot;
+}
+
+// --- load ----------------------------------------------------------------------------------------------
+
+export interface Result {
+  label: string;
+  callers: number;
+  done: number;
+  errors: number;
+  seconds: number;
+  latencies: number[];
+  /** CPU milliseconds per completed call, per component. */
+  cpuPerCall: Record<string, number>;
+}
+
+export const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;
+
+/** `callers` closed loops calling `once` for `seconds` after 1 s of warm-up; false or a throw is an error. */
+export async function measure(
+  service: Service,
+  seconds: number,
+  label: string,
+  callers: number,
+  once: () => Promise<boolean>,
+): Promise<Result> {
+  const warmUntil = performance.now() + 1000;
+  while (performance.now() < warmUntil) await Promise.all(Array.from({ length: callers }, once));
+  const latencies: number[] = [];
+  let errors = 0;
+  const cpuBefore = cpuSnapshot(service.components);
+  const started = performance.now();
+  const stopAt = started + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: callers }, async () => {
+      while (performance.now() < stopAt) {
+        const t0 = performance.now();
+        const ok = await once().catch(() => false);
+        if (ok) latencies.push(performance.now() - t0);
+        else errors++;
+      }
+    }),
+  );
+  const elapsed = (performance.now() - started) / 1000;
+  const cpuAfter = cpuSnapshot(service.components);
+  latencies.sort((a, b) => a - b);
+  const cpuPerCall = Object.fromEntries(
+    Object.keys(cpuAfter).map((k) => [
+      k,
+      ((cpuAfter[k] ?? 0) - (cpuBefore[k] ?? 0)) / Math.max(1, latencies.length),
+    ]),
+  );
+  return { label, callers, done: latencies.length, errors, seconds: elapsed, latencies, cpuPerCall };
+}
+
+export function report(r: Result): void {
+  const ms = (v: number) => v.toFixed(2).padStart(8);
+  console.log(
+    `${r.label.padEnd(34)} ${String(r.callers).padStart(3)} callers ${Math.round(r.done / r.seconds)
+      .toString()
+      .padStart(
+        6,
+      )}/s   p50 ${ms(percentile(r.latencies, 0.5))} ms   p99 ${ms(percentile(r.latencies, 0.99))} ms` +
+      (r.errors ? `   errors ${r.errors}` : ''),
+  );
+  const cpu = Object.entries(r.cpuPerCall)
+    .filter(([, ms]) => ms > 0)
+    .map(([name, ms]) => `${name} ${(ms * 1000).toFixed(0)}`)
+    .join('  ');
+  console.log(`${''.padEnd(34)} CPU µs per call: ${cpu}`);
+}
+
+// --- the API --------------------------------------------------------------------------------------------
+
+export async function json(
+  pool: Pool,
+  method: 'GET' | 'POST' | 'PUT',
+  path: string,
+  token: string | null,
+  body?: unknown,
+) {
+  const res = await pool.request({
+    method,
+    path,
+    headers: {
+      'content-type': 'application/json',
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: res.statusCode, body: (await res.body.json()) as Record<string, unknown> };
+}
+
+/** A new org with a credential for the stub, an agent, the model's price and an open session. */
+export async function setUpOrg(service: Service) {
+  const { api, stubUrl } = service;
+  const signup = await json(api, 'POST', '/v1/orgs/signup', null, {
+    org_name: 'bench',
+    email: `bench-${randomBytes(4).toString('hex')}@example.test`,
+    password: 'correct horse battery staple',
+  });
+  const admin = (signup.body.api_key as { key: string }).key;
+  const cred = await json(api, 'POST', '/v1/credentials', admin, {
+    name: 'stub',
+    provider: 'openai_compatible',
+    secret: 'sk-bench-secret',
+    base_url: `${stubUrl}/v1`,
+  });
+  const agent = await json(api, 'POST', '/v1/agents', admin, {
+    name: 'bench',
+    allowed_models: [MODEL],
+    credential_refs: [cred.body.credential_ref],
+  });
+  await json(api, 'PUT', `/v1/pricing/${MODEL}`, admin, {
+    input_per_mtok_usd: 0.15,
+    output_per_mtok_usd: 0.6,
+  });
+  const session = await json(api, 'POST', '/v1/sessions', admin, {
+    agent_id: agent.body.id,
+    max_cost_usd: 1000,
+    ttl_seconds: 3600,
+  });
+  if (session.status !== 201) throw new Error(`setup failed: ${JSON.stringify(session.body)}`);
+  return { admin, agentId: agent.body.id as string, sessionId: session.body.id as string };
+}
+
+/** A governed invoke with `wait` (sync) that must succeed: `npm run bench`'s row (b). */
+export function syncInvoker(api: Pool, token: string, sessionId: string): () => Promise<boolean> {
+  const body = JSON.stringify({
+    session_id: sessionId,
+    model: MODEL,
+    messages: [{ role: 'user', content: 'Say ok.' }],
+    max_tokens: 16,
+  });
+  const headers = { 'content-type': 'application/json', authorization: `Bearer ${token}` };
+  return async () => {
+    const res = await api.request({ method: 'POST', path: '/v1/llm/invoke?wait=30', headers, body });
+    const answer = (await res.body.json()) as { status: string };
+    return res.statusCode === 200 && answer.status === 'succeeded';
+  };
+}
+
+// --- one run: the processes, then the cleanup ----------------------------------------------------------
+
+export interface Service {
+  /** A keep-alive pool to the API, sized for the callers. */
+  api: Pool;
+  stubUrl: string;
+  components: Components;
+}
+
+/**
+ * Runs `body` against a fresh stack: the stub, one API and `workers` worker processes on a new
+ * database and Redis prefix; afterwards stops them and drops the database and the prefix's keys.
+ */
+export async function withService(
+  options: { workers: number; connections: number },
+  body: (service: Service) => Promise<void>,
+): Promise<void> {
+  const database = `cp_bench_${randomBytes(5).toString('hex')}`;
+  const prefix = `cpbench_${randomBytes(4).toString('hex')}`;
+  const admin = new Client({ connectionString: ADMIN_URL });
+  await admin.connect();
+  await admin.query(`create database ${database}`);
+  const dbUrl = new URL(ADMIN_URL);
+  dbUrl.pathname = `/${database}`;
+  const children: ChildProcess[] = [];
+  try {
+    const stub = await startStub();
+    children.push(stub.child);
+    const port = await freePort();
+    const env = {
+      DATABASE_URL: dbUrl.toString(),
+      REDIS_URL,
+      CP_REDIS_PREFIX: prefix,
+      PORT: String(port),
+      LOG_LEVEL: 'info',
+      NODE_ENV: 'development',
+      CP_MASTER_KEY: randomBytes(32).toString('base64'),
+      CP_ALLOW_PRIVATE_PROVIDER_HOSTS: 'true',
+      CP_RATE_LIMIT_PER_MINUTE: '1000000',
+    };
+    console.log(`starting the stub, 1 API and ${options.workers} worker process(es) on ${database} ...`);
+    // The API first: it applies migrations before workers connect.
+    const apiProcess = await startRole('api', env);
+    children.push(apiProcess);
+    const workerProcesses: ChildProcess[] = [];
+    for (let i = 0; i < options.workers; i++) workerProcesses.push(await startRole('worker', env));
+    children.push(...workerProcesses);
+    const components: Components = {
+      stub: () => [stub.child.pid ?? 0],
+      api: () => [apiProcess.pid ?? 0],
+      worker: () => workerProcesses.map((w) => w.pid ?? 0),
+      postgres: () => pidsOf('postgres'),
+      redis: () => pidsOf('redis-server'),
+    };
+    const api = new Pool(`http://127.0.0.1:${port}`, { connections: options.connections, pipelining: 1 });
+    try {
+      await body({ api, stubUrl: stub.url, components });
+    } finally {
+      await api.close();
+    }
+  } finally {
+    for (const child of children.reverse()) child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 1500));
+    await admin.query(`drop database if exists ${database} with (force)`).catch(() => undefined);
+    await admin.end();
+    await dropKeys(prefix);
+  }
+}
+
+async function dropKeys(prefix: string): Promise<void> {
+  const redis = new Redis(REDIS_URL);
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    cursor = next;
+    if (keys.length) await redis.del(...keys);
+  } while (cursor !== '0');
+  redis.disconnect();
+}
