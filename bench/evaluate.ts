@@ -8,25 +8,26 @@
  * invoke in (g) an org without policies and (h) the org with the 50, on the same processes, so
  * that the difference is the guardian stage's share. Progress goes to stderr, figures to stdout.
  */
-import { parseArgs } from 'node:util';
 import { compilePolicies } from '../domain/policy/compile-policies';
 import { evaluatePolicies } from '../domain/policy/evaluate-policies';
 import type { Action, EvaluationContext } from '../domain/policy/policy';
 import { ACTIONS, INVOKE_ACTION, policyBodies, toAction, toPolicy } from './evaluate-fixtures';
-import { json, measure, report, setUpOrg, syncInvoker, withService, type Service } from './harness';
+import {
+  benchArgs,
+  json,
+  measure,
+  report,
+  setUpOrg,
+  syncInvoker,
+  withService,
+  type Service,
+} from './harness';
 
-const { values: args } = parseArgs({
-  options: {
-    seconds: { type: 'string', default: '10' },
-    concurrency: { type: 'string', default: '50' },
-    workers: { type: 'string', default: '1' },
-    // e.g. --only evaluate to run the evaluate rows only (for profiling them)
-    only: { type: 'string' },
-  },
-});
-const SECONDS = Number(args.seconds);
-const CONCURRENCY = Number(args.concurrency);
-const WORKERS = Number(args.workers);
+// --only engine, evaluate or invoke runs that part only (for profiling it)
+const args = benchArgs();
+const SECONDS = args.seconds;
+const CONCURRENCY = args.concurrency;
+const WORKERS = args.workers;
 const runs = (part: string) => !args.only || args.only === part;
 const progress = (line: string) => process.stderr.write(`... ${line}\n`);
 

@@ -3,6 +3,7 @@
  * and N worker processes (`tsx main.ts --role api|worker`), an org ready to invoke, a closed-loop
  * load loop with latency percentiles and CPU accounting per process, and the cleanup.
  */
+import { parseArgs } from 'node:util';
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
@@ -17,6 +18,27 @@ const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ROOT = join(__dirname, '..');
 /** The model the stub answers as. */
 export const MODEL = 'bench-model';
+
+/**
+ * The options every bench takes: `--seconds` per row, `--concurrency` callers, `--workers` worker
+ * processes, and `--only` to run one part (for profiling it).
+ */
+export function benchArgs() {
+  const { values } = parseArgs({
+    options: {
+      seconds: { type: 'string', default: '10' },
+      concurrency: { type: 'string', default: '50' },
+      workers: { type: 'string', default: '1' },
+      only: { type: 'string' },
+    },
+  });
+  return {
+    seconds: Number(values.seconds),
+    concurrency: Number(values.concurrency),
+    workers: Number(values.workers),
+    only: values.only,
+  };
+}
 
 // --- the stub provider (a child process, so its CPU is its own) ---------------------------------
 

@@ -8,22 +8,14 @@
  * `wait` (sync); (c) async invokes (202, then GET with wait until finished). Prints throughput
  * and p50/p99 latency of each, and cleans up.
  */
-import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
-import { measure, MODEL, report, setUpOrg, syncInvoker, withService } from './harness';
+import { benchArgs, measure, MODEL, report, setUpOrg, syncInvoker, withService } from './harness';
 
-const { values: args } = parseArgs({
-  options: {
-    seconds: { type: 'string', default: '10' },
-    concurrency: { type: 'string', default: '50' },
-    workers: { type: 'string', default: '1' },
-    // e.g. --only b to run the sync rows only (for profiling one scenario)
-    only: { type: 'string' },
-  },
-});
-const SECONDS = Number(args.seconds);
-const CONCURRENCY = Number(args.concurrency);
-const WORKERS = Number(args.workers);
+// --only a, b or c runs those rows only (for profiling one scenario)
+const args = benchArgs();
+const SECONDS = args.seconds;
+const CONCURRENCY = args.concurrency;
+const WORKERS = args.workers;
 
 async function main(): Promise<void> {
   await withService({ workers: WORKERS, connections: CONCURRENCY + 10 }, async (service) => {
