@@ -1,26 +1,12 @@
 import { notFound } from '../../domain/errors';
-import type { DecisionPosition } from '../../domain/policy/decision-log.port';
 import { callOf } from '../http/call-context';
 import { defineRoute, needs } from '../http/route';
 import { presentDecision } from '../presenters';
-import { badCursor, decodeCursor, encodeCursor, listOf } from '../schemas/common';
+import { decodeTimedCursor, encodeTimedCursor, listOf } from '../schemas/common';
 import { DecisionQuery } from '../schemas/decisions.schemas';
 import { DecisionView } from '../schemas/invocations.schemas';
 
 const read = needs('audit:read');
-
-/** Cursors hold the last decision's time and id: the log is ordered by both. */
-const positionAfter = (cursor: string | undefined): DecisionPosition | null => {
-  const position = decodeCursor(cursor, 'string');
-  if (position === null) return null;
-  const [at, id] = position.split('|');
-  const when = new Date(at ?? '');
-  if (Number.isNaN(when.getTime()) || !id) throw badCursor();
-  return { at: when, id };
-};
-
-const cursorOf = (next: DecisionPosition | null): string | null =>
-  encodeCursor(next ? `${next.at.toISOString()}|${next.id}` : null);
 
 const dateOrUndefined = (iso: string | undefined): Date | undefined => (iso ? new Date(iso) : undefined);
 
@@ -46,11 +32,11 @@ export const decisionRoutes = [
       };
       const page = await input.infra.decisionLog.list(callOf(input).principal.orgId, filter, {
         limit: query.limit,
-        after: positionAfter(query.cursor),
+        after: decodeTimedCursor(query.cursor),
       });
       return {
         status: 200,
-        body: { data: page.items.map(presentDecision), next_cursor: cursorOf(page.next) },
+        body: { data: page.items.map(presentDecision), next_cursor: encodeTimedCursor(page.next) },
       };
     },
   }),

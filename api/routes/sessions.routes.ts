@@ -10,7 +10,7 @@ import { callOf } from '../http/call-context';
 import { sessionDeps } from '../http/deps';
 import { defineRoute, needs } from '../http/route';
 import { presentHistoryItem, presentSession } from '../presenters';
-import { badCursor, decodeCursor, encodeCursor, listOf, pageReply, pageRequest } from '../schemas/common';
+import { decodeTimedCursor, encodeTimedCursor, listOf, pageReply, pageRequest } from '../schemas/common';
 import {
   HistoryItemView,
   HistoryQuery,
@@ -23,16 +23,6 @@ const read = needs('sessions:read');
 const write = needs('sessions:write');
 const sessionPath = '/v1/sessions/{id}';
 const notFound = { description: 'no such session in this org' };
-
-/** History cursors hold the last item's time and id (items are ordered by both). */
-const historyAfter = (cursor: string | undefined) => {
-  const position = decodeCursor(cursor, 'string');
-  if (position === null) return null;
-  const [at, id] = position.split('|');
-  const when = new Date(at ?? '');
-  if (Number.isNaN(when.getTime()) || !id) throw badCursor();
-  return { at: when, id };
-};
 
 export const sessionRoutes = [
   defineRoute({
@@ -110,14 +100,14 @@ export const sessionRoutes = [
         input.params.id ?? '',
         {
           limit: input.query.limit,
-          after: historyAfter(input.query.cursor),
+          after: decodeTimedCursor(input.query.cursor),
         },
       );
       return {
         status: 200,
         body: {
           data: items.map(presentHistoryItem),
-          next_cursor: encodeCursor(next ? `${next.at.toISOString()}|${next.id}` : null),
+          next_cursor: encodeTimedCursor(next),
         },
       };
     },

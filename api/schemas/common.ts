@@ -94,6 +94,24 @@ export function decodeCursor<T extends 'string' | 'number'>(cursor: string | und
   throw badCursor();
 }
 
+/** A position in a list ordered by (time, id): the session history, the decision log. */
+export interface TimedPosition {
+  at: Date;
+  id: string;
+}
+
+export const encodeTimedCursor = (next: TimedPosition | null): string | null =>
+  encodeCursor(next ? `${next.at.toISOString()}|${next.id}` : null);
+
+export function decodeTimedCursor(cursor: string | undefined): TimedPosition | null {
+  const position = decodeCursor(cursor, 'string');
+  if (position === null) return null;
+  const [at, id] = position.split('|');
+  const when = new Date(at ?? '');
+  if (Number.isNaN(when.getTime()) || !id) throw badCursor();
+  return { at: when, id };
+}
+
 export const badCursor = (): DomainError =>
   new DomainError('validation_error', 'cursor: not a cursor this API returned', {
     details: [{ path: 'cursor', message: 'cursor: not a cursor this API returned' }],
