@@ -1,5 +1,5 @@
-import canonicalize from 'canonicalize';
 import { newAuditEvent } from '../audit/new-event';
+import { sameValue } from '../same-value';
 import type { Clock } from '../clock';
 import { invalidState, notFound, validationError } from '../errors';
 import { newId } from '../ids';
@@ -80,7 +80,6 @@ export const listAgents = (deps: AgentDeps, ctx: CallContext, page: PageRequest)
   deps.uow.read((tx) => tx.agents.list(ctx.principal.orgId, page));
 
 /** Equal as JSON whatever the key order (jsonb hands objects back with its own order). */
-const same = (a: unknown, b: unknown): boolean => canonicalize(a) === canonicalize(b);
 const snakeCase = (field: string): string => field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 
 /**
@@ -92,7 +91,7 @@ export async function patchAgent(deps: AgentDeps, ctx: CallContext, id: string, 
   return deps.uow.transaction(async (tx) => {
     const agent = await loadAgent(tx, ctx, id, true);
     const changed = (Object.keys(patch) as (keyof AgentFields)[]).filter(
-      (k) => patch[k] !== undefined && !same(agent[k], patch[k]),
+      (k) => patch[k] !== undefined && !sameValue(agent[k], patch[k]),
     );
     if (changed.length === 0) return agent;
     if (changed.includes('credentialRefs'))

@@ -1,5 +1,5 @@
-import canonicalize from 'canonicalize';
 import { newAuditEvent } from '../audit/new-event';
+import { sameValue } from '../same-value';
 import type { Clock } from '../clock';
 import { invalidField, notFound } from '../errors';
 import { newId } from '../ids';
@@ -95,8 +95,6 @@ export async function createPolicy(
   });
 }
 
-const same = (a: unknown, b: unknown): boolean => canonicalize(a) === canonicalize(b);
-
 /**
  * PUT: the fields given replace the policy's. A request that changes nothing leaves the policy,
  * its version and the org's policy_version as they were (a retried PUT is harmless).
@@ -111,7 +109,7 @@ export async function replacePolicy(
   return deps.uow.transaction(async (tx) => {
     const current = await tx.policies.lockVersion(orgId);
     const old = await loadPolicy(tx, ctx, id);
-    if (FIELDS.every((k) => same(old[k], fields[k]))) return { policy: old, policyVersion: current };
+    if (FIELDS.every((k) => sameValue(old[k], fields[k]))) return { policy: old, policyVersion: current };
     const policyVersion = await tx.policies.bumpVersion(orgId);
     const now = deps.clock.now();
     const policy: Policy = { ...old, ...fields, version: old.version + 1, updatedAt: now };
