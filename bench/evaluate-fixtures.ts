@@ -3,8 +3,9 @@
  * bench agent's actions, every sixth in shadow mode) and a mix of actions that mostly allow or
  * modify, as API bodies; plus the same policies in the engine's terms for the in-process loop.
  */
-import { PolicyBody } from '../api/schemas/policies.schemas';
-import type { Action, Policy, Rule } from '../domain/policy/policy';
+import { actionOf, EvaluateBody } from '../api/schemas/acs.schemas';
+import { PolicyBody, toFields } from '../api/schemas/policies.schemas';
+import type { Action, Policy } from '../domain/policy/policy';
 import { MODEL } from './harness';
 
 type Body = Record<string, unknown>;
@@ -130,60 +131,16 @@ export const INVOKE_ACTION: Action = {
 
 // --- the same in the engine's terms, for the in-process loop --------------------------------------------
 
-function toRule(r: ReturnType<typeof PolicyBody.parse>['rules'][number]): Rule {
-  if (r.type !== 'require_approval') return r;
-  const { models, tools, min_estimated_cost_usd } = r.when;
-  return {
-    type: r.type,
-    when: {
-      ...(models ? { models } : {}),
-      ...(tools ? { tools } : {}),
-      ...(min_estimated_cost_usd !== undefined ? { minEstimatedCostUsd: min_estimated_cost_usd } : {}),
-    },
-    approversRequired: r.approvers_required,
-    timeoutSeconds: r.timeout_seconds,
-  };
-}
-
 export function toPolicy(body: Body, i: number, orgId: string): Policy {
   const p = PolicyBody.parse(body);
-  const a = p.applies_to;
   return {
     id: `pol_bench_${String(i).padStart(2, '0')}`,
     orgId,
-    name: p.name,
-    description: p.description ?? null,
-    enabled: p.enabled,
-    priority: p.priority,
-    mode: p.mode,
-    appliesTo: {
-      ...(a.agent_ids ? { agentIds: a.agent_ids } : {}),
-      ...(a.models ? { models: a.models } : {}),
-      ...(a.action_types ? { actionTypes: a.action_types } : {}),
-      ...(a.tools ? { tools: a.tools } : {}),
-    },
-    rules: p.rules.map(toRule),
+    ...toFields(p),
     version: 1,
     createdAt: new Date(0),
     updatedAt: new Date(0),
   };
 }
 
-export function toAction(body: Body): Action {
-  const b = body as {
-    type: string;
-    model?: string;
-    messages?: Action['messages'];
-    max_tokens?: number;
-    tool?: Action['tool'];
-    estimated_cost_usd?: number;
-  };
-  return {
-    type: b.type,
-    ...(b.model !== undefined ? { model: b.model } : {}),
-    ...(b.messages !== undefined ? { messages: b.messages } : {}),
-    ...(b.max_tokens !== undefined ? { maxTokens: b.max_tokens } : {}),
-    ...(b.tool !== undefined ? { tool: b.tool } : {}),
-    ...(b.estimated_cost_usd !== undefined ? { estimatedCostUsd: b.estimated_cost_usd } : {}),
-  };
-}
+export const toAction = (body: Body): Action => actionOf(EvaluateBody.shape.action.parse(body));

@@ -3,7 +3,7 @@ import type { Infra } from '../../infra/container';
 import { callOf } from '../http/call-context';
 import { defineRoute, needs } from '../http/route';
 import { presentDecision } from '../presenters';
-import { EvaluateBody } from '../schemas/acs.schemas';
+import { actionOf, EvaluateBody } from '../schemas/acs.schemas';
 import { DecisionView } from '../schemas/invocations.schemas';
 
 /** The API waits this long for a guardian worker (a decision takes milliseconds). */
@@ -43,16 +43,7 @@ export const acsRoutes = [
         {
           agentId: agent_id ?? null,
           sessionId: session_id ?? null,
-          action: {
-            type: action.type,
-            ...(action.model !== undefined ? { model: action.model } : {}),
-            ...(action.messages !== undefined ? { messages: action.messages } : {}),
-            ...(action.max_tokens !== undefined ? { maxTokens: action.max_tokens } : {}),
-            ...(action.tool !== undefined ? { tool: action.tool } : {}),
-            ...(action.estimated_cost_usd !== undefined
-              ? { estimatedCostUsd: action.estimated_cost_usd }
-              : {}),
-          },
+          action: actionOf(action),
         },
         input.trace,
       );

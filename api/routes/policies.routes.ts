@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import type { AppliesTo, Rule } from '../../domain/policy/policy';
 import {
   createPolicy,
   deletePolicy,
@@ -7,7 +6,6 @@ import {
   listPolicies,
   replacePolicy,
   type PolicyDeps,
-  type PolicyFields,
 } from '../../domain/policy/policy-use-cases';
 import { previewPolicy, type PolicyPreview } from '../../domain/policy/preview-policy';
 import type { Infra } from '../../infra/container';
@@ -20,7 +18,7 @@ import {
   PolicyPreviewBody,
   PolicyPreviewView,
   PolicyView,
-  RuleBody,
+  toFields,
 } from '../schemas/policies.schemas';
 
 const read = needs('policies:read');
@@ -29,41 +27,6 @@ const policyPath = '/v1/policies/{id}';
 const notFound = { description: 'no such policy in this org' };
 
 const policyDeps = (infra: Infra): PolicyDeps => ({ uow: infra.uow, clock: infra.clock });
-
-/** A rule as the API takes it (snake_case, defaults applied) to the domain's rule. */
-function toRule(body: z.infer<typeof RuleBody>): Rule {
-  if (body.type !== 'require_approval') return body;
-  const { models, tools, min_estimated_cost_usd } = body.when;
-  return {
-    type: body.type,
-    when: {
-      ...(models ? { models } : {}),
-      ...(tools ? { tools } : {}),
-      ...(min_estimated_cost_usd !== undefined ? { minEstimatedCostUsd: min_estimated_cost_usd } : {}),
-    },
-    approversRequired: body.approvers_required,
-    timeoutSeconds: body.timeout_seconds,
-  };
-}
-
-function toFields(body: z.infer<typeof PolicyBody>): PolicyFields {
-  const a = body.applies_to;
-  const appliesTo: AppliesTo = {
-    ...(a.agent_ids ? { agentIds: a.agent_ids } : {}),
-    ...(a.models ? { models: a.models } : {}),
-    ...(a.action_types ? { actionTypes: a.action_types } : {}),
-    ...(a.tools ? { tools: a.tools } : {}),
-  };
-  return {
-    name: body.name,
-    description: body.description ?? null,
-    enabled: body.enabled,
-    priority: body.priority,
-    mode: body.mode,
-    appliesTo,
-    rules: body.rules.map(toRule),
-  };
-}
 
 const presentPreview = (p: PolicyPreview) => ({
   since: p.since.toISOString(),

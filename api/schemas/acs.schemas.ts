@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { Action } from '../../domain/policy/policy';
 import { modelName } from './agents.schemas';
 import { Message, ToolCall } from './invocations.schemas';
 
@@ -27,3 +28,13 @@ export const EvaluateBody = z
       .strict(),
   })
   .strict();
+
+/** An action as the API takes it (snake_case) to the engine's. */
+export const actionOf = (a: z.infer<typeof EvaluateBody>['action']): Action => ({
+  type: a.type,
+  ...(a.model !== undefined ? { model: a.model } : {}),
+  ...(a.messages !== undefined ? { messages: a.messages } : {}),
+  ...(a.max_tokens !== undefined ? { maxTokens: a.max_tokens } : {}),
+  ...(a.tool !== undefined ? { tool: a.tool } : {}),
+  ...(a.estimated_cost_usd !== undefined ? { estimatedCostUsd: a.estimated_cost_usd } : {}),
+});

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import type { AppliesTo, Rule } from '../../domain/policy/policy';
+import type { PolicyFields } from '../../domain/policy/policy-use-cases';
 import { isWholeMicros } from '../../domain/pricing/cost';
 import {
   MAX_LIST_ITEMS,
@@ -159,3 +161,38 @@ export const PolicyPreviewView = z
       .meta({ description: `The first ${PREVIEW_MAX_EXAMPLES} changed invocations, oldest first.` }),
   })
   .meta({ description: 'How many verdicts the draft would have changed over the window.' });
+
+/** A rule as the API takes it (snake_case, defaults applied) to the domain's rule. */
+function toRule(body: z.infer<typeof RuleBody>): Rule {
+  if (body.type !== 'require_approval') return body;
+  const { models, tools, min_estimated_cost_usd } = body.when;
+  return {
+    type: body.type,
+    when: {
+      ...(models ? { models } : {}),
+      ...(tools ? { tools } : {}),
+      ...(min_estimated_cost_usd !== undefined ? { minEstimatedCostUsd: min_estimated_cost_usd } : {}),
+    },
+    approversRequired: body.approvers_required,
+    timeoutSeconds: body.timeout_seconds,
+  };
+}
+
+export function toFields(body: z.infer<typeof PolicyBody>): PolicyFields {
+  const a = body.applies_to;
+  const appliesTo: AppliesTo = {
+    ...(a.agent_ids ? { agentIds: a.agent_ids } : {}),
+    ...(a.models ? { models: a.models } : {}),
+    ...(a.action_types ? { actionTypes: a.action_types } : {}),
+    ...(a.tools ? { tools: a.tools } : {}),
+  };
+  return {
+    name: body.name,
+    description: body.description ?? null,
+    enabled: body.enabled,
+    priority: body.priority,
+    mode: body.mode,
+    appliesTo,
+    rules: body.rules.map(toRule),
+  };
+}
