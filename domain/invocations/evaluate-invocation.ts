@@ -4,6 +4,7 @@ import { worstCase } from '../budget/charges';
 import type { Clock } from '../clock';
 import { actionDigest } from '../policy/action-digest';
 import { withoutPromptText, type Decision } from '../policy/decision';
+import { actionJson as contractAction } from '../policy/evaluation';
 import type { GuardedAction, Guardian, GuardianInput, GuardianVerdict } from '../policy/guardian';
 import { newId } from '../ids';
 import { microsToUsd } from '../pricing/cost';
@@ -61,14 +62,11 @@ function modifiedRequest(invocation: Invocation, verdict: GuardianVerdict): Invo
   return { ...invocation.request, messages: action.messages, maxTokens: action.maxTokens };
 }
 
-/** An action as the contract spells it (snake_case), for the digest and the decision log. */
-const actionJson = (a: GuardedAction) => ({
-  type: a.type,
-  model: a.model,
-  messages: a.messages,
-  max_tokens: a.maxTokens,
-  ...(a.tool ? { tool: a.tool } : {}),
-});
+/**
+ * The invoke's action as the contract spells it, for the digest and the decision log: what the
+ * agent asked, without the cost estimate the guardian derives from it.
+ */
+const actionJson = ({ estimatedCostUsd: _derived, ...action }: GuardedAction) => contractAction(action);
 
 /**
  * The digest is of the action the guardian saw (the request as submitted); the modified action is
