@@ -1,3 +1,4 @@
+import { LONE_SURROGATE } from '../../domain/storable-text';
 import type { ValidationDetail } from '../../domain/errors';
 
 /** How deeply a request body may nest objects and arrays; the body itself is level 1. */
@@ -10,7 +11,6 @@ export const UNSTORABLE_INPUT_RULE =
   `${MAX_BODY_DEPTH} levels of objects and arrays (the body is level 1): otherwise 400 validation_error ` +
   'naming the field.';
 
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 /** A hostile body can hold thousands of problems; a few name the field well enough. */
 const MAX_DETAILS = 10;
 const SHOWN_SEGMENTS = 4;

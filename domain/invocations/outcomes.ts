@@ -5,7 +5,7 @@ import { NO_CHARGE, type AttemptCharge } from './attempt-charges';
 import type { Invocation, InvocationError, InvocationStatus } from './invocation';
 import type { FinishWrite, InvocationStore, WriteOutcome } from './invocation-store';
 import type { CompletionSignal } from './signals';
-import { storableText } from './storable-text';
+import { storableText } from '../storable-text';
 
 const AUDIT_OUTCOME = {
   running: 'failure',
