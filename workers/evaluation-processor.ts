@@ -13,12 +13,6 @@ export const evaluationProcessor = (payload: EvaluationJob, infra: Infra) =>
       evaluateAction(
         {
           relay: infra.evaluations,
-          agentGate: async (orgId, agentId) => {
-            const agent = await infra.uow.read((tx) => tx.agents.get(orgId, agentId));
-            if (!agent) return null;
-            const { id, status, allowedModels, credentialRefs } = agent;
-            return { id, status, allowedModels, credentialRefs };
-          },
           policies: infra.compiledPolicies,
           policyVersion: (orgId) => infra.policySets.policyVersion(orgId),
           decisions: infra.decisionLog,

@@ -7,12 +7,11 @@ import { withoutPromptText, type Decision } from './decision';
 import type { DecisionLog } from './decision-log.port';
 import { evaluatePolicies } from './evaluate-policies';
 import { actionJson, type EvaluationRelay, type EvaluationRequest } from './evaluation';
-import { agentCheck, type AgentGate } from './guardian';
+import { agentCheck } from './guardian';
 import type { PolicyDecision } from './policy';
 
 export interface EvaluateActionDeps {
   relay: EvaluationRelay;
-  agentGate(orgId: string, agentId: string): Promise<AgentGate | null>;
   policies: CompiledPolicies<CompiledPolicySet>;
   /** The org's policy_version now: an evaluation sees a change its caller just made. */
   policyVersion(orgId: string): Promise<number>;
@@ -25,8 +24,7 @@ export interface EvaluateActionDeps {
 /** The agent record's own checks first (as for an invoke), then the org's policies. */
 async function decide(deps: EvaluateActionDeps, request: EvaluationRequest): Promise<PolicyDecision> {
   const { orgId, agentId, sessionId, action } = request;
-  const agent = agentId ? await deps.agentGate(orgId, agentId) : null;
-  const refused = agentCheck(agent, action.model);
+  const refused = agentCheck(request.agent, action.model);
   const { compiled } = await deps.policies.forOrg(orgId, await deps.policyVersion(orgId));
   if (!refused) return evaluatePolicies(compiled, action, { agentId, sessionId });
   const reasons = refused.reasons.map((r) => ({ ...r, ruleIndex: null }));

@@ -1,5 +1,6 @@
 import type { Actor } from '../audit/audit-event';
 import type { Decision } from './decision';
+import type { AgentGate } from './guardian';
 import type { Action } from './policy';
 
 /** A `POST /v1/acs/evaluate` on its way to the guardian queue: the job payload carries only its id. */
@@ -8,6 +9,8 @@ export interface EvaluationRequest {
   orgId: string;
   agentId: string | null;
   sessionId: string | null;
+  /** The agent record as the API read it when it checked the agent exists (not read twice). */
+  agent: AgentGate | null;
   action: Action;
   requestedBy: Actor;
   requestId: string | null;

@@ -30,11 +30,17 @@ async function contextOf(deps: SubmitEvaluationDeps, orgId: string, input: Evalu
   const session = input.sessionId ? await deps.sessions.get(orgId, input.sessionId) : null;
   if (input.sessionId && !session) throw notFound('session');
   const agentId = input.agentId ?? session?.agentId ?? null;
-  if (agentId) {
-    const agent = await deps.uow.read((tx) => tx.agents.get(orgId, agentId));
-    if (!agent) throw notFound('agent');
-  }
-  return { agentId, sessionId: input.sessionId };
+  const agent = agentId ? await deps.uow.read((tx) => tx.agents.get(orgId, agentId)) : null;
+  if (agentId && !agent) throw notFound('agent');
+  const gate = agent
+    ? {
+        id: agent.id,
+        status: agent.status,
+        allowedModels: agent.allowedModels,
+        credentialRefs: agent.credentialRefs,
+      }
+    : null;
+  return { agentId, sessionId: input.sessionId, agent: gate };
 }
 
 /**
