@@ -37,7 +37,7 @@ export const acsRoutes = [
     },
     handle: async (input) => {
       const { agent_id, session_id, action } = input.body;
-      const answer = await submitEvaluation(
+      const decision = await submitEvaluation(
         evaluateDeps(input.infra),
         callOf(input),
         {
@@ -49,7 +49,7 @@ export const acsRoutes = [
       );
       return {
         status: 200,
-        body: { ...presentDecision(answer.decision), modified_action: answer.modifiedAction },
+        body: presentDecision(decision),
       };
     },
   }),

@@ -3,7 +3,7 @@ import { newAuditEvent } from '../audit/new-event';
 import { worstCase } from '../budget/charges';
 import type { Clock } from '../clock';
 import { actionDigest } from '../policy/action-digest';
-import { withoutPromptText, type Decision } from '../policy/decision';
+import type { Decision } from '../policy/decision';
 import { actionJson as contractAction } from '../policy/evaluation';
 import type { GuardedAction, Guardian, GuardianInput, GuardianVerdict } from '../policy/guardian';
 import { newId } from '../ids';
@@ -81,7 +81,7 @@ const decisionOf = (invocation: Invocation, verdict: GuardianVerdict, at: Date):
   verdict: verdict.verdict,
   reasons: verdict.reasons,
   shadowReasons: verdict.shadowReasons,
-  modifiedAction: verdict.modifiedAction ? withoutPromptText(actionJson(verdict.modifiedAction)) : null,
+  modifiedAction: verdict.modifiedAction ? actionJson(verdict.modifiedAction) : null,
   policyVersion: verdict.policyVersion,
   actionDigest: actionDigest(actionJson(guardedAction(invocation))),
   evaluatedAt: at,

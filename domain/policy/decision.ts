@@ -3,8 +3,9 @@ import type { DecisionReason, Verdict } from './verdict';
 
 /**
  * A guardian decision, kept on its own: the decision log lists them, the session history beside
- * invocations. It never holds prompt text: the action is kept as its digest, and the modified
- * action without its messages (an invocation keeps its modified request on its own row).
+ * invocations. The log never holds prompt text: the action is kept as its digest, and the modified
+ * action is stored without its messages (withoutPromptText, applied where decisions are stored;
+ * an invocation keeps its modified request on its own row).
  */
 export interface Decision {
   id: string;
@@ -16,7 +17,7 @@ export interface Decision {
   reasons: DecisionReason[];
   /** What shadow policies would have decided; they never change the verdict. */
   shadowReasons: ShadowReason[];
-  /** The action after modification (contract shape, snake_case), without `messages`; null unless modify. */
+  /** The action after modification (contract shape, snake_case); null unless modify. Stored without `messages`. */
   modifiedAction: unknown;
   policyVersion: number;
   /** SHA-256 (hex) of the canonical JSON of the action decided (action-digest.ts); null if unknown. */

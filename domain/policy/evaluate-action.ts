@@ -3,7 +3,7 @@ import type { Clock } from '../clock';
 import { actionDigest } from './action-digest';
 import type { CompiledPolicies } from './compiled-policies';
 import type { CompiledPolicySet } from './compile-policies';
-import { withoutPromptText, type Decision } from './decision';
+import type { Decision } from './decision';
 import type { DecisionLog } from './decision-log.port';
 import { evaluatePolicies } from './evaluate-policies';
 import { actionJson, type EvaluationRelay, type EvaluationRequest } from './evaluation';
@@ -69,7 +69,6 @@ export async function evaluateAction(deps: EvaluateActionDeps, id: string): Prom
   const request = await deps.relay.request(id);
   if (!request) return 'skipped';
   const result = await decide(deps, request);
-  const modified = result.modifiedAction ? actionJson(result.modifiedAction) : null;
   const decision: Decision = {
     id,
     orgId: request.orgId,
@@ -79,13 +78,13 @@ export async function evaluateAction(deps: EvaluateActionDeps, id: string): Prom
     verdict: result.verdict,
     reasons: result.reasons,
     shadowReasons: result.shadowReasons,
-    modifiedAction: withoutPromptText(modified),
+    modifiedAction: result.modifiedAction ? actionJson(result.modifiedAction) : null,
     policyVersion: result.policyVersion,
     actionDigest: actionDigest(actionJson(request.action)),
     evaluatedAt: deps.clock.now(),
   };
   await deps.decisions.record(decision, decisionEvent(request, decision));
-  await deps.relay.answer(id, { decision, modifiedAction: modified });
+  await deps.relay.answer(id, decision);
   await deps.announce(id);
   return 'decided';
 }

@@ -16,12 +16,6 @@ export interface EvaluationRequest {
   requestId: string | null;
 }
 
-/** A decided evaluation: the decision as logged, and the modified action whole (for the caller). */
-export interface EvaluationAnswer {
-  decision: Decision;
-  modifiedAction: unknown;
-}
-
 /**
  * Hands an evaluation from the API to a guardian worker and its answer back. Requests and answers
  * hold prompt text, so they live briefly (minutes) outside the job payload and the database.
@@ -29,8 +23,8 @@ export interface EvaluationAnswer {
 export interface EvaluationRelay {
   put(request: EvaluationRequest): Promise<void>;
   request(id: string): Promise<EvaluationRequest | null>;
-  answer(id: string, answer: EvaluationAnswer): Promise<void>;
-  answered(id: string): Promise<EvaluationAnswer | null>;
+  answer(id: string, decision: Decision): Promise<void>;
+  answered(id: string): Promise<Decision | null>;
 }
 
 /** An action as the contract spells it (snake_case): what the digest is taken of and what callers see. */

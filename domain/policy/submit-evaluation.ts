@@ -5,7 +5,8 @@ import type { CompletionWaiter } from '../invocations/signals';
 import type { UnitOfWork } from '../ports';
 import { actorOf, type CallContext } from '../principal';
 import type { SessionStore } from '../sessions/session-store';
-import type { EvaluationAnswer, EvaluationRelay } from './evaluation';
+import type { Decision } from './decision';
+import type { EvaluationRelay } from './evaluation';
 import type { Action } from './policy';
 
 export interface SubmitEvaluationDeps {
@@ -53,7 +54,7 @@ export async function submitEvaluation(
   ctx: CallContext,
   input: EvaluationInput,
   trace: Record<string, string>,
-): Promise<EvaluationAnswer> {
+): Promise<Decision> {
   const orgId = ctx.principal.orgId;
   const context = await contextOf(deps, orgId, input);
   const id = newId('dec');

@@ -1,14 +1,11 @@
 import type Redis from 'ioredis';
 import type { Decision } from '../../domain/policy/decision';
-import type { EvaluationAnswer, EvaluationRelay, EvaluationRequest } from '../../domain/policy/evaluation';
+import type { EvaluationRelay, EvaluationRequest } from '../../domain/policy/evaluation';
 
 /** An evaluation is decided within seconds; what is left after this is dropped. */
 const KEEP_SECONDS = 120;
 
-const reviveAnswer = (a: EvaluationAnswer): EvaluationAnswer => ({
-  ...a,
-  decision: { ...a.decision, evaluatedAt: new Date(a.decision.evaluatedAt) } as Decision,
-});
+const reviveDecision = (d: Decision): Decision => ({ ...d, evaluatedAt: new Date(d.evaluatedAt) });
 
 /** The evaluation relay in Redis: short-lived keys, so prompt text is kept neither in jobs nor in PostgreSQL. */
 export class RedisEvaluationRelay implements EvaluationRelay {
@@ -26,17 +23,17 @@ export class RedisEvaluationRelay implements EvaluationRelay {
     return text ? (JSON.parse(text) as EvaluationRequest) : null;
   }
 
-  async answer(id: string, answer: EvaluationAnswer): Promise<void> {
+  async answer(id: string, decision: Decision): Promise<void> {
     await this.redis
       .multi()
-      .set(this.key('answer', id), JSON.stringify(answer), 'EX', KEEP_SECONDS)
+      .set(this.key('answer', id), JSON.stringify(decision), 'EX', KEEP_SECONDS)
       .del(this.key('request', id))
       .exec();
   }
 
-  async answered(id: string): Promise<EvaluationAnswer | null> {
+  async answered(id: string): Promise<Decision | null> {
     const text = await this.redis.get(this.key('answer', id));
-    return text ? reviveAnswer(JSON.parse(text) as EvaluationAnswer) : null;
+    return text ? reviveDecision(JSON.parse(text) as Decision) : null;
   }
 
   private key(kind: 'request' | 'answer', id: string): string {
