@@ -2,7 +2,6 @@ import { Worker, type Job } from 'bullmq';
 import { JOBS, PROVIDER_BACKOFF, QUEUES, type JobName, type QueueName } from '../domain/jobs';
 import { RetryLater } from '../domain/invocations/run-invocation';
 import type { Infra } from '../infra/container';
-import { describeError } from '../infra/logging/safe-error';
 import { bullConnectionOptions } from '../infra/redis/connections';
 import { PROCESSORS } from './processors';
 
@@ -65,10 +64,10 @@ function startWorker(queue: QueueName, infra: Infra): Worker {
     },
   );
   worker.on('failed', (job, err) =>
-    // Never `err.message`: a database error's message holds the SQL with its values.
-    infra.logger.warn({ job: job?.name, job_id: job?.id, err: describeError(err) }, 'job failed'),
+    // `err` goes through the logger's serializer: never its message, which may hold SQL values.
+    infra.logger.warn({ job: job?.name, job_id: job?.id, err }, 'job failed'),
   );
-  worker.on('error', (err) => infra.logger.error({ err: describeError(err), queue }, 'worker error'));
+  worker.on('error', (err) => infra.logger.error({ err, queue }, 'worker error'));
   return worker;
 }
 

@@ -2,7 +2,6 @@ import type { Context, Middleware } from 'koa';
 import { DomainError, type ErrorCode } from '../../domain/errors';
 import type { RateDecision } from '../../infra/http/rate-limiters';
 import type { Logger } from '../../infra/logger';
-import { describeError } from '../../infra/logging/safe-error';
 import { isUnavailableError } from '../../infra/unavailable';
 import { ERROR_STATUS } from './error-status';
 import { setRateHeaders } from './rate-headers';
@@ -53,11 +52,11 @@ export const errorHandler =
       const known = toDomainError(err);
       if (known) {
         if (known.code === 'unavailable')
-          logger.warn({ err: describeError(err), request_id: ctx.state.requestId }, 'store unavailable');
+          logger.warn({ err, request_id: ctx.state.requestId }, 'store unavailable');
         return writeError(ctx, known);
       }
       logger.error(
-        { err: describeError(err), request_id: ctx.state.requestId, method: ctx.method, path: ctx.path },
+        { err, request_id: ctx.state.requestId, method: ctx.method, path: ctx.path },
         'unhandled error',
       );
       writeError(
