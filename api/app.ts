@@ -4,6 +4,7 @@ import type { Infra } from '../infra/container';
 import { accessLog } from './http/access-log';
 import { errorHandler } from './http/error-handler';
 import { mountRoutes } from './http/mount-routes';
+import { approvalsPage } from './page/approvals-page';
 import { requestId } from './http/request-id';
 import { tracing } from './http/tracing';
 import { ROUTES } from './routes';
@@ -16,6 +17,7 @@ export function createApp(infra: Infra): Koa {
   app.use(tracing());
   app.use(errorHandler(infra.logger));
   app.use(router.routes());
+  app.use(approvalsPage(infra));
   // Reached only when no route answered: 405 for a known path, 404 otherwise.
   app.use(async (ctx) => {
     const allowed = [

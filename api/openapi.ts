@@ -6,22 +6,54 @@ import { ErrorBody } from './schemas/common';
 
 type JsonSchema = Record<string, unknown>;
 
-const toSchema = (schema: z.ZodType, io: 'input' | 'output'): JsonSchema => {
-  const { $schema: _drop, ...rest } = z.toJSONSchema(schema, {
+const DEFS = '#/$defs/';
+const COMPONENTS = '#/components/schemas/';
+
+/** Points every `#/$defs/X` reference at `#/components/schemas/X`, anywhere in a schema. */
+function relink(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(relink);
+  if (!value || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [
+      k,
+      k === '$ref' && typeof v === 'string' && v.startsWith(DEFS)
+        ? COMPONENTS + v.slice(DEFS.length)
+        : relink(v),
+    ]),
+  );
+}
+
+/**
+ * A route's schema as JSON Schema. zod writes a schema named with `.meta({ id })` once, under the
+ * `$defs` of the schema using it, and refers to it as `#/$defs/<id>`; in an OpenAPI document that
+ * pointer resolves from the document's root, where there is no `$defs`. So the named schemas move to
+ * `components.schemas` (shared by every route) and the references follow them.
+ */
+export function toSchema(
+  schema: z.ZodType,
+  io: 'input' | 'output',
+  components: Record<string, unknown>,
+): JsonSchema {
+  const {
+    $schema: _drop,
+    $defs,
+    ...rest
+  } = z.toJSONSchema(schema, {
     io,
     unrepresentable: 'any',
     reused: 'inline',
-  }) as JsonSchema;
-  return rest;
-};
+  }) as JsonSchema & { $defs?: Record<string, unknown> };
+  for (const [id, def] of Object.entries($defs ?? {})) components[id] ??= relink(def);
+  return relink(rest) as JsonSchema;
+}
 
-function queryParameters(route: RouteDef) {
+function queryParameters(route: RouteDef, components: Record<string, unknown>) {
   const shape = route.query instanceof z.ZodObject ? (route.query.shape as Record<string, z.ZodType>) : {};
   return Object.entries(shape).map(([name, schema]) => ({
     name,
     in: 'query',
     required: !schema.safeParse(undefined).success,
-    schema: toSchema(schema, 'input'),
+    schema: toSchema(schema, 'input', components),
   }));
 }
 
@@ -47,7 +79,7 @@ const errorResponse = (description: string) => ({
   content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
 });
 
-function responsesOf(route: RouteDef) {
+function responsesOf(route: RouteDef, components: Record<string, unknown>) {
   const out: Record<string, unknown> = {};
   for (const [status, { description, schema }] of Object.entries(route.responses)) {
     out[status] =
@@ -55,7 +87,9 @@ function responsesOf(route: RouteDef) {
         ? errorResponse(description)
         : {
             description,
-            ...(schema ? { content: { 'application/json': { schema: toSchema(schema, 'output') } } } : {}),
+            ...(schema
+              ? { content: { 'application/json': { schema: toSchema(schema, 'output', components) } } }
+              : {}),
           };
   }
   if (route.body || route.query)
@@ -75,7 +109,7 @@ const scopeExtensions = (scopes: string[]) => ({
   ...(scopes.length > 1 ? { 'x-accepted-scopes': scopes } : {}),
 });
 
-function operation(route: RouteDef) {
+function operation(route: RouteDef, components: Record<string, unknown>) {
   return {
     summary: route.summary,
     tags: [route.tag],
@@ -84,25 +118,30 @@ function operation(route: RouteDef) {
     ...(route.access.kind === 'scope' ? scopeExtensions(route.access.scopes) : {}),
     parameters: [
       ...pathParameters(route.path),
-      ...queryParameters(route),
+      ...queryParameters(route, components),
       ...(route.idempotent ? [IDEMPOTENCY_KEY] : []),
     ],
     ...(route.body
       ? {
           requestBody: {
             required: !route.bodyOptional,
-            content: { 'application/json': { schema: toSchema(route.body, 'input') } },
+            content: { 'application/json': { schema: toSchema(route.body, 'input', components) } },
           },
         }
       : {}),
-    responses: responsesOf(route),
+    responses: responsesOf(route, components),
   };
 }
 
 /** The OpenAPI 3.1 description, built from the same route table and zod schemas that serve requests. */
 export function buildOpenApi(routes: RouteDef[]) {
   const paths: Record<string, Record<string, unknown>> = {};
-  for (const route of routes) (paths[route.path] ??= {})[route.method.toLowerCase()] = operation(route);
+  const schemas: Record<string, unknown> = {};
+  // ErrorBody is named `Error`: writing it files it under components.schemas.
+  const error = toSchema(ErrorBody, 'output', schemas);
+  schemas.Error ??= error;
+  for (const route of routes)
+    (paths[route.path] ??= {})[route.method.toLowerCase()] = operation(route, schemas);
   return {
     openapi: '3.1.0',
     info: {
@@ -122,7 +161,7 @@ export function buildOpenApi(routes: RouteDef[]) {
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', description: 'csk_ API key or css_ session token' },
       },
-      schemas: { Error: toSchema(ErrorBody, 'output') },
+      schemas,
     },
     security: [{ bearer: [] }],
     paths,

@@ -1,4 +1,5 @@
-import type { AuditEntry } from '../domain/audit/audit-event';
+import type { Approval } from '../domain/approvals/approval';
+import type { Actor, AuditEntry } from '../domain/audit/audit-event';
 import type { Policy } from '../domain/policy/policy';
 import { policyDocument } from '../domain/policy/policy-document';
 import type { VerifyResult } from '../domain/audit/hash-chain';
@@ -7,6 +8,7 @@ import type { Invocation } from '../domain/invocations/invocation';
 import type { Decision } from '../domain/policy/decision';
 import type { ShadowReason } from '../domain/policy/policy';
 import type { DecisionReason } from '../domain/policy/verdict';
+import type { ChatMessage } from '../domain/providers';
 import type { HistoryItem } from '../domain/invocations/invocation-store';
 import { microsToUsd, type Price } from '../domain/pricing/cost';
 import type { SessionView } from '../domain/sessions/session-use-cases';
@@ -136,7 +138,13 @@ export const presentInvocation = (i: Invocation) => ({
     ? { id: i.decision.id, verdict: i.decision.verdict, reasons: presentReasons(i.decision.reasons) }
     : null,
   approval_id: i.approvalId,
-  output: i.output,
+  output: i.output
+    ? {
+        role: i.output.role,
+        content: i.output.content,
+        ...(i.output.toolCalls ? { tool_calls: i.output.toolCalls } : {}),
+      }
+    : null,
   usage: i.usage ? { input_tokens: i.usage.inputTokens, output_tokens: i.usage.outputTokens } : null,
   cost_usd: microsToUsd(i.costMicros),
   error: i.error ? { error_code: i.error.errorCode, message: i.error.message } : null,
@@ -194,4 +202,47 @@ export const presentUsage = (r: UsageReport) => ({
 export const presentPolicy = (p: Policy, policyVersion?: number) => ({
   ...policyDocument(p),
   ...(policyVersion !== undefined ? { policy_version: policyVersion } : {}),
+});
+
+const presentActor = (a: Actor) => ({ type: a.type, id: a.id });
+
+/** A message in the Chat Completions wire shape. */
+const presentMessage = (m: ChatMessage) => ({
+  role: m.role,
+  content: m.content,
+  ...(m.toolCalls ? { tool_calls: m.toolCalls } : {}),
+  ...(m.toolCallId !== undefined ? { tool_call_id: m.toolCallId } : {}),
+});
+
+/** An approval; the summary's messages only when the approval was read on its own. */
+export const presentApproval = (a: Approval) => ({
+  id: a.id,
+  status: a.status,
+  invocation_id: a.invocationId,
+  session_id: a.sessionId,
+  agent_id: a.agentId,
+  policy_id: a.policyId,
+  policy_version: a.policyVersion,
+  request_digest: a.requestDigest,
+  summary: {
+    model: a.summary.model,
+    provider: a.summary.provider,
+    credential_ref: a.summary.credentialRef,
+    max_tokens: a.summary.maxTokens,
+    tool: a.summary.tool,
+    estimated_cost_usd: a.summary.estimatedCostUsd,
+    reasons: presentReasons(a.summary.reasons),
+    ...(a.summary.messages ? { messages: a.summary.messages.map(presentMessage) } : {}),
+  },
+  requested_by: presentActor(a.requestedBy),
+  approvers_required: a.approversRequired,
+  votes: a.votes.map((v) => ({
+    by: presentActor(v.by),
+    decision: v.decision,
+    comment: v.comment,
+    at: v.at.toISOString(),
+  })),
+  created_at: a.createdAt.toISOString(),
+  expires_at: a.expiresAt.toISOString(),
+  resolved_at: iso(a.resolvedAt),
 });

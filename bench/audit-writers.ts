@@ -8,6 +8,7 @@
  * Needs PostgreSQL on 127.0.0.1:5432 and Redis on 127.0.0.1:6379 (as the tests do).
  */
 import { randomBytes } from 'node:crypto';
+import { handleHelp, NEEDS_STORES, positiveInt } from './bench-cli';
 import { startApi } from '../api/server';
 import { loadConfig } from '../infra/config';
 import { createInfra } from '../infra/container';
@@ -17,8 +18,16 @@ import { HttpClient } from '../test/support/http-client';
 import { createTestDatabase, TEST_REDIS_URL } from '../test/support/test-db';
 import { startWorkers } from '../workers/start-workers';
 
-const concurrency = Number(process.argv[2] ?? 50);
-const seconds = Number(process.argv[3] ?? 10);
+const USAGE = `
+npm run bench:audit -- [concurrency=50] [seconds=10]
+
+Concurrent clients mint keys (one transaction and audit event each) while the sealer runs; then the
+backlog is sealed and the chain verified. Prints throughput and latency.
+
+${NEEDS_STORES}`;
+handleHelp(USAGE);
+const concurrency = positiveInt(USAGE, 'concurrency', process.argv[2], 50);
+const seconds = positiveInt(USAGE, 'seconds', process.argv[3], 10);
 
 const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? 0;

@@ -22,9 +22,16 @@ import {
   withService,
   type Service,
 } from './harness';
+import { NEEDS_STORES } from './bench-cli';
 
 // --only engine, evaluate or invoke runs that part only (for profiling it)
-const args = benchArgs();
+const args = benchArgs(`
+npm run bench:evaluate -- [--seconds 10] [--concurrency 50] [--workers 1] [--only engine|evaluate|invoke]
+
+The policy engine alone (engine), POST /v1/acs/evaluate (evaluate) and governed invokes under the
+same policies (invoke).
+
+${NEEDS_STORES}`);
 const SECONDS = args.seconds;
 const CONCURRENCY = args.concurrency;
 const WORKERS = args.workers;

@@ -12,6 +12,7 @@ import Redis from 'ioredis';
 import { Client } from 'pg';
 import { Pool } from 'undici';
 import { freePort } from '../infra/embedded/free-port';
+import { exitWithUsage, handleHelp, positiveInt } from './bench-cli';
 
 const ADMIN_URL = process.env.BENCH_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -23,19 +24,25 @@ export const MODEL = 'bench-model';
  * The options every bench takes: `--seconds` per row, `--concurrency` callers, `--workers` worker
  * processes, and `--only` to run one part (for profiling it).
  */
-export function benchArgs() {
-  const { values } = parseArgs({
-    options: {
-      seconds: { type: 'string', default: '10' },
-      concurrency: { type: 'string', default: '50' },
-      workers: { type: 'string', default: '1' },
-      only: { type: 'string' },
-    },
-  });
+export function benchArgs(usage: string) {
+  handleHelp(usage);
+  let values: Record<string, string | undefined>;
+  try {
+    ({ values } = parseArgs({
+      options: {
+        seconds: { type: 'string' },
+        concurrency: { type: 'string' },
+        workers: { type: 'string' },
+        only: { type: 'string' },
+      },
+    }));
+  } catch (err) {
+    exitWithUsage(usage, (err as Error).message);
+  }
   return {
-    seconds: Number(values.seconds),
-    concurrency: Number(values.concurrency),
-    workers: Number(values.workers),
+    seconds: positiveInt(usage, '--seconds', values.seconds, 10),
+    concurrency: positiveInt(usage, '--concurrency', values.concurrency, 50),
+    workers: positiveInt(usage, '--workers', values.workers, 1),
     only: values.only,
   };
 }

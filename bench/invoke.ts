@@ -10,9 +10,17 @@
  */
 import { Pool } from 'undici';
 import { benchArgs, measure, MODEL, report, setUpOrg, syncInvoker, withService } from './harness';
+import { NEEDS_STORES } from './bench-cli';
 
 // --only a, b or c runs those rows only (for profiling one scenario)
-const args = benchArgs();
+const args = benchArgs(`
+npm run bench -- [--seconds 10] [--concurrency 50] [--workers 1] [--only a|b|c]
+
+The governed invoke path against a local zero-latency stub: (a) direct to the stub, (b) governed
+invoke with wait, (c) invoke then poll; at 1 caller and at --concurrency callers, with --workers
+worker processes. Prints req/s, p50/p99 and CPU per call of every process.
+
+${NEEDS_STORES}`);
 const SECONDS = args.seconds;
 const CONCURRENCY = args.concurrency;
 const WORKERS = args.workers;

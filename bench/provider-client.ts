@@ -5,10 +5,19 @@
  * adapter on undici. Prints throughput and client CPU per call for each.
  */
 import { fork } from 'node:child_process';
+import { handleHelp, positiveInt } from './bench-cli';
 import { ProviderRouter } from '../infra/providers/provider-router';
 
-const total = Number(process.argv[2] ?? 20_000);
-const concurrency = Number(process.argv[3] ?? 50);
+const USAGE = `
+npm run bench:providers -- [requests=20000] [concurrency=50]
+
+The provider HTTP client alone: the same calls to a local stub through global fetch (as the
+official SDKs do) and through this service's undici adapter. Needs nothing but Node.`;
+if (!process.argv.includes('--stub')) handleHelp(USAGE);
+const total = process.argv.includes('--stub') ? 0 : positiveInt(USAGE, 'requests', process.argv[2], 20_000);
+const concurrency = process.argv.includes('--stub')
+  ? 0
+  : positiveInt(USAGE, 'concurrency', process.argv[3], 50);
 const answer = JSON.stringify({
   model: 'stub',
   choices: [{ message: { role: 'assistant', content: 'ok' } }],

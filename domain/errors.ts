@@ -13,6 +13,7 @@ export const ERROR_CODES = [
   'budget_exceeded',
   'insufficient_scope',
   'self_approval_forbidden',
+  'csrf_failed',
   'not_found',
   'method_not_allowed',
   'conflict',

@@ -1,7 +1,21 @@
 import { randomBytes } from 'node:crypto';
 
 export type IdPrefix =
-  'org' | 'usr' | 'key' | 'cred' | 'agt' | 'ses' | 'inv' | 'dec' | 'pol' | 'apr' | 'aud' | 'uss' | 'ivt';
+  | 'org'
+  | 'usr'
+  | 'key'
+  | 'cred'
+  | 'agt'
+  | 'ses'
+  | 'inv'
+  | 'dec'
+  | 'pol'
+  | 'apr'
+  | 'aud'
+  | 'uss'
+  | 'ivt'
+  | 'whk'
+  | 'msg';
 
 const ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
 

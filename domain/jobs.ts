@@ -4,7 +4,13 @@ import { z } from 'zod';
  * The one contract of queues, job names, payloads and options shared by the API and the
  * workers. A worker refuses to start when a job name here has no processor (workers/processors.ts).
  */
-export const QUEUES = { guardian: 'guardian', invoke: 'invoke', maintenance: 'maintenance' } as const;
+export const QUEUES = {
+  guardian: 'guardian',
+  invoke: 'invoke',
+  approvals: 'approvals',
+  webhooks: 'webhooks',
+  maintenance: 'maintenance',
+} as const;
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];
 
 /**
@@ -31,10 +37,29 @@ const evaluationJob = z
   })
   .strict();
 
+/** An approval whose time runs out: delayed until its `expires_at`. */
+const approvalJob = z
+  .object({
+    approval_id: z.string().min(1).max(100),
+    org_id: z.string().min(1).max(100),
+  })
+  .strict();
+
+/** One webhook delivery: its id only; the event waits in PostgreSQL. */
+const webhookJob = z
+  .object({
+    delivery_id: z.string().min(1).max(100),
+    org_id: z.string().min(1).max(100),
+  })
+  .strict();
+
 const periodic = z.object({}).strict();
 
 /** A provider's Retry-After decides the delay, else exponential with jitter (workers/start-workers.ts). */
 export const PROVIDER_BACKOFF = 'provider';
+
+/** Doubling from the configured base, at most an hour (domain/webhooks/retry-schedule.ts). */
+export const WEBHOOK_BACKOFF = 'webhook';
 
 export interface JobSpec {
   queue: QueueName;
@@ -44,7 +69,7 @@ export interface JobSpec {
   /** Attempts before the job fails for good, retried after `backoffMs` (doubling, or `backoff`). */
   attempts?: number;
   backoffMs?: number;
-  backoff?: 'exponential' | typeof PROVIDER_BACKOFF;
+  backoff?: 'exponential' | typeof PROVIDER_BACKOFF | typeof WEBHOOK_BACKOFF;
   /** Drop the job once done: for invocation stages the invocation row is the record. */
   removeOnComplete?: true;
 }
@@ -78,6 +103,25 @@ export const JOBS = {
     backoff: PROVIDER_BACKOFF,
     removeOnComplete: true,
   },
+  /** Ends a pending approval at its `expires_at` and denies its invocation (`approval_expired`). */
+  'approval.expire': {
+    queue: QUEUES.approvals,
+    payload: approvalJob,
+    attempts: 5,
+    backoffMs: 1000,
+    removeOnComplete: true,
+  },
+  /** Expires pending approvals past their time whose delayed job was lost (Redis lost it, or it never got enqueued). */
+  'approvals.sweep': { queue: QUEUES.maintenance, payload: periodic, everyMs: 10_000 },
+  /** POSTs one webhook delivery; its 24-hour window, not `attempts`, ends the retries. */
+  'webhook.deliver': {
+    queue: QUEUES.webhooks,
+    payload: webhookJob,
+    attempts: 100,
+    backoffMs: 5000,
+    backoff: WEBHOOK_BACKOFF,
+    removeOnComplete: true,
+  },
   /** Returns reservations whose job died and requeues invocations whose job was lost. */
   'invocations.reap': { queue: QUEUES.maintenance, payload: periodic, everyMs: 10_000 },
   /** Records open sessions past their expiry as expired (they already refuse invokes). */
@@ -94,6 +138,8 @@ export type JobName = keyof typeof JOBS;
 export type JobPayload<N extends JobName> = z.infer<(typeof JOBS)[N]['payload']>;
 export type InvocationJob = z.infer<typeof invocationJob>;
 export type EvaluationJob = z.infer<typeof evaluationJob>;
+export type ApprovalJob = z.infer<typeof approvalJob>;
+export type WebhookJob = z.infer<typeof webhookJob>;
 
 export const JOB_NAMES = Object.keys(JOBS) as JobName[];
 

@@ -2,10 +2,24 @@
 export const PROVIDERS = ['openai', 'anthropic', 'openai_compatible', 'mock'] as const;
 export type Provider = (typeof PROVIDERS)[number];
 
+/** A function call the model asked for, as Chat Completions spells it (`arguments` is JSON text). */
+export interface ToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
 export interface ChatMessage {
   role: 'system' | 'user' | 'assistant' | 'tool';
   content: string;
+  /** An assistant turn that called tools. */
+  toolCalls?: ToolCall[];
+  /** A tool turn: the id of the call it answers. */
+  toolCallId?: string;
 }
+
+/** Why the model stopped, in Chat Completions' words. */
+export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter';
 
 /** One completion request, already governed: the secret is decrypted only for this call. */
 export interface CompletionRequest {
@@ -18,6 +32,9 @@ export interface CompletionRequest {
   /** The completion's output limit. */
   maxTokens: number;
   temperature?: number;
+  /** Function tools the model may call and the choice among them, passed through as Chat Completions spells them. */
+  tools?: unknown[];
+  toolChoice?: unknown;
   /** Whole-call deadline; the adapter aborts and reports a retryable `timeout` after it. */
   timeoutMs: number;
   signal?: AbortSignal;
@@ -26,10 +43,20 @@ export interface CompletionRequest {
 }
 
 export interface CompletionResult {
-  output: { role: 'assistant'; content: string };
+  output: { role: 'assistant'; content: string; toolCalls?: ToolCall[] };
   usage: { inputTokens: number; outputTokens: number };
   /** The model the provider says answered (may carry a dated suffix). */
   model: string;
+  finishReason?: FinishReason;
+}
+
+/**
+ * A piece of a streamed answer, in the order the provider sent it: text, or part of a tool call
+ * (its id and name come first, its arguments in pieces, all under one `index`).
+ */
+export interface StreamDelta {
+  content?: string;
+  toolCalls?: { index: number; id?: string; name?: string; arguments?: string }[];
 }
 
 /**
@@ -62,6 +89,8 @@ export class ProviderError extends Error {
     readonly retryAfterSeconds: number | null = null,
     /** By default from the status: an error status was answered, no status means nothing was sent. */
     delivery?: Delivery,
+    /** For a stream that broke after it started: the text that had arrived, and usage if the provider reported it. */
+    readonly streamed: { content: string; usage: CompletionResult['usage'] | null } | null = null,
   ) {
     super(message);
     this.name = 'ProviderError';
@@ -72,4 +101,11 @@ export class ProviderError extends Error {
 /** The one port every provider adapter implements. */
 export interface ProviderClient {
   complete(request: CompletionRequest): Promise<CompletionResult>;
+  /**
+   * The same call, streamed: `onDelta` hears each piece as it arrives; resolves with the whole
+   * answer and its usage, as `complete` would. A stream that breaks (or is aborted through
+   * `request.signal`) after the request was sent rejects with a ProviderError whose delivery is
+   * `unknown` and whose `streamed` holds what had arrived.
+   */
+  stream(request: CompletionRequest, onDelta: (delta: StreamDelta) => void): Promise<CompletionResult>;
 }

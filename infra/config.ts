@@ -67,6 +67,10 @@ const schema = z
     // An invocation queued or running this long is checked against its job by the reaper.
     CP_REAP_AFTER_MS: int(1_000, 86_400_000).default(60_000),
     CP_DB_POOL_MAX: int(1, 200).default(10),
+    // Webhook deliveries: first wait between attempts (doubling, at most 1 h), time per attempt, jobs at once.
+    CP_WEBHOOK_BACKOFF_MS: int(10, 3_600_000).default(5000),
+    CP_WEBHOOK_TIMEOUT_MS: int(100, 60_000).default(10_000),
+    CP_WEBHOOK_CONCURRENCY: int(1, 1000).default(32),
     OTEL_EXPORTER_OTLP_ENDPOINT: urlWithScheme(['http:', 'https:']).optional(),
     OTEL_SERVICE_NAME: z.string().min(1).max(100).default('control-plane'),
   })

@@ -22,6 +22,13 @@ import { JobQueues } from './queue/job-queues';
 import { openRedis } from './redis/connections';
 import { RedisCapLedger } from './budget/redis-cap-ledger';
 import { CompletionHub } from './invocations/completion-hub';
+import { announcing } from './invocations/announcing-signal';
+import { PgApprovalStore } from './approvals/pg-approval-store';
+import type { CompletionSignal } from '../domain/invocations/signals';
+import type { WebhookPublisher } from '../domain/webhooks/webhook-publisher';
+import { HttpWebhookSender } from './webhooks/http-webhook-sender';
+import { PgWebhookStore } from './webhooks/pg-webhook-store';
+import { deliveryJobs, QueuedWebhookPublisher } from './webhooks/queued-webhook-publisher';
 import { PgInvocationStore } from './invocations/pg-invocation-store';
 import { PgDecisionLog } from './decisions/pg-decision-log';
 import { PgActionHistory } from './policy/pg-action-history';
@@ -72,6 +79,16 @@ export interface Infra {
   sessions: PgSessionStore;
   ledger: RedisCapLedger;
   completions: CompletionHub;
+  /** Tells waiting clients and the org's webhooks that an invocation finished. */
+  signal: CompletionSignal;
+  /** Human approvals of paused invocations, resolved under row locks. */
+  approvals: PgApprovalStore;
+  /** Hands events to the org's webhooks; deliveries run as jobs, never on the caller's path. */
+  webhooks: WebhookPublisher;
+  /** Webhooks and their deliveries; their signing secrets, sealed; the client that POSTs to receivers. */
+  webhookStore: PgWebhookStore;
+  webhookSealer: SecretSealer;
+  webhookSender: HttpWebhookSender;
   guardian: Guardian;
   /** Each org's policy_version and policy set, read in one snapshot (for the compiled-policy cache). */
   policySets: PgPolicySetReader;
@@ -110,6 +127,7 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
   const authenticator = new TokenAuthenticator(knex, redis, prefix, config.CP_AUTH_FAILURES_PER_MINUTE);
   const queues = new JobQueues(urls.redisUrl, `${prefix}:bull`, {
     'invocation.run': { attempts: config.CP_INVOKE_ATTEMPTS, backoffMs: config.CP_INVOKE_BACKOFF_MS },
+    'webhook.deliver': { backoffMs: config.CP_WEBHOOK_BACKOFF_MS },
   });
   const completions = new CompletionHub(redis, urls.redisUrl, prefix, logger);
   const prepared = new PreparedPool(urls.databaseUrl, config.CP_DB_POOL_MAX);
@@ -121,6 +139,12 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
   const credentialSealer = new KeyringBox(keyring, 'credentials');
   await resealLegacyAtStart({ uow, clock: systemClock, sealer: credentialSealer }, logger);
   const policySets = new PgPolicySetReader(knex);
+  const webhookStore = new PgWebhookStore(knex);
+  const webhookSender = new HttpWebhookSender(config.CP_ALLOW_PRIVATE_PROVIDER_HOSTS);
+  const webhooks = new QueuedWebhookPublisher(
+    { deliveries: webhookStore, queue: deliveryJobs(queues), clock: systemClock },
+    logger,
+  );
   const compiledPolicies = new CompiledPolicies(policySets, compilePolicies, systemClock);
   return {
     config,
@@ -145,6 +169,12 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
     sessions: new PgSessionStore(knex),
     ledger: new RedisCapLedger(redis, prefix),
     completions,
+    signal: announcing(completions, webhooks),
+    approvals: new PgApprovalStore(knex),
+    webhooks,
+    webhookStore,
+    webhookSealer: new KeyringBox(keyring, 'webhooks'),
+    webhookSender,
     guardian: new Guardian(new OrgPolicyEngine(compiledPolicies)),
     policySets,
     actionHistory: new PgActionHistory(knex),
@@ -163,7 +193,12 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
     },
     // Each connection closes even if another fails (Redis may already be gone).
     close: async () => {
-      await Promise.allSettled([queues.close(), providers.close(), completions.close()]);
+      await Promise.allSettled([
+        queues.close(),
+        providers.close(),
+        completions.close(),
+        webhookSender.close(),
+      ]);
       redis.disconnect();
       await prepared.close().catch(() => undefined);
       await orm.close(true);

@@ -1,5 +1,6 @@
 import type { JobName, JobPayload } from '../domain/jobs';
 import type { Infra } from '../infra/container';
+import { expireApproval, sweepApprovals } from './approval-processors';
 import { evaluationProcessor } from './evaluation-processor';
 import {
   evaluateProcessor,
@@ -8,6 +9,7 @@ import {
   runProcessor,
   type JobInfo,
 } from './invocation-processors';
+import { webhookProcessor } from './webhook-processor';
 
 export type Processor<N extends JobName> = (
   payload: JobPayload<N>,
@@ -20,6 +22,9 @@ export const PROCESSORS: { [N in JobName]: Processor<N> } = {
   'invocation.evaluate': (payload, infra) => evaluateProcessor(payload, infra),
   'acs.evaluate': (payload, infra) => evaluationProcessor(payload, infra),
   'invocation.run': (payload, infra, job) => runProcessor(payload, infra, job),
+  'approval.expire': (payload, infra) => expireApproval(payload, infra),
+  'approvals.sweep': async (_payload, infra) => sweepApprovals(infra),
+  'webhook.deliver': (payload, infra, job) => webhookProcessor(payload, infra, job),
   'invocations.reap': async (_payload, infra) => reapProcessor(infra),
   'sessions.expire': async (_payload, infra) => ({ expired: await expireProcessor(infra) }),
   'audit.seal': async (_payload, infra) => ({ sealed: await infra.auditLog.sealAll() }),

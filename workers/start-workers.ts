@@ -1,9 +1,17 @@
 import { Worker, type Job } from 'bullmq';
-import { JOBS, PROVIDER_BACKOFF, QUEUES, type JobName, type QueueName } from '../domain/jobs';
+import {
+  JOBS,
+  PROVIDER_BACKOFF,
+  QUEUES,
+  WEBHOOK_BACKOFF,
+  type JobName,
+  type QueueName,
+} from '../domain/jobs';
 import { RetryLater } from '../domain/invocations/run-invocation';
 import type { Infra } from '../infra/container';
 import { bullConnectionOptions } from '../infra/redis/connections';
 import { PROCESSORS } from './processors';
+import { webhookBackoff } from './webhook-processor';
 
 export interface RunningWorkers {
   close(): Promise<void>;
@@ -33,6 +41,8 @@ export function providerBackoff(
 const CONCURRENCY = (infra: Infra): Record<QueueName, number> => ({
   guardian: infra.config.CP_GUARDIAN_CONCURRENCY,
   invoke: infra.config.CP_INVOKE_CONCURRENCY,
+  approvals: 4,
+  webhooks: infra.config.CP_WEBHOOK_CONCURRENCY,
   maintenance: 2,
 });
 
@@ -58,8 +68,10 @@ function startWorker(queue: QueueName, infra: Infra): Worker {
       stalledInterval: infra.config.CP_JOB_LOCK_MS,
       maxStalledCount: 2,
       settings: {
-        backoffStrategy: (attemptsMade, type, err, job) =>
-          type === PROVIDER_BACKOFF ? providerBackoff(attemptsMade, job as Job, err) : 1000,
+        backoffStrategy: (attemptsMade, type, err, job) => {
+          if (type === WEBHOOK_BACKOFF) return webhookBackoff(attemptsMade, job as Job);
+          return type === PROVIDER_BACKOFF ? providerBackoff(attemptsMade, job as Job, err) : 1000;
+        },
       },
     },
   );

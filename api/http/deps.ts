@@ -1,3 +1,5 @@
+import { resolve } from '../../domain/approvals/approval-use-cases';
+import { approvalDeps } from '../../infra/approvals/approval-deps';
 import type { IdentityDeps } from '../../domain/auth/identity-deps';
 import type { AgentDeps } from '../../domain/agents/agent-use-cases';
 import type { CredentialDeps } from '../../domain/credentials/credential-use-cases';
@@ -54,8 +56,14 @@ export const invokeDeps = (infra: Infra): InvokeDeps => ({
 
 export const cancelDeps = (infra: Infra): CancelDeps => ({
   store: infra.invocations,
-  signal: infra.completions,
+  signal: infra.signal,
   clock: infra.clock,
+  cancelApproval: async (orgId, approvalId, by, requestId) => {
+    const done = await resolve(approvalDeps(infra), orgId, approvalId, { kind: 'cancel', by, requestId });
+    return done?.result === 'resolved';
+  },
 });
 
 export const readDeps = (infra: Infra): ReadDeps => ({ store: infra.invocations, waiter: infra.completions });
+
+export { approvalDeps };

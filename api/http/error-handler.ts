@@ -4,7 +4,14 @@ import type { RateDecision } from '../../infra/http/rate-limiters';
 import type { Logger } from '../../infra/logger';
 import { isUnavailableError } from '../../infra/unavailable';
 import { ERROR_STATUS } from './error-status';
+import { openAiError } from './openai-errors';
 import { setRateHeaders } from './rate-headers';
+
+/** The field a validation error names, as OpenAI's `param`. */
+const paramOf = (extra: Record<string, unknown>): string | null => {
+  const details = extra.details as { path?: string }[] | undefined;
+  return details?.[0]?.path ?? null;
+};
 
 /** Errors thrown by Koa, its router or the body reader carry an HTTP status. */
 const HTTP_STATUS_CODES: Record<number, ErrorCode> = {
@@ -31,7 +38,14 @@ function toDomainError(err: unknown): DomainError | null {
 function writeError(ctx: Context, error: DomainError): void {
   const { rate, ...extra } = error.extra as { rate?: RateDecision } & Record<string, unknown>;
   ctx.status = ERROR_STATUS[error.code];
-  ctx.body = { error_code: error.code, message: error.message, request_id: ctx.state.requestId, ...extra };
+  const requestId = ctx.state.requestId as string;
+  ctx.body =
+    ctx.state.errorShape === 'openai'
+      ? openAiError(ctx.status, error.code, error.message, paramOf(extra), {
+          request_id: requestId,
+          ...extra,
+        })
+      : { error_code: error.code, message: error.message, request_id: requestId, ...extra };
   if (rate) setRateHeaders(ctx, rate);
   if (error.code === 'rate_limited') ctx.set('Retry-After', String(extra.retry_after_seconds ?? 1));
   if (error.code === 'unavailable') ctx.set('Retry-After', '2');

@@ -12,6 +12,7 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   budget_exceeded: 402,
   insufficient_scope: 403,
   self_approval_forbidden: 403,
+  csrf_failed: 403,
   not_found: 404,
   method_not_allowed: 405,
   conflict: 409,

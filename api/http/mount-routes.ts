@@ -39,10 +39,20 @@ async function readInput(
   return { raw, body: parseInput(route.body, raw === undefined && route.bodyOptional ? {} : raw, 'body') };
 }
 
+/** Aborts when the connection closes before the whole response was written. */
+function hangUpSignal(ctx: Context): AbortSignal {
+  const hungUp = new AbortController();
+  ctx.res.once('close', () => {
+    if (!ctx.res.writableFinished) hungUp.abort();
+  });
+  return hungUp.signal;
+}
+
 /** Each route runs: authenticate and check scope -> rate limit -> read and validate -> handle. */
 function pipeline(route: RouteDef, infra: Infra) {
   const query = route.query ?? z.unknown();
   return async (ctx: Context): Promise<void> => {
+    if (route.errorShape) ctx.state.errorShape = route.errorShape;
     const principal = await authorize(ctx, route.access, infra);
     if (!route.unlimited) await applyRateLimit(ctx, infra, principal);
     const { raw, body } = await readInput(ctx, route, infra);
@@ -56,6 +66,7 @@ function pipeline(route: RouteDef, infra: Infra) {
         ip: ctx.ip,
         header: (name: string) => ctx.get(name),
         trace: (ctx.state.trace as Record<string, string> | undefined) ?? {},
+        closed: hangUpSignal(ctx),
         infra,
       });
     const reply =

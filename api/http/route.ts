@@ -33,6 +33,8 @@ export interface RouteInput<B, Q> {
   header(name: string): string;
   /** W3C trace context of the request's span, for work it hands on (jobs). */
   trace: Record<string, string>;
+  /** Aborts when the client hangs up before the answer is complete (a stream it stopped reading). */
+  closed: AbortSignal;
   infra: Infra;
 }
 
@@ -50,6 +52,8 @@ export interface RouteDef<B extends z.ZodType = z.ZodType, Q extends z.ZodType =
   idempotent?: boolean;
   /** When true a body is optional (a missing body validates as `{}`). */
   bodyOptional?: boolean;
+  /** Errors in OpenAI's shape (`{ error: { message, type, code, param } }`), for the OpenAI-compatible routes. */
+  errorShape?: 'openai';
   query?: Q;
   responses: Record<number, { description: string; schema?: z.ZodType }>;
   handle(input: RouteInput<z.infer<B>, z.infer<Q>>): Promise<Reply>;

@@ -2,7 +2,9 @@ import { defineRoute, PUBLIC, type RouteDef } from '../http/route';
 import { buildOpenApi } from '../openapi';
 import { acsRoutes } from './acs.routes';
 import { agentRoutes } from './agents.routes';
+import { approvalRoutes } from './approvals.routes';
 import { auditRoutes } from './audit.routes';
+import { chatRoutes } from './chat.routes';
 import { credentialRoutes } from './credentials.routes';
 import { decisionRoutes } from './decisions.routes';
 import { identityRoutes } from './identity.routes';
@@ -13,6 +15,7 @@ import { invocationRoutes } from './invocations.routes';
 import { publicRoutes } from './public.routes';
 import { sessionRoutes } from './sessions.routes';
 import { statsRoutes } from './stats.routes';
+import { webhookRoutes } from './webhooks.routes';
 
 const resourceRoutes: RouteDef[] = [
   ...publicRoutes,
@@ -21,13 +24,16 @@ const resourceRoutes: RouteDef[] = [
   ...credentialRoutes,
   ...agentRoutes,
   ...policyRoutes,
+  ...approvalRoutes,
   ...pricingRoutes,
   ...sessionRoutes,
   ...invocationRoutes,
+  ...chatRoutes,
   ...statsRoutes,
   ...auditRoutes,
   ...acsRoutes,
   ...decisionRoutes,
+  ...webhookRoutes,
 ];
 
 const openApiRoute = defineRoute({

@@ -74,7 +74,7 @@ export const InvocationQuery = z
   })
   .strict();
 
-const Reason = z.object({
+export const Reason = z.object({
   policy_id: z.string().nullable(),
   code: z.string(),
   message: z.string(),
@@ -104,7 +104,9 @@ export const InvocationView = z
       .object({ id: z.string(), verdict: z.string(), reasons: z.array(Reason) })
       .nullable()
       .meta({ description: "The guardian's decision; reasons of built-in checks have policy_id null." }),
-    approval_id: z.string().nullable(),
+    approval_id: z.string().nullable().meta({
+      description: 'Set when a require_approval verdict paused it: GET /v1/approvals/{approval_id}.',
+    }),
     output: z.object({ role: z.literal('assistant'), content: z.string() }).nullable(),
     usage: z.object({ input_tokens: z.number().int(), output_tokens: z.number().int() }).nullable().meta({
       description:
@@ -120,6 +122,8 @@ export const InvocationView = z
       .meta({
         description:
           'Why it failed or was denied: budget_exceeded, credential_not_found, session_not_open, guardian_denied, ' +
+          'approval_rejected (a person rejected it), approval_expired (no decision before the approval timed out), ' +
+          'approval_mismatch (the request changed after it was approved), ' +
           'provider_* (provider_timeout, provider_unavailable, provider_rate_limited, provider_rejected, ...), ' +
           'worker_lost, unavailable.',
       }),

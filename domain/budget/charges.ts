@@ -14,8 +14,13 @@ export const NOTHING: CapAmounts = { costMicros: 0, calls: 0, tokens: 0 };
  * The worst case reserved before the provider is called: the input bound and the whole output
  * limit, at the admitted price, as one call. Any answer within the request's bounds costs no more.
  */
-export function worstCase(messages: readonly ChatMessage[], maxTokens: number, price: Rates): CapAmounts {
-  const inputTokens = inputTokenBound(messages);
+export function worstCase(
+  messages: readonly ChatMessage[],
+  maxTokens: number,
+  price: Rates,
+  tools?: readonly unknown[],
+): CapAmounts {
+  const inputTokens = inputTokenBound(messages, tools);
   return {
     costMicros: costMicros({ inputTokens, outputTokens: maxTokens }, price),
     calls: 1,
@@ -41,8 +46,9 @@ export function chargeFor(
   messages: readonly ChatMessage[],
   maxTokens: number,
   price: Rates,
+  tools?: readonly unknown[],
 ): Charge {
-  const inputTokens = Math.min(usage.inputTokens, inputTokenBound(messages));
+  const inputTokens = Math.min(usage.inputTokens, inputTokenBound(messages, tools));
   const outputTokens = Math.min(usage.outputTokens, maxTokens);
   return {
     inputTokens,

@@ -1,5 +1,5 @@
-import { NOTHING, type CapAmounts } from '../budget/charges';
-import type { Delivery } from '../providers';
+import { chargeFor, NOTHING, type CapAmounts } from '../budget/charges';
+import type { Delivery, ProviderError } from '../providers';
 import type { Invocation } from './invocation';
 
 /** What one provider attempt is charged: its share of the session's caps and the usage recorded. */
@@ -26,8 +26,36 @@ export function reservationCharge(invocation: Invocation): AttemptCharge {
  * (sent, then a timeout or a lost connection) is charged at the reservation, since the provider
  * may bill it; one never sent is free.
  */
-export function failedAttemptCharge(invocation: Invocation, delivery: Delivery): AttemptCharge {
+export function failedAttemptCharge(
+  invocation: Invocation,
+  err: Pick<ProviderError, 'delivery' | 'streamed'>,
+): AttemptCharge {
+  const delivery: Delivery = err.delivery;
   if (delivery === 'not_sent') return NO_CHARGE;
+  if (err.streamed) return streamedCharge(invocation, err.streamed);
   if (delivery === 'unknown') return reservationCharge(invocation);
   return { amounts: { ...NOTHING, calls: 1 }, usage: null };
+}
+
+/**
+ * A stream that broke or was cut off (its client hung up) after pieces arrived: the usage the
+ * provider reported, else an upper bound of what it used: the whole prompt, and one token per
+ * byte of text that arrived (a token is at least one byte). Never above the reservation.
+ */
+export function streamedCharge(
+  invocation: Invocation,
+  streamed: NonNullable<ProviderError['streamed']>,
+): AttemptCharge {
+  const { request, price } = invocation;
+  const reported = streamed.usage;
+  const usage = reported ?? {
+    inputTokens: Number.MAX_SAFE_INTEGER,
+    outputTokens: Buffer.byteLength(streamed.content, 'utf8'),
+  };
+  const charged = chargeFor(usage, request.messages, request.maxTokens, price, request.tools);
+  const { inputTokens, outputTokens } = charged;
+  return {
+    amounts: { costMicros: charged.costMicros, calls: 1, tokens: inputTokens + outputTokens },
+    usage: { inputTokens, outputTokens },
+  };
 }

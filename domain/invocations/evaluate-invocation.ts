@@ -1,3 +1,7 @@
+import type { Approval } from '../approvals/approval';
+import { approvalEventData } from '../approvals/approval-events';
+import type { ApprovalTimers } from '../approvals/approval-store';
+import { newApproval } from '../approvals/new-approval';
 import { SYSTEM_ACTOR } from '../audit/audit-event';
 import { newAuditEvent } from '../audit/new-event';
 import { worstCase } from '../budget/charges';
@@ -11,15 +15,18 @@ import { microsToUsd } from '../pricing/cost';
 import { statusAt } from '../sessions/session';
 import type { Invocation, InvocationRequest } from './invocation';
 import type { DecisionWrite, GuardianView, InvocationStore } from './invocation-store';
-import { canMove, statusesOf } from './lifecycle';
+import { statusesOf } from './lifecycle';
 import { endWithoutUsage, recordOutcome } from './outcomes';
 import type { CompletionSignal, StageQueue } from './signals';
+import type { WebhookPublisher } from '../webhooks/webhook-publisher';
 
 export interface EvaluateDeps {
   store: InvocationStore;
   queue: StageQueue;
   signal: CompletionSignal;
   guardian: Guardian;
+  timers: ApprovalTimers;
+  webhooks: WebhookPublisher;
   clock: Clock;
 }
 
@@ -30,34 +37,17 @@ export interface StageJob {
   trace: Record<string, string>;
 }
 
-export type EvaluateOutcome = 'admitted' | 'denied' | 'failed' | 'skipped';
+export type EvaluateOutcome = 'admitted' | 'awaiting_approval' | 'denied' | 'failed' | 'skipped';
 
 /** The statuses the guardian stage decides (lifecycle.ts). */
 const EVALUATE_STATUSES = statusesOf('invocation.evaluate');
 
 /**
- * Verdicts this pipeline can act on. While the lifecycle has no way into `awaiting_approval`, a
- * require_approval verdict fails closed, as a deny that says why.
+ * A modify verdict (or a require_approval that also modifies) changes what runs: the request, and
+ * with it the worst case reserved.
  */
-function actionable(verdict: GuardianVerdict): GuardianVerdict {
-  if (verdict.verdict !== 'require_approval' || canMove('queued', 'awaiting_approval')) return verdict;
-  return {
-    ...verdict,
-    verdict: 'deny',
-    reasons: [
-      ...verdict.reasons,
-      {
-        policyId: null,
-        code: 'approvals_unavailable',
-        message: 'approval is required but approvals are not enabled',
-      },
-    ],
-  };
-}
-
-/** A modify verdict changes what runs: the request, and with it the worst case reserved. */
 function modifiedRequest(invocation: Invocation, verdict: GuardianVerdict): InvocationRequest | undefined {
-  const action = verdict.verdict === 'modify' ? verdict.modifiedAction : null;
+  const action = verdict.verdict === 'deny' ? null : verdict.modifiedAction;
   if (!action) return undefined;
   return { ...invocation.request, messages: action.messages, maxTokens: action.maxTokens };
 }
@@ -87,16 +77,22 @@ const decisionOf = (invocation: Invocation, verdict: GuardianVerdict, at: Date):
   evaluatedAt: at,
 });
 
+const DECISION_ACTIONS = {
+  running: 'llm.invoke.allowed',
+  awaiting_approval: 'llm.invoke.awaiting_approval',
+  denied: 'llm.invoke.denied',
+} as const;
+
 /** One entry records both the decision and the state change it makes. */
-const decisionEvent = (invocation: Invocation, decision: Decision, admitted: boolean) =>
+const decisionEvent = (invocation: Invocation, decision: Decision, status: DecisionWrite['status']) =>
   newAuditEvent({
     orgId: invocation.orgId,
     actor: SYSTEM_ACTOR,
-    action: admitted ? 'llm.invoke.allowed' : 'llm.invoke.denied',
+    action: DECISION_ACTIONS[status],
     resource: { type: 'invocation', id: invocation.id },
     at: decision.evaluatedAt,
     requestId: invocation.requestId,
-    outcome: admitted ? 'success' : 'denied',
+    outcome: status === 'denied' ? 'denied' : 'success',
     details: {
       decision_id: decision.id,
       verdict: decision.verdict,
@@ -105,22 +101,64 @@ const decisionEvent = (invocation: Invocation, decision: Decision, admitted: boo
     },
   });
 
+const approvalEvent = (approval: Approval, at: Date, requestId: string | null) =>
+  newAuditEvent({
+    orgId: approval.orgId,
+    actor: SYSTEM_ACTOR,
+    action: 'approval.requested',
+    resource: { type: 'approval', id: approval.id },
+    at,
+    requestId,
+    details: {
+      invocation_id: approval.invocationId,
+      policy_id: approval.policyId,
+      policy_version: approval.policyVersion,
+      approvers_required: approval.approversRequired,
+      request_digest: approval.requestDigest,
+      expires_at: approval.expiresAt.toISOString(),
+    },
+  });
+
+const STATUS_OF = {
+  allow: 'running',
+  modify: 'running',
+  require_approval: 'awaiting_approval',
+  deny: 'denied',
+} as const;
+
 function decisionWrite(invocation: Invocation, verdict: GuardianVerdict, at: Date): DecisionWrite {
   const decision = decisionOf(invocation, verdict, at);
-  const admitted = verdict.verdict === 'allow' || verdict.verdict === 'modify';
-  const request = modifiedRequest(invocation, verdict);
+  const status = STATUS_OF[verdict.verdict];
+  const modified = modifiedRequest(invocation, verdict);
+  const request = modified ?? invocation.request;
+  const reservation = modified
+    ? worstCase(modified.messages, modified.maxTokens, invocation.price, modified.tools)
+    : undefined;
+  const approval =
+    status === 'awaiting_approval'
+      ? newApproval(
+          invocation,
+          request,
+          reservation?.costMicros ?? invocation.reservation.costMicros,
+          verdict,
+          at,
+        )
+      : undefined;
   return {
     invocationId: invocation.id,
     decision,
-    status: admitted ? 'running' : 'denied',
-    ...(request
-      ? { request, reservation: worstCase(request.messages, request.maxTokens, invocation.price) }
-      : {}),
-    error: admitted
-      ? null
-      : { errorCode: 'guardian_denied', message: verdict.reasons.map((r) => r.message).join('; ') },
+    status,
+    ...(modified ? { request: modified, reservation } : {}),
+    ...(approval ? { approval } : {}),
+    error:
+      status === 'denied'
+        ? { errorCode: 'guardian_denied', message: verdict.reasons.map((r) => r.message).join('; ') }
+        : null,
     at,
-    event: decisionEvent(invocation, decision, admitted),
+    events: [
+      decisionEvent(invocation, decision, status),
+      ...(approval ? [approvalEvent(approval, at, invocation.requestId)] : []),
+    ],
   };
 }
 
@@ -154,14 +192,25 @@ export async function evaluateInvocation(deps: EvaluateDeps, job: StageJob): Pro
   if (!EVALUATE_STATUSES.includes(invocation.status)) return 'skipped';
   const at = deps.clock.now();
   if (statusAt(view.session, at) !== 'open') return failClosedSession(deps, view, at);
-  const write = decisionWrite(invocation, actionable(await deps.guardian.decide(guardianInput(view))), at);
+  const write = decisionWrite(invocation, await deps.guardian.decide(guardianInput(view)), at);
   if ((await deps.store.decide(write)) !== 'applied') return 'skipped';
   if (write.status === 'running') {
     await deps.queue.enqueue('invocation.run', runJob(job));
     return 'admitted';
   }
+  if (write.approval) return awaitApproval(deps, write.approval);
   await deps.signal.finished(denied(invocation, write));
   return 'denied';
+}
+
+/**
+ * The invocation now waits for people, holding no job and no reservation (it reserves when it
+ * resumes). Its approval's expiry is a delayed job; the sweep of overdue approvals backs it up.
+ */
+async function awaitApproval(deps: EvaluateDeps, approval: Approval): Promise<EvaluateOutcome> {
+  deps.webhooks.publish(approval.orgId, 'approval.requested', approvalEventData(approval));
+  await deps.timers.expireAt(approval);
+  return 'awaiting_approval';
 }
 
 /** What the invocation asks to do, as the guardian sees it. */

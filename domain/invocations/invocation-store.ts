@@ -1,3 +1,4 @@
+import type { Approval } from '../approvals/approval';
 import type { AuditEvent } from '../audit/audit-event';
 import type { CapSnapshot } from '../budget/cap-ledger';
 import type { CapAmounts } from '../budget/charges';
@@ -6,7 +7,13 @@ import type { AgentGate } from '../policy/guardian';
 import type { Provider } from '../providers';
 import type { Session, SessionStatus } from '../sessions/session';
 import type { Decision } from '../policy/decision';
-import type { Invocation, InvocationError, InvocationRequest, InvocationStatus } from './invocation';
+import type {
+  Invocation,
+  InvocationError,
+  InvocationOutput,
+  InvocationRequest,
+  InvocationStatus,
+} from './invocation';
 
 /** A credential as the API sees it when admitting an invocation: no secret. */
 export interface CredentialRefInfo {
@@ -55,20 +62,24 @@ export interface SealedCredential {
 export interface RunView {
   invocation: Invocation;
   credential: SealedCredential | null;
+  /** For an invocation resumed by an approval: the digest of the request that was approved. */
+  approvedDigest: string | null;
 }
 
-/** The guardian's outcome, written with its decision and audit entry in one transaction. */
+/** The guardian's outcome, written with its decision, approval and audit entries in one transaction. */
 export interface DecisionWrite {
   invocationId: string;
   decision: Decision;
-  /** `running`: admitted (waits for an invoke worker); `denied`: final. */
-  status: 'running' | 'denied';
+  /** `running`: admitted (waits for an invoke worker); `awaiting_approval`: waits for people; `denied`: final. */
+  status: 'running' | 'awaiting_approval' | 'denied';
   /** Set when the guardian changed the request (a modify verdict), with the worst case it now needs. */
   request?: InvocationRequest;
   reservation?: CapAmounts;
+  /** The approval a require_approval verdict opens. */
+  approval?: Approval;
   error: InvocationError | null;
   at: Date;
-  event: AuditEvent;
+  events: AuditEvent[];
 }
 
 /**
@@ -80,7 +91,7 @@ export interface FinishWrite {
   /** The write applies only while the invocation is still in one of these. */
   from: InvocationStatus[];
   status: 'running' | 'succeeded' | 'failed' | 'denied' | 'cancelled';
-  output: { role: 'assistant'; content: string } | null;
+  output: InvocationOutput | null;
   /** This write's charge, added to what the invocation and its session were already charged. */
   usage: { inputTokens: number; outputTokens: number } | null;
   costMicros: number;

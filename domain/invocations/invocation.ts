@@ -1,6 +1,6 @@
 import type { Actor } from '../audit/audit-event';
 import type { DecisionReason, Verdict } from '../policy/verdict';
-import type { ChatMessage, Provider } from '../providers';
+import type { ChatMessage, FinishReason, Provider, ToolCall } from '../providers';
 
 export const INVOCATION_STATUSES = [
   'queued',
@@ -19,8 +19,22 @@ export interface InvocationRequest {
   messages: ChatMessage[];
   maxTokens: number;
   temperature?: number;
+  /** The tool call this invocation is about (what tool rules judge), as `POST /v1/llm/invoke` takes it. */
   tool?: { name: string; arguments: unknown };
+  /** Function tools offered to the model and the choice among them (Chat Completions), passed through. */
+  tools?: unknown[];
+  toolChoice?: unknown;
+  /** Answered as a stream of pieces (`stream: true` on /v1/chat/completions). */
+  stream?: boolean;
   metadata?: Record<string, unknown>;
+}
+
+/** The model's answer: text, the tool calls it asked for, and why it stopped. */
+export interface InvocationOutput {
+  role: 'assistant';
+  content: string;
+  toolCalls?: ToolCall[];
+  finishReason?: FinishReason;
 }
 
 export interface DecisionSummary {
@@ -56,7 +70,7 @@ export interface Invocation {
   reservation: Reservation;
   decision: DecisionSummary | null;
   approvalId: string | null;
-  output: { role: 'assistant'; content: string } | null;
+  output: InvocationOutput | null;
   usage: { inputTokens: number; outputTokens: number } | null;
   /** What the invocation was charged, over all its provider attempts (usage too). */
   costMicros: number;

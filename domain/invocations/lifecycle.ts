@@ -18,16 +18,17 @@ interface StatusRule {
  * it and what ends it when it stalls. The reaper, the SQL guards, cancel and the guardian stage
  * derive their rules from here, so a new paused state is one edit. `evaluating` is the contract's
  * name for a decision in progress: the guardian decides a queued invocation in one write, so no
- * row rests there today. `awaiting_approval` is entered once `queued` may move to it.
+ * row rests there today. `awaiting_approval` holds no job: people move it on (approvals), or its
+ * approval's expiry does.
  */
 export const LIFECYCLE: Readonly<Record<InvocationStatus, StatusRule>> = {
   queued: {
-    next: ['running', 'denied', 'failed', 'cancelled'],
+    next: ['running', 'awaiting_approval', 'denied', 'failed', 'cancelled'],
     stage: 'invocation.evaluate',
     timeout: 'reaper',
   },
   evaluating: {
-    next: ['running', 'denied', 'failed', 'cancelled'],
+    next: ['running', 'awaiting_approval', 'denied', 'failed', 'cancelled'],
     stage: 'invocation.evaluate',
     timeout: 'reaper',
   },
@@ -36,8 +37,13 @@ export const LIFECYCLE: Readonly<Record<InvocationStatus, StatusRule>> = {
     stage: null,
     timeout: 'approval_expiry',
   },
-  // `running` to `running`: a failed provider attempt recorded before a retry.
-  running: { next: ['running', 'succeeded', 'failed'], stage: 'invocation.run', timeout: 'reaper' },
+  // `running` to `running`: a failed provider attempt recorded before a retry. `running` to
+  // `denied`: an approved invocation that no longer fits the session's caps when it resumes.
+  running: {
+    next: ['running', 'succeeded', 'failed', 'denied'],
+    stage: 'invocation.run',
+    timeout: 'reaper',
+  },
   succeeded: { next: [], stage: null, timeout: null },
   failed: { next: [], stage: null, timeout: null },
   denied: { next: [], stage: null, timeout: null },

@@ -2,7 +2,7 @@ import { SYSTEM_ACTOR, type Actor } from '../audit/audit-event';
 import { newAuditEvent } from '../audit/new-event';
 import { microsToUsd } from '../pricing/cost';
 import { NO_CHARGE, type AttemptCharge } from './attempt-charges';
-import type { Invocation, InvocationError, InvocationStatus } from './invocation';
+import type { Invocation, InvocationError, InvocationOutput, InvocationStatus } from './invocation';
 import type { FinishWrite, InvocationStore, WriteOutcome } from './invocation-store';
 import type { CompletionSignal } from './signals';
 import { storableText } from '../storable-text';
@@ -57,7 +57,7 @@ export interface FinishOptions {
 export interface OutcomeInput {
   from: InvocationStatus[];
   status: FinishWrite['status'];
-  output?: { role: 'assistant'; content: string } | null;
+  output?: InvocationOutput | null;
   error: InvocationError | null;
   charge?: AttemptCharge;
   /** The provider attempt this write ends, if it ends one. */
@@ -76,9 +76,7 @@ export function outcomeWrite(
   options: FinishOptions = {},
 ): FinishWrite {
   const charge = input.charge ?? NO_CHARGE;
-  const output = input.output
-    ? { role: input.output.role, content: storableText(input.output.content) }
-    : null;
+  const output = input.output ? storableOutput(input.output) : null;
   const error = input.error ? { ...input.error, message: storableText(input.error.message) } : null;
   const body: WriteBody = {
     status: input.status,
@@ -102,6 +100,21 @@ export function outcomeWrite(
     ),
   };
 }
+
+/** The answer with every text the provider wrote made storable (its tool calls' too). */
+const storableOutput = (output: InvocationOutput): InvocationOutput => ({
+  ...output,
+  content: storableText(output.content),
+  ...(output.toolCalls
+    ? {
+        toolCalls: output.toolCalls.map((c) => ({
+          id: storableText(c.id),
+          type: c.type,
+          function: { name: storableText(c.function.name), arguments: storableText(c.function.arguments) },
+        })),
+      }
+    : {}),
+});
 
 /** A final write that charges nothing: failed, denied or cancelled before any provider attempt. */
 export const endWithoutUsage = (

@@ -1,3 +1,4 @@
+import { requestDigest } from '../approvals/request-digest';
 import type { CapLedger, ReserveOutcome } from '../budget/cap-ledger';
 import { chargeFor, type CapAmounts } from '../budget/charges';
 import { chargeIdOf } from '../budget/charge-id';
@@ -5,13 +6,18 @@ import type { Clock } from '../clock';
 import { sealingContext } from '../credentials/credential-use-cases';
 import type { SecretSealer } from '../ports';
 import { microsToUsd } from '../pricing/cost';
-import { ProviderError, type CompletionResult, type ProviderClient } from '../providers';
+import {
+  ProviderError,
+  type CompletionRequest,
+  type CompletionResult,
+  type ProviderClient,
+} from '../providers';
 import { failedAttemptCharge, NO_CHARGE, reservationCharge, type AttemptCharge } from './attempt-charges';
-import type { Invocation, InvocationError } from './invocation';
+import type { Invocation, InvocationError, InvocationOutput } from './invocation';
 import type { InvocationStore, RunView, SealedCredential, WriteOutcome } from './invocation-store';
 import { statusesOf } from './lifecycle';
 import { outcomeWrite, recordOutcome } from './outcomes';
-import type { CompletionSignal } from './signals';
+import type { CompletionSignal, PieceRelay } from './signals';
 import type { StageJob } from './evaluate-invocation';
 
 export interface RunDeps {
@@ -20,6 +26,8 @@ export interface RunDeps {
   providers: ProviderClient;
   sealer: SecretSealer;
   signal: CompletionSignal;
+  /** Carries a streamed answer's pieces to the API, and its client's hang-up back. */
+  pieces: PieceRelay;
   clock: Clock;
   providerTimeoutMs: number;
   /** Told about things an operator should see (a provider over-reporting usage, a cap refused late). */
@@ -79,7 +87,7 @@ async function reserveBudget(run: AttemptRun): Promise<ReserveOutcome> {
   throw new Error(`the cap state of session ${invocation.sessionId} could not be restored`);
 }
 
-type AttemptEnd = { status: 'running' | 'succeeded' | 'failed'; output?: CompletionResult['output'] };
+type AttemptEnd = { status: 'running' | 'succeeded' | 'failed'; output?: InvocationOutput };
 
 /**
  * Records how the attempt ended with its charge (PostgreSQL first, the truth a ledger rebuild
@@ -160,7 +168,7 @@ async function recordFailedAttempt(
   err: ProviderError,
   attempt: Attempt,
 ): Promise<RunOutcome> {
-  const charge = failedAttemptCharge(run.invocation, err.delivery);
+  const charge = failedAttemptCharge(run.invocation, err);
   const error = { errorCode: err.code, message: err.message };
   if (err.kind !== 'retryable' || attempt.number >= attempt.max) return fail(run, error, charge);
   const written = await recordAttempt(run, { status: 'running' }, error, charge);
@@ -187,24 +195,43 @@ function openSecret(deps: RunDeps, invocation: Invocation, credential: SealedCre
 async function callProvider(deps: RunDeps, view: RunView, trace: Record<string, string>) {
   const { invocation, credential } = view;
   if (!credential?.sealedSecret) return null;
-  const secret = openSecret(deps, invocation, credential);
-  return deps.providers.complete({
+  const { request } = invocation;
+  const call: CompletionRequest = {
     provider: credential.provider,
     baseUrl: credential.baseUrl,
-    secret,
+    secret: openSecret(deps, invocation, credential),
     model: invocation.model,
-    messages: invocation.request.messages,
-    maxTokens: invocation.request.maxTokens,
-    ...(invocation.request.temperature !== undefined ? { temperature: invocation.request.temperature } : {}),
+    messages: request.messages,
+    maxTokens: request.maxTokens,
+    ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+    ...(request.tools ? { tools: request.tools } : {}),
+    ...(request.toolChoice !== undefined ? { toolChoice: request.toolChoice } : {}),
     timeoutMs: deps.providerTimeoutMs,
     trace,
-  });
+  };
+  return request.stream ? streamCall(deps, invocation.id, call) : deps.providers.complete(call);
+}
+
+/**
+ * A streamed call: each piece goes to the API process streaming it as it arrives; the client
+ * hanging up aborts the provider call (and it is charged what it used, see attempt-charges.ts).
+ */
+async function streamCall(deps: RunDeps, invocationId: string, call: CompletionRequest) {
+  const hangUp = new AbortController();
+  const unwatch = deps.pieces.watchAbort(invocationId, () => hangUp.abort());
+  try {
+    return await deps.providers.stream({ ...call, signal: hangUp.signal }, (delta) =>
+      deps.pieces.piece(invocationId, delta),
+    );
+  } finally {
+    unwatch();
+  }
 }
 
 async function recordSuccess(run: AttemptRun, result: CompletionResult): Promise<RunOutcome> {
   const { deps, invocation } = run;
   const { request, price } = invocation;
-  const charged = chargeFor(result.usage, request.messages, request.maxTokens, price);
+  const charged = chargeFor(result.usage, request.messages, request.maxTokens, price, request.tools);
   if (charged.capped)
     deps.warn('the provider reported more tokens than the request allows; charged at the bound', {
       invocation_id: invocation.id,
@@ -214,7 +241,11 @@ async function recordSuccess(run: AttemptRun, result: CompletionResult): Promise
   const tokens = usage.inputTokens + usage.outputTokens;
   const charge = { amounts: { costMicros: charged.costMicros, calls: 1, tokens }, usage };
   try {
-    const end = { status: 'succeeded', output: result.output } as const;
+    const output = {
+      ...result.output,
+      ...(result.finishReason ? { finishReason: result.finishReason } : {}),
+    };
+    const end = { status: 'succeeded', output } as const;
     return runOutcome(await recordAttempt(run, end, null, charge), 'succeeded');
   } catch (err) {
     // The provider answered: whatever stops the answer being saved, the call is still charged.
@@ -243,6 +274,7 @@ export async function runInvocation(deps: RunDeps, job: StageJob, attempt: Attem
   const { invocation } = view;
   const number = invocation.providerAttempts + 1;
   const run: AttemptRun = { deps, invocation, number, chargeId: chargeIdOf(invocation.id, number) };
+  if (notAsApproved(view)) return refuseUnapproved(run);
   const reserved = await reserveBudget(run);
   if (reserved.kind === 'settled') return 'skipped';
   if (reserved.kind === 'held') return endUnknown(run);
@@ -268,10 +300,33 @@ export async function runInvocation(deps: RunDeps, job: StageJob, attempt: Attem
   return recordSuccess(run, result);
 }
 
-/** Nothing was reserved: the invocation fails without ending (or charging) an attempt. */
+/**
+ * Nothing was reserved: the invocation fails without ending (or charging) an attempt. One that
+ * people approved is denied instead: it was admitted on their word, and the caps now refuse it.
+ */
 async function refuseOverCap(run: AttemptRun, message: string): Promise<WriteOutcome> {
   const { deps, invocation } = run;
   const error = { errorCode: 'budget_exceeded', message };
-  const write = outcomeWrite(invocation, { from: RUN_STATUSES, status: 'failed', error }, deps.clock.now());
+  const status = invocation.approvalId ? 'denied' : 'failed';
+  const write = outcomeWrite(invocation, { from: RUN_STATUSES, status, error }, deps.clock.now());
   return recordOutcome(deps, invocation, write);
+}
+
+/**
+ * An invocation an approval resumed runs only the request that was approved: a row changed since
+ * the vote (or an approval that is not `approved`) fails it before anything is reserved or sent.
+ */
+const notAsApproved = ({ invocation, approvedDigest }: RunView): boolean =>
+  invocation.approvalId !== null && approvedDigest !== requestDigest(invocation, invocation.request);
+
+function refuseUnapproved(run: AttemptRun): Promise<RunOutcome> {
+  run.deps.warn('a resumed invocation no longer matches its approved request; not running it', {
+    invocation_id: run.invocation.id,
+    approval_id: run.invocation.approvalId,
+  });
+  const error = {
+    errorCode: 'approval_mismatch',
+    message: 'the request no longer matches the one that was approved; it was not run',
+  };
+  return fail(run, error, NO_CHARGE);
 }

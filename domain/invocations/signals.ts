@@ -1,4 +1,5 @@
 import type { InvocationJob } from '../jobs';
+import type { StreamDelta } from '../providers';
 import type { Invocation } from './invocation';
 
 export type InvocationStage = 'invocation.evaluate' | 'invocation.run';
@@ -31,4 +32,26 @@ export interface CompletionWaiter {
    * the work starts (or before reading the row), so a signal in between is not missed.
    */
   wait(invocationId: string, ms: number): { result: Promise<WaitResult>; cancel(): void };
+}
+
+/**
+ * The pieces of a streamed answer, from the invoke worker to the API process streaming it to the
+ * client, and the client's hang-up back to the worker. Pieces travel in order with the finished
+ * signal (one channel), so the API has every piece it will get when it hears the end.
+ */
+export interface PieceRelay {
+  piece(invocationId: string, delta: StreamDelta): void;
+  /** Calls `onAbort` if the client streaming the invocation hangs up; returns the unsubscribe. */
+  watchAbort(invocationId: string, onAbort: () => void): () => void;
+}
+
+export interface PieceFollower {
+  /** As `CompletionWaiter.wait`, also handing each piece of the answer to `onPiece` as it comes. */
+  follow(
+    invocationId: string,
+    onPiece: (delta: StreamDelta) => void,
+    ms: number,
+  ): { result: Promise<WaitResult>; cancel(): void };
+  /** Tells the worker streaming the invocation that its client hung up. */
+  abort(invocationId: string): Promise<void>;
 }

@@ -33,6 +33,9 @@ export interface InvokeInput {
   credentialRef?: string | undefined;
   agentId?: string | undefined;
   tool?: { name: string; arguments: unknown } | undefined;
+  tools?: unknown[] | undefined;
+  toolChoice?: unknown;
+  stream?: boolean | undefined;
   metadata?: Record<string, unknown> | undefined;
   /** W3C trace context of the request, carried into the jobs. */
   trace: Record<string, string>;
@@ -64,6 +67,9 @@ function requestOf(input: InvokeInput): InvocationRequest {
     maxTokens: input.maxTokens,
     ...(input.temperature !== undefined ? { temperature: input.temperature } : {}),
     ...(input.tool ? { tool: input.tool } : {}),
+    ...(input.tools ? { tools: input.tools } : {}),
+    ...(input.toolChoice !== undefined ? { toolChoice: input.toolChoice } : {}),
+    ...(input.stream ? { stream: true } : {}),
     ...(input.metadata ? { metadata: input.metadata } : {}),
   };
 }
@@ -97,7 +103,7 @@ async function checkAdmission(deps: InvokeDeps, orgId: string, input: InvokeInpu
 
 function newInvocation(ctx: CallContext, input: InvokeInput, admission: Admission, now: Date): Invocation {
   const { session, agent, credential, price } = admission;
-  const reserve = worstCase(input.messages, input.maxTokens, price);
+  const reserve = worstCase(input.messages, input.maxTokens, price, input.tools);
   return {
     id: newId('inv'),
     orgId: ctx.principal.orgId,

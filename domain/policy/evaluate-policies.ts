@@ -214,9 +214,10 @@ function approvalOf(outcomes: RuleOutcome[]): ApprovalRequirement | null {
  * its context to a decision. Each rule is judged on the action as given; the verdict is the
  * strongest of the enforced policies' rules (deny > require_approval > modify > allow, whatever
  * their priority). The reasons are those of the verdict's level only, in priority order: under a
- * deny or a require_approval, the modifications that would have applied are not reported, as
- * they do not happen (a require_approval's approver sees the action as requested). A modify
- * composes every enforced modification. Shadow policies are evaluated alike but only recorded,
+ * deny, the modifications that would have applied are not reported, as they do not happen. Under
+ * a require_approval they do apply (modifiedAction), though only the approval's reasons are
+ * reported: the approver is asked about the request exactly as it would run, redacted and
+ * clamped. A modify composes every enforced modification. Shadow policies are evaluated alike but only recorded,
  * each reason with the verdict it would have given; they never change the verdict or the action.
  * Any error is a deny that says so and names its policy (policy_evaluation_failed).
  */
@@ -236,10 +237,12 @@ export function evaluatePolicies(
   let verdict = strongest(enforced);
   let deciding = enforced.filter((o) => o.verdict === verdict);
   let modifiedAction: Action | null = null;
-  if (verdict === 'modify') {
-    const result = modify(deciding, action);
+  if (verdict === 'modify' || verdict === 'require_approval') {
+    // An approval is asked for the request as it would run: redacted and clamped.
+    const modifying = enforced.filter((o) => o.verdict === 'modify');
+    const result = modify(modifying, action);
     if ('failed' in result) [verdict, deciding] = ['deny', [result.failed]];
-    else modifiedAction = result.action;
+    else if (modifying.length > 0) modifiedAction = result.action;
   }
   return {
     verdict,

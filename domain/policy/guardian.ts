@@ -1,6 +1,6 @@
 import type { AgentStatus } from '../model';
 import type { ChatMessage } from '../providers';
-import type { ShadowReason } from './policy';
+import type { ApprovalRequirement, ShadowReason } from './policy';
 import type { DecisionReason, Verdict } from './verdict';
 
 /** The parts of an agent the guardian decides on. */
@@ -38,8 +38,10 @@ export interface GuardianVerdict {
   reasons: DecisionReason[];
   /** What shadow policies would have decided: recorded, never enforced. */
   shadowReasons: ShadowReason[];
-  /** The action to run instead, for a `modify` verdict. */
+  /** The action to run instead, for a `modify` verdict (and a `require_approval` that modifies too). */
   modifiedAction: GuardedAction | null;
+  /** Who must approve and by when, for a `require_approval` verdict; null otherwise. */
+  approval: ApprovalRequirement | null;
   policyVersion: number;
 }
 
@@ -57,6 +59,7 @@ export const allowEverything: PolicyEngine = {
     reasons: [],
     shadowReasons: [],
     modifiedAction: null,
+    approval: null,
     policyVersion: 0,
   }),
 };
@@ -66,6 +69,7 @@ const deny = (code: string, message: string): GuardianVerdict => ({
   reasons: [{ policyId: null, code, message }],
   shadowReasons: [],
   modifiedAction: null,
+  approval: null,
   policyVersion: 0,
 });
 

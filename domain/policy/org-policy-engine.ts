@@ -36,6 +36,7 @@ export class OrgPolicyEngine implements PolicyEngine {
       reasons: decision.reasons,
       shadowReasons: decision.shadowReasons,
       modifiedAction: decision.modifiedAction ? toGuarded(input.action, decision.modifiedAction) : null,
+      approval: decision.approval,
       policyVersion: decision.policyVersion,
     };
   }

@@ -59,11 +59,25 @@ export const PER_REQUEST_OVERHEAD = 64;
  * The bound is loose (real text averages about 4 bytes a token), which only means a larger
  * reservation, returned at settlement.
  */
-export function inputTokenBound(messages: readonly ChatMessage[]): number {
+export function inputTokenBound(messages: readonly ChatMessage[], tools: readonly unknown[] = []): number {
   let bound = PER_REQUEST_OVERHEAD;
-  for (const m of messages)
-    bound += Buffer.byteLength(m.role, 'utf8') + Buffer.byteLength(m.content, 'utf8') + PER_MESSAGE_OVERHEAD;
+  for (const m of messages) bound += messageBytes(m) + PER_MESSAGE_OVERHEAD;
+  // Tool definitions are sent as text too (a provider renders them into the prompt).
+  if (tools.length > 0) bound += Buffer.byteLength(JSON.stringify(tools), 'utf8') + PER_MESSAGE_OVERHEAD;
   return bound;
+}
+
+/** Every byte a message puts in the prompt: role, text, and the tool calls it carries or answers. */
+function messageBytes(m: ChatMessage): number {
+  let bytes = Buffer.byteLength(m.role, 'utf8') + Buffer.byteLength(m.content, 'utf8');
+  if (m.toolCallId) bytes += Buffer.byteLength(m.toolCallId, 'utf8');
+  for (const call of m.toolCalls ?? [])
+    bytes +=
+      Buffer.byteLength(call.id, 'utf8') +
+      Buffer.byteLength(call.function.name, 'utf8') +
+      Buffer.byteLength(call.function.arguments, 'utf8') +
+      PER_MESSAGE_OVERHEAD;
+  return bytes;
 }
 
 /**

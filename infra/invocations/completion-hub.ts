@@ -1,6 +1,13 @@
 import Redis from 'ioredis';
 import type { Invocation } from '../../domain/invocations/invocation';
-import type { CompletionSignal, CompletionWaiter, WaitResult } from '../../domain/invocations/signals';
+import type {
+  CompletionSignal,
+  CompletionWaiter,
+  PieceFollower,
+  PieceRelay,
+  WaitResult,
+} from '../../domain/invocations/signals';
+import type { StreamDelta } from '../../domain/providers';
 import type { Logger } from '../logger';
 
 /** Larger invocations are announced by id only; waiters then read the row. */
@@ -9,7 +16,11 @@ const MAX_MESSAGE_BYTES = 64 * 1024;
 interface Message {
   id: string;
   invocation?: Invocation;
+  /** A piece of a streamed answer; the finished message of the same invocation comes after it. */
+  piece?: StreamDelta;
 }
+
+type Listener = { settle: (result: WaitResult) => void; onPiece?: (delta: StreamDelta) => void };
 
 const revive = (i: Invocation): Invocation => ({
   ...i,
@@ -33,12 +44,15 @@ function encode(invocation: Invocation): string {
  * thousand map entries and timers, not a thousand Redis listeners or poll loops. A lost message
  * (Redis restarting) costs only latency: a waiter whose wait runs out reads the row once.
  */
-export class CompletionHub implements CompletionSignal, CompletionWaiter {
+export class CompletionHub implements CompletionSignal, CompletionWaiter, PieceRelay, PieceFollower {
   private subscriber: Redis | null = null;
   private draining = false;
   private listening: Promise<void> | null = null;
-  private readonly waiters = new Map<string, Set<(result: WaitResult) => void>>();
+  private readonly waiters = new Map<string, Set<Listener>>();
+  /** Streams this (worker) process is running, to abort when their client hangs up. */
+  private readonly streams = new Map<string, () => void>();
   private readonly channel: string;
+  private readonly abortChannel: string;
 
   constructor(
     private readonly publisher: Redis,
@@ -47,6 +61,30 @@ export class CompletionHub implements CompletionSignal, CompletionWaiter {
     private readonly logger: Logger,
   ) {
     this.channel = `${prefix}:invocations:finished`;
+    this.abortChannel = `${prefix}:invocations:abort`;
+  }
+
+  /**
+   * Published on the finished channel from the same connection as `finished`, so every piece
+   * reaches the API before the end of its invocation. Not awaited: ioredis sends in order.
+   */
+  piece(invocationId: string, delta: StreamDelta): void {
+    const text = `${invocationId} ${JSON.stringify({ id: invocationId, piece: delta } satisfies Message)}`;
+    this.publisher.publish(this.channel, text).catch(() => undefined);
+  }
+
+  watchAbort(invocationId: string, onAbort: () => void): () => void {
+    void this.listen().catch((err: unknown) => this.logger.warn({ err }, 'abort channel unavailable'));
+    this.streams.set(invocationId, onAbort);
+    return () => this.streams.delete(invocationId);
+  }
+
+  async abort(invocationId: string): Promise<void> {
+    await this.publisher.publish(this.abortChannel, invocationId);
+  }
+
+  follow(invocationId: string, onPiece: (delta: StreamDelta) => void, ms: number) {
+    return this.register(invocationId, ms, onPiece);
   }
 
   async finished(invocation: Invocation): Promise<void> {
@@ -65,18 +103,27 @@ export class CompletionHub implements CompletionSignal, CompletionWaiter {
   }
 
   wait(invocationId: string, ms: number): { result: Promise<WaitResult>; cancel(): void } {
+    return this.register(invocationId, ms);
+  }
+
+  private register(
+    invocationId: string,
+    ms: number,
+    onPiece?: (delta: StreamDelta) => void,
+  ): { result: Promise<WaitResult>; cancel(): void } {
     if (this.draining) return { result: Promise.resolve({ kind: 'timeout' }), cancel: () => undefined };
     void this.listen().catch((err: unknown) => this.logger.warn({ err }, 'completion channel unavailable'));
     let settle: (result: WaitResult) => void = () => undefined;
     const result = new Promise<WaitResult>((resolve) => {
       const timer = setTimeout(() => settle({ kind: 'timeout' }), ms);
+      const listener: Listener = { settle: (outcome) => settle(outcome), ...(onPiece ? { onPiece } : {}) };
       settle = (outcome) => {
         clearTimeout(timer);
-        this.forget(invocationId, settle);
+        this.forget(invocationId, listener);
         resolve(outcome);
       };
       const set = this.waiters.get(invocationId) ?? new Set();
-      set.add(settle);
+      set.add(listener);
       this.waiters.set(invocationId, set);
     });
     return { result, cancel: () => settle({ kind: 'timeout' }) };
@@ -95,7 +142,8 @@ export class CompletionHub implements CompletionSignal, CompletionWaiter {
    */
   stopWaiting(): void {
     this.draining = true;
-    for (const set of [...this.waiters.values()]) for (const settle of [...set]) settle({ kind: 'timeout' });
+    for (const set of [...this.waiters.values()])
+      for (const listener of [...set]) listener.settle({ kind: 'timeout' });
   }
 
   async close(): Promise<void> {
@@ -108,10 +156,12 @@ export class CompletionHub implements CompletionSignal, CompletionWaiter {
   private async subscribe(): Promise<void> {
     const subscriber = new Redis(this.redisUrl, { lazyConnect: true, maxRetriesPerRequest: null });
     subscriber.on('error', () => undefined); // reconnects by itself and resubscribes
-    subscriber.on('message', (_channel: string, text: string) => this.deliver(text));
+    subscriber.on('message', (channel: string, text: string) =>
+      channel === this.abortChannel ? this.streams.get(text)?.() : this.deliver(text),
+    );
     this.subscriber = subscriber;
     await subscriber.connect();
-    await subscriber.subscribe(this.channel);
+    await subscriber.subscribe(this.channel, this.abortChannel);
   }
 
   private deliver(text: string): void {
@@ -124,14 +174,18 @@ export class CompletionHub implements CompletionSignal, CompletionWaiter {
     } catch {
       return;
     }
+    if (message.piece) {
+      for (const listener of set) listener.onPiece?.(message.piece);
+      return;
+    }
     const invocation = message.invocation ? revive(message.invocation) : null;
-    for (const settle of [...set]) settle({ kind: 'finished', invocation });
+    for (const listener of [...set]) listener.settle({ kind: 'finished', invocation });
   }
 
-  private forget(invocationId: string, settle: (result: WaitResult) => void): void {
+  private forget(invocationId: string, listener: Listener): void {
     const set = this.waiters.get(invocationId);
     if (!set) return;
-    set.delete(settle);
+    set.delete(listener);
     if (set.size === 0) this.waiters.delete(invocationId);
   }
 }

@@ -2,13 +2,14 @@ import type { ActorType } from '../../domain/audit/audit-event';
 import type {
   DecisionSummary,
   Invocation,
+  InvocationOutput,
   InvocationRequest,
   InvocationStatus,
 } from '../../domain/invocations/invocation';
 import { withoutPromptText, type Decision } from '../../domain/policy/decision';
 import type { ShadowReason } from '../../domain/policy/policy';
 import type { DecisionReason, Verdict } from '../../domain/policy/verdict';
-import type { Provider } from '../../domain/providers';
+import type { ChatMessage, FinishReason, Provider, ToolCall } from '../../domain/providers';
 import { toDate, toDateOrNull, type Num, type Time } from '../db/row-values';
 
 type Json<T> = T | null;
@@ -31,7 +32,7 @@ export interface InvocationRow {
   reserve_tokens: Num;
   decision: Json<StoredDecision>;
   approval_id: string | null;
-  output: Json<{ role: 'assistant'; content: string }>;
+  output: Json<StoredOutput>;
   input_tokens: Num | null;
   output_tokens: Num | null;
   cost_micros: Num;
@@ -44,16 +45,62 @@ export interface InvocationRow {
   completed_at: Time | null;
 }
 
+/** A message as stored: the Chat Completions wire shape. */
+export interface StoredMessage {
+  role: ChatMessage['role'];
+  content: string;
+  tool_calls?: ToolCall[];
+  tool_call_id?: string;
+}
+
 /** The request as stored (snake_case, like the API that took it). */
 export interface StoredRequest {
-  messages: InvocationRequest['messages'];
+  messages: StoredMessage[];
   max_tokens: number;
   temperature?: number;
   tool?: { name: string; arguments: unknown };
+  tools?: unknown[];
+  tool_choice?: unknown;
+  stream?: boolean;
   metadata?: Record<string, unknown>;
 }
 
-interface StoredReason {
+export interface StoredOutput {
+  role: 'assistant';
+  content: string;
+  tool_calls?: ToolCall[];
+  finish_reason?: FinishReason;
+}
+
+export const storeMessage = (m: ChatMessage): StoredMessage => ({
+  role: m.role,
+  content: m.content,
+  ...(m.toolCalls ? { tool_calls: m.toolCalls } : {}),
+  ...(m.toolCallId !== undefined ? { tool_call_id: m.toolCallId } : {}),
+});
+
+export const loadMessage = (m: StoredMessage): ChatMessage => ({
+  role: m.role,
+  content: m.content,
+  ...(m.tool_calls ? { toolCalls: m.tool_calls } : {}),
+  ...(m.tool_call_id !== undefined ? { toolCallId: m.tool_call_id } : {}),
+});
+
+export const storeOutput = (o: InvocationOutput): StoredOutput => ({
+  role: o.role,
+  content: o.content,
+  ...(o.toolCalls ? { tool_calls: o.toolCalls } : {}),
+  ...(o.finishReason ? { finish_reason: o.finishReason } : {}),
+});
+
+const loadOutput = (o: StoredOutput): InvocationOutput => ({
+  role: o.role,
+  content: o.content,
+  ...(o.tool_calls ? { toolCalls: o.tool_calls } : {}),
+  ...(o.finish_reason ? { finishReason: o.finish_reason } : {}),
+});
+
+export interface StoredReason {
   policy_id: string | null;
   code: string;
   message: string;
@@ -72,18 +119,24 @@ interface StoredDecision {
 }
 
 export const storeRequest = (r: InvocationRequest): StoredRequest => ({
-  messages: r.messages,
+  messages: r.messages.map(storeMessage),
   max_tokens: r.maxTokens,
   ...(r.temperature !== undefined ? { temperature: r.temperature } : {}),
   ...(r.tool ? { tool: r.tool } : {}),
+  ...(r.tools ? { tools: r.tools } : {}),
+  ...(r.toolChoice !== undefined ? { tool_choice: r.toolChoice } : {}),
+  ...(r.stream ? { stream: true } : {}),
   ...(r.metadata ? { metadata: r.metadata } : {}),
 });
 
 const loadRequest = (r: StoredRequest): InvocationRequest => ({
-  messages: r.messages,
+  messages: r.messages.map(loadMessage),
   maxTokens: r.max_tokens,
   ...(r.temperature !== undefined ? { temperature: r.temperature } : {}),
   ...(r.tool ? { tool: r.tool } : {}),
+  ...(r.tools ? { tools: r.tools } : {}),
+  ...(r.tool_choice !== undefined ? { toolChoice: r.tool_choice } : {}),
+  ...(r.stream ? { stream: true } : {}),
   ...(r.metadata ? { metadata: r.metadata } : {}),
 });
 
@@ -103,7 +156,7 @@ const loadReason = (r: StoredReason) => ({
 
 export const storeReasons = (reasons: DecisionReason[]): StoredReason[] => reasons.map(storeReason);
 
-const loadReasons = (reasons: StoredReason[]): DecisionReason[] => reasons.map(loadReason);
+export const loadReasons = (reasons: StoredReason[]): DecisionReason[] => reasons.map(loadReason);
 
 const storeShadowReasons = (reasons: ShadowReason[]): StoredShadowReason[] =>
   reasons.map((r) => ({ ...storeReason(r), verdict: r.verdict }));
@@ -137,7 +190,7 @@ export const toInvocation = (r: InvocationRow): Invocation => ({
     ? { id: r.decision.id, verdict: r.decision.verdict, reasons: loadReasons(r.decision.reasons) }
     : null,
   approvalId: r.approval_id,
-  output: r.output,
+  output: r.output ? loadOutput(r.output) : null,
   usage:
     r.input_tokens === null || r.output_tokens === null
       ? null

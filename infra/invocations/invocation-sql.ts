@@ -1,6 +1,7 @@
 import { auditRecordset, INSERT_AUDIT } from '../db/audit-rows';
 import type { Statement } from '../db/prepared-pool';
 import { decisionRecordset, INSERT_DECISIONS } from '../decisions/decision-sql';
+import { approvalRecordset, INSERT_APPROVALS } from '../approvals/approval-sql';
 
 /**
  * The invoke path's statements, prepared (see PreparedPool). Writes take their rows as JSON
@@ -36,9 +37,11 @@ export const INSERT_QUEUED = statement(
 );
 
 /**
- * $1 decision writes JSON, $2 decisions JSON, $3 audit JSON. Only invocations in a status of the
- * guardian stage (lifecycle.ts) are decided. The expected statuses travel as data: a literal would let a generic plan drive the update from
- * the partial in-flight index (all invocations in flight) instead of the batch's primary keys.
+ * $1 decision writes JSON, $2 decisions JSON, $3 audit JSON, $4 approvals JSON. Only invocations in
+ * a status of the guardian stage (lifecycle.ts) are decided. The expected statuses travel as data:
+ * a literal would let a generic plan drive the update from the partial in-flight index (all
+ * invocations in flight) instead of the batch's primary keys. An approval and its entries are
+ * written only with the decision that opened it.
  */
 export const DECIDE = statement(
   'decide',
@@ -46,7 +49,7 @@ export const DECIDE = statement(
   with x as (
     select * from json_to_recordset($1::json) as x(
       invocation_id text, expected text[], status text, request jsonb, reserve_micros bigint,
-      reserve_tokens bigint, decision jsonb, error jsonb, at timestamptz)
+      reserve_tokens bigint, decision jsonb, error jsonb, approval_id text, at timestamptz)
   ),
   u as (
     update invocations i set
@@ -55,9 +58,10 @@ export const DECIDE = statement(
       request = coalesce(x.request, i.request),
       reserve_micros = coalesce(x.reserve_micros, i.reserve_micros),
       reserve_tokens = coalesce(x.reserve_tokens, i.reserve_tokens),
+      approval_id = coalesce(x.approval_id, i.approval_id),
       error = x.error,
       updated_at = x.at,
-      completed_at = case when x.status = 'running' then null else x.at end
+      completed_at = case when x.status in ('running', 'awaiting_approval') then null else x.at end
     from x
     where i.id = x.invocation_id and i.status = any(x.expected)
     returning i.id
@@ -65,7 +69,14 @@ export const DECIDE = statement(
   d as (
     ${INSERT_DECISIONS} select * from ${decisionRecordset('$2')} where d.invocation_id in (select id from u)
   ),
-  aud as (${INSERT_AUDIT} select * from ${auditRecordset('$3')} where a.resource_id in (select id from u))
+  ap as (
+    ${INSERT_APPROVALS} select * from ${approvalRecordset('$4')} where p.invocation_id in (select id from u)
+    returning id
+  ),
+  aud as (
+    ${INSERT_AUDIT} select * from ${auditRecordset('$3')}
+    where a.resource_id in (select id from u) or a.resource_id in (select id from ap)
+  )
   select coalesce(array_agg(id), '{}') as applied from u`,
 );
 
@@ -140,14 +151,19 @@ export const FOR_GUARDIAN = statement(
   where i.id = any($1::text[])`,
 );
 
-/** $1 ids. With the sealed credential the call needs (a deleted one has no secret). */
+/**
+ * $1 ids. With the sealed credential the call needs (a deleted one has no secret) and, for an
+ * invocation an approval resumed, the digest of the request that was approved.
+ */
 export const FOR_RUN = statement(
   'for_run',
   `
   select i.*, c.ref as cred_ref, c.provider as cred_provider, c.base_url as cred_base_url,
-    c.version as cred_version, c.sealed_secret as cred_sealed_secret, c.key_id as cred_key_id
+    c.version as cred_version, c.sealed_secret as cred_sealed_secret, c.key_id as cred_key_id,
+    ap.request_digest as approved_digest
   from invocations i
   left join credentials c on c.org_id = i.org_id and c.ref = i.credential_ref
+  left join approvals ap on ap.id = i.approval_id and ap.status = 'approved'
   where i.id = any($1::text[])`,
 );
 

@@ -30,6 +30,7 @@ import {
 import type { SessionRow } from '../sessions/session-rows';
 import { toGuardianView, toInvokeContext, toRunView, type ContextRow } from './stage-rows';
 import { decideJson, finishJson, insertJson } from './write-payloads';
+import { approvalJson } from '../approvals/approval-rows';
 import { inRounds, isCapViolation, withConflictRetry } from './write-rounds';
 import {
   BY_IDS,
@@ -219,7 +220,8 @@ export class PgInvocationStore implements InvocationStore {
       const [row] = await this.pool.query<{ applied: string[] }>(DECIDE, [
         JSON.stringify(round.map(decideJson)),
         JSON.stringify(round.map((w) => decisionJson(w.decision))),
-        auditJson(round.map((w) => w.event)),
+        auditJson(round.flatMap((w) => w.events)),
+        JSON.stringify(round.flatMap((w) => (w.approval ? [approvalJson(w.approval)] : []))),
       ]);
       return new Set(row?.applied ?? []);
     });

@@ -50,6 +50,7 @@ export interface RunRow extends InvocationRow {
   cred_version: number | null;
   cred_sealed_secret: string | null;
   cred_key_id: string | null;
+  approved_digest: string | null;
 }
 
 export const gateOf = (r: {
@@ -93,6 +94,7 @@ export const toRunView = (r: RunRow): RunView => ({
         keyId: r.cred_key_id ?? '',
       }
     : null,
+  approvedDigest: r.approved_digest,
 });
 
 export const toInvokeContext = (row: ContextRow | undefined): InvokeContext => ({

@@ -1,7 +1,7 @@
 import type { Invocation } from '../../domain/invocations/invocation';
 import { statusesOf } from '../../domain/invocations/lifecycle';
 import type { DecisionWrite, FinishWrite } from '../../domain/invocations/invocation-store';
-import { storeDecision, storeRequest } from './invocation-rows';
+import { storeDecision, storeOutput, storeRequest } from './invocation-rows';
 
 /** The JSON rows the batched write statements read with json_to_recordset (invocation-sql.ts). */
 
@@ -33,6 +33,7 @@ export const decideJson = (w: DecisionWrite) => ({
   reserve_tokens: w.reservation?.tokens ?? null,
   decision: storeDecision(w.decision),
   error: w.error ? { error_code: w.error.errorCode, message: w.error.message } : null,
+  approval_id: w.approval?.id ?? null,
   at: w.at,
 });
 
@@ -40,7 +41,7 @@ export const finishJson = (w: FinishWrite) => ({
   invocation_id: w.invocationId,
   from_statuses: w.from,
   status: w.status,
-  output: w.output,
+  output: w.output ? storeOutput(w.output) : null,
   input_tokens: w.usage?.inputTokens ?? null,
   output_tokens: w.usage?.outputTokens ?? null,
   cost_micros: w.costMicros,

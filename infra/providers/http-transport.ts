@@ -18,6 +18,11 @@ export interface JsonResponse {
   text: string;
 }
 
+/** A streamed answer: a 2xx one as its body's chunks (size-capped), any other read whole. */
+export type StreamResponse =
+  | { ok: true; chunks: AsyncIterable<Buffer>; signal: AbortSignal; deadline: AbortSignal }
+  | ({ ok: false } & JsonResponse);
+
 const blocked = (host: string) =>
   new ProviderError(
     'final',
@@ -95,8 +100,63 @@ export class HttpTransport {
     }
   }
 
+  /**
+   * As postJson, for a streamed answer (server-sent events): the body of a 2xx answer is read by
+   * the caller as it arrives, under the same deadline, abort signal and size cap.
+   */
+  async postStream(
+    url: string,
+    headers: Record<string, string>,
+    body: unknown,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<StreamResponse> {
+    const target = new URL(url);
+    const host = target.hostname.replace(/^\[|\]$/g, '');
+    if (!this.options.allowPrivateHosts && (isPrivateAddress(host) || isLocalName(host))) throw blocked(host);
+    const deadline = AbortSignal.timeout(timeoutMs);
+    const abort = signal ? AbortSignal.any([deadline, signal]) : deadline;
+    try {
+      const res = await request(target, {
+        method: 'POST',
+        dispatcher: this.agent,
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...headers },
+        body: JSON.stringify(body),
+        signal: abort,
+      });
+      const retryAfter = res.headers['retry-after'];
+      if (res.statusCode >= 200 && res.statusCode < 300)
+        return { ok: true, chunks: this.capped(res.body), signal: abort, deadline };
+      const text = await this.readCapped(res.body);
+      return {
+        ok: false,
+        status: res.statusCode,
+        retryAfter: typeof retryAfter === 'string' ? retryAfter : null,
+        json: parseJson(text),
+        text,
+      };
+    } catch (err) {
+      if (err instanceof ProviderError) throw err;
+      if (deadline.aborted) throw timeoutError(timeoutMs);
+      if (signal?.aborted) throw abortedError();
+      throw unwrapBlocked(err) ?? networkError(err);
+    }
+  }
+
   close(): Promise<void> {
     return this.agent.close();
+  }
+
+  private async *capped(body: AsyncIterable<Buffer> & { destroy(): void }): AsyncGenerator<Buffer> {
+    let size = 0;
+    for await (const chunk of body) {
+      size += chunk.length;
+      if (size > this.maxBytes) {
+        body.destroy();
+        throw badResponse(`response larger than ${this.maxBytes} bytes`);
+      }
+      yield chunk;
+    }
   }
 
   private async readCapped(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<string> {

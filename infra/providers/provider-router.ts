@@ -1,4 +1,10 @@
-import type { CompletionRequest, CompletionResult, Provider, ProviderClient } from '../../domain/providers';
+import type {
+  CompletionRequest,
+  CompletionResult,
+  Provider,
+  ProviderClient,
+  StreamDelta,
+} from '../../domain/providers';
 import { AnthropicMessages } from './anthropic-messages';
 import { HttpTransport } from './http-transport';
 import { MockProvider } from './mock-provider';
@@ -29,6 +35,19 @@ export class ProviderRouter implements ProviderClient {
       'client',
       request.trace,
       (span) => client.complete({ ...request, trace: span.carrier }),
+      { 'gen_ai.system': request.provider, 'gen_ai.request.model': request.model },
+    );
+  }
+
+  /** The same for a streamed call: one client span over the whole stream. */
+  stream(request: CompletionRequest, onDelta: (delta: StreamDelta) => void): Promise<CompletionResult> {
+    const client = this.clients[request.provider];
+    if (!request.trace) return client.stream(request, onDelta);
+    return inSpan(
+      'provider.stream',
+      'client',
+      request.trace,
+      (span) => client.stream({ ...request, trace: span.carrier }, onDelta),
       { 'gen_ai.system': request.provider, 'gen_ai.request.model': request.model },
     );
   }

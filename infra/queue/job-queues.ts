@@ -13,6 +13,7 @@ import {
   type QueueName,
   QUEUES,
 } from '../../domain/jobs';
+import type { ApprovalTimers } from '../../domain/approvals/approval-store';
 import type { InvocationStage, JobState, StageQueue } from '../../domain/invocations/signals';
 import { MicroBatcher } from '../micro-batcher';
 import { bullConnectionOptions } from '../redis/connections';
@@ -61,9 +62,18 @@ export class JobQueues {
     };
   }
 
-  enqueue<N extends JobName>(name: N, payload: JobPayload<N>, jobId?: string): Promise<void> {
+  enqueue<N extends JobName>(
+    name: N,
+    payload: JobPayload<N>,
+    jobId?: string,
+    delayMs?: number,
+  ): Promise<void> {
     const spec = JOBS[name];
-    const opts = { ...this.optionsOf(name), ...(jobId ? { jobId } : {}) };
+    const opts = {
+      ...this.optionsOf(name),
+      ...(jobId ? { jobId } : {}),
+      ...(delayMs && delayMs > 0 ? { delay: Math.ceil(delayMs) } : {}),
+    };
     return this.batchOf(spec.queue).submit({ name, data: spec.payload.parse(payload), opts });
   }
 
@@ -84,6 +94,17 @@ export class JobQueues {
     enqueue: (stage, job) => this.enqueue(stage, job, invocationJobId(job.invocation_id)),
     state: (stage, invocationId) => this.stageState(stage, invocationId),
     requeue: (stage, job) => this.requeue(stage, job),
+  };
+
+  /** One delayed job per approval, whose job id is the approval id (a second schedule is a no-op). */
+  readonly approvalTimers: ApprovalTimers = {
+    expireAt: (approval) =>
+      this.enqueue(
+        'approval.expire',
+        { approval_id: approval.id, org_id: approval.orgId },
+        approval.id,
+        approval.expiresAt.getTime() - Date.now(),
+      ),
   };
 
   private async stageState(stage: InvocationStage, invocationId: string): Promise<JobState> {

@@ -1,6 +1,7 @@
 import { inputTokenBound } from '../../domain/pricing/cost';
 import type { ChatMessage } from '../../domain/providers';
 import {
+  eventually,
   finished,
   openSession,
   setUpInvoking,
@@ -99,14 +100,26 @@ async function settled(sessionId: string): Promise<Usage> {
   return res.body.usage;
 }
 
-/** Nothing held in Redis for the session: no reserved totals, no reservation entries, no leases. */
+/**
+ * Nothing held in Redis for the session: no reserved totals, no reservation entries, no leases.
+ * An invocation reads as finished once PostgreSQL has its outcome; its reservation is settled (and
+ * its lease dropped) right after, so the last of them may still be landing: wait a moment for it.
+ */
 async function expectNothingHeld(sessionId: string): Promise<void> {
   const base = `${app.prefix}:cap:{${sessionId}}`;
   const redis = app.infra.redis;
-  expect(await redis.hmget(base, 'cr', 'kr', 'tr')).toEqual(['0', '0', '0']);
-  expect(await redis.hlen(`${base}:res`)).toBe(0);
-  const leases = await redis.zrange(`${app.prefix}:cap:leases`, 0, -1);
-  expect(leases.filter((l) => l.startsWith(`${sessionId} `))).toEqual([]);
+  const held = async () => ({
+    reserved: await redis.hmget(base, 'cr', 'kr', 'tr'),
+    entries: await redis.hlen(`${base}:res`),
+    leases: (await redis.zrange(`${app.prefix}:cap:leases`, 0, -1)).filter((l) =>
+      l.startsWith(`${sessionId} `),
+    ),
+  });
+  const none = { reserved: ['0', '0', '0'], entries: 0, leases: [] };
+  await eventually(async () => JSON.stringify(await held()) === JSON.stringify(none), 2_000).catch(
+    () => null,
+  );
+  expect(await held()).toEqual(none);
   expect((await settled(sessionId)).reserved_usd).toBe(0);
 }
 

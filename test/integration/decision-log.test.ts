@@ -270,6 +270,7 @@ describe('what a decision keeps of the action', () => {
         reasons: [{ policyId: 'pol_redact', code: 'redact_pattern', message: 'redacted', ruleIndex: 0 }],
         shadowReasons: [],
         modifiedAction: { ...action, messages: [{ role: 'user', content: redacted }], maxTokens: 8 },
+        approval: null,
         policyVersion: 7,
       }),
     });

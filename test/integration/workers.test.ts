@@ -29,6 +29,7 @@ describe('BullMQ workers', () => {
   it('register the periodic jobs as BullMQ job schedulers', async () => {
     const schedulers = await app.infra.queues.queue('maintenance').getJobSchedulers();
     expect(schedulers.map((s) => s.name).sort()).toEqual([
+      'approvals.sweep',
       'audit.seal',
       'idempotency.delete-expired',
       'invocations.reap',

@@ -22,11 +22,20 @@ export const VALID_BODIES: Record<string, unknown> = {
     policy: { name: 'matrix', rules: [{ type: 'max_tokens', limit: 100 }] },
     since: '2020-01-01T00:00:00Z',
   },
+  'POST /v1/approvals/{id}/approve': { comment: 'matrix' },
+  'POST /v1/approvals/{id}/reject': { comment: 'matrix' },
+  'POST /v1/webhooks': { url: 'https://hooks.example.com/cp', events: ['approval.requested'] },
   'POST /v1/sessions': { max_cost_usd: 1 },
   // An unknown session answers 404 before anything is queued: no test waits on a guardian worker.
   'POST /v1/acs/evaluate': {
     session_id: 'ses_doesnotexist',
     action: { type: 'llm.invoke', model: 'gpt-4o-mini' },
+  },
+  // No X-Session-Id: refused with 400 before anything is written.
+  'POST /v1/chat/completions': {
+    model: 'gpt-4o-mini',
+    messages: [{ role: 'user', content: 'hi' }],
+    max_tokens: 8,
   },
   'POST /v1/llm/invoke': {
     session_id: 'ses_doesnotexist',

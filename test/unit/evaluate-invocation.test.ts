@@ -1,3 +1,4 @@
+import { requestDigest } from '../../domain/approvals/request-digest';
 import { worstCase } from '../../domain/budget/charges';
 import { Guardian, type GuardianVerdict } from '../../domain/policy/guardian';
 import { evaluateInvocation, type EvaluateDeps } from '../../domain/invocations/evaluate-invocation';
@@ -40,6 +41,8 @@ const invocation: Invocation = {
 function fakes(verdict: GuardianVerdict, credentialRefs = ['cred_1']) {
   const decisions: DecisionWrite[] = [];
   const enqueued: InvocationStage[] = [];
+  const timers: { id: string; expiresAt: Date }[] = [];
+  const published: string[] = [];
   const view: GuardianView = {
     invocation,
     agent: { id: 'agt_1', status: 'active', allowedModels: ['m'], credentialRefs },
@@ -59,9 +62,11 @@ function fakes(verdict: GuardianVerdict, credentialRefs = ['cred_1']) {
     },
     signal: { finished: async () => undefined },
     guardian: new Guardian({ evaluate: async () => verdict }),
+    timers: { expireAt: async (a) => void timers.push({ id: a.id, expiresAt: a.expiresAt }) },
+    webhooks: { publish: (_org, type) => void published.push(type) },
     clock: { now: () => now },
   };
-  return { deps, decisions, enqueued };
+  return { deps, decisions, enqueued, timers, published };
 }
 
 const job = { invocationId: 'inv_1', orgId: 'org_1', trace: {} };
@@ -80,6 +85,7 @@ describe('the guardian stage', () => {
         maxTokens: 100,
         estimatedCostUsd: 0,
       },
+      approval: null,
       policyVersion: 3,
     });
     expect(await evaluateInvocation(deps, job)).toBe('admitted');
@@ -88,23 +94,44 @@ describe('the guardian stage', () => {
     expect(write.request).toEqual({ messages: smaller, maxTokens: 100 });
     expect(write.reservation).toEqual(worstCase(smaller, 100, price));
     expect(write.decision).toMatchObject({ verdict: 'modify', policyVersion: 3 });
-    expect(write.event.action).toBe('llm.invoke.allowed');
+    expect(write.events.map((e) => e.action)).toEqual(['llm.invoke.allowed']);
     expect(enqueued).toEqual(['invocation.run']);
   });
 
-  it('fails closed on require_approval until approvals exist: denied, saying why', async () => {
-    const { deps, decisions, enqueued } = fakes({
+  it('pauses on require_approval: awaiting_approval, an approval bound to the request, its expiry scheduled', async () => {
+    const redacted = [{ role: 'user' as const, content: '[key]' }];
+    const { deps, decisions, enqueued, timers, published } = fakes({
       verdict: 'require_approval',
-      reasons: [{ policyId: 'pol_2', code: 'require_approval', message: 'a human must approve' }],
+      reasons: [{ policyId: 'pol_2', code: 'approval_required', message: 'a human must approve' }],
       shadowReasons: [],
-      modifiedAction: null,
-      policyVersion: 1,
+      modifiedAction: {
+        type: 'llm.invoke',
+        model: 'm',
+        messages: redacted,
+        maxTokens: 1000,
+        estimatedCostUsd: 0,
+      },
+      approval: { policyId: 'pol_2', approversRequired: 2, timeoutSeconds: 60 },
+      policyVersion: 7,
     });
-    expect(await evaluateInvocation(deps, job)).toBe('denied');
+    expect(await evaluateInvocation(deps, job)).toBe('awaiting_approval');
     const write = decisions[0] as DecisionWrite;
-    expect(write.status).toBe('denied');
-    expect(write.decision.reasons.map((r) => r.code)).toEqual(['require_approval', 'approvals_unavailable']);
-    expect(write.error?.errorCode).toBe('guardian_denied');
+    expect(write.status).toBe('awaiting_approval');
+    expect(write.error).toBeNull();
+    expect(write.request).toEqual({ messages: redacted, maxTokens: 1000 });
+    expect(write.approval).toMatchObject({
+      status: 'pending',
+      invocationId: 'inv_1',
+      policyId: 'pol_2',
+      policyVersion: 7,
+      approversRequired: 2,
+      requestedBy: { type: 'api_key', id: 'key_1' },
+      expiresAt: new Date(now.getTime() + 60_000),
+      requestDigest: requestDigest(invocation, { messages: redacted, maxTokens: 1000 }),
+    });
+    expect(write.events.map((e) => e.action)).toEqual(['llm.invoke.awaiting_approval', 'approval.requested']);
+    expect(timers).toEqual([{ id: write.approval?.id, expiresAt: write.approval?.expiresAt }]);
+    expect(published).toEqual(['approval.requested']);
     expect(enqueued).toEqual([]);
   });
 
@@ -114,6 +141,7 @@ describe('the guardian stage', () => {
       reasons: [],
       shadowReasons: [],
       modifiedAction: null,
+      approval: null,
       policyVersion: 0,
     };
     const { deps, decisions, enqueued } = fakes(allow, ['cred_2']);

@@ -21,7 +21,14 @@ const recording = (): PolicyEngine & { seen: GuardianInput[] } => {
     seen,
     evaluate: async (i) => {
       seen.push(i);
-      return { verdict: 'allow', reasons: [], shadowReasons: [], modifiedAction: null, policyVersion: 7 };
+      return {
+        verdict: 'allow',
+        reasons: [],
+        shadowReasons: [],
+        modifiedAction: null,
+        approval: null,
+        policyVersion: 7,
+      };
     },
   };
 };
@@ -33,6 +40,7 @@ describe('the guardian', () => {
       reasons: [],
       shadowReasons: [],
       modifiedAction: null,
+      approval: null,
       policyVersion: 0,
     });
   });
@@ -79,6 +87,7 @@ describe('the guardian', () => {
       ],
       shadowReasons: [],
       modifiedAction: null,
+      approval: null,
       policyVersion: 0,
     });
     expect(engine.seen).toEqual([]);

@@ -40,7 +40,10 @@ describe('the invocation lifecycle table', () => {
     expect([...REAPABLE].sort()).toEqual(['evaluating', 'queued', 'running']);
   });
 
-  it('has no way into awaiting_approval until approvals exist, so require_approval fails closed', () => {
-    expect(statusesInto('awaiting_approval')).toEqual([]);
+  it('pauses only a decision in progress; a resumed invocation may still be denied when the caps refuse it', () => {
+    expect(statusesInto('awaiting_approval')).toEqual(['queued', 'evaluating']);
+    expect(LIFECYCLE.awaiting_approval.next).toEqual(['running', 'denied', 'cancelled']);
+    expect(canMove('running', 'denied')).toBe(true);
+    expect(canMove('awaiting_approval', 'succeeded')).toBe(false);
   });
 });

@@ -218,9 +218,11 @@ function oracle(policies: Policy[], a: Action, ctx: EvaluationContext) {
   );
   const deciding = enforced.filter((s) => s.verdict === verdict);
   let modified: Action | null = null;
-  if (verdict === 'modify') {
+  // Modifications apply under a modify, and under a require_approval (the approver sees what runs).
+  const modifying = enforced.filter((s) => s.verdict === 'modify');
+  if ((verdict === 'modify' || verdict === 'require_approval') && modifying.length > 0) {
     modified = { ...a };
-    for (const { rule } of deciding) {
+    for (const { rule } of modifying) {
       if (rule.type === 'redact_pattern')
         modified.messages = modified.messages?.map((m) => ({
           ...m,

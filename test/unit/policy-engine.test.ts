@@ -263,7 +263,11 @@ describe('precedence: deny > require_approval > modify > allow', () => {
     expect(d.verdict).toBe(expected);
     const code = CODE_FOR[expected];
     expect(codes(d)).toEqual(code ? (a === b ? [code, code] : [code]) : []);
-    expect(d.modifiedAction !== null).toBe(expected === 'modify');
+    // A require_approval keeps the modifications: the approver is asked about what would run.
+    const modifies = [a, b].includes('modify');
+    expect(d.modifiedAction !== null).toBe(
+      expected === 'modify' || (expected === 'require_approval' && modifies),
+    );
     expect(d.approval !== null).toBe(expected === 'require_approval');
   });
 

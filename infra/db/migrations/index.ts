@@ -9,6 +9,8 @@ import { Migration20261124000003CredentialAadVersion } from './Migration20261124
 import { Migration20261125000001CheckpointResign } from './Migration20261125000001CheckpointResign';
 import { Migration20261126000002DecisionLog } from './Migration20261126000002DecisionLog';
 import { Migration20261126000001Policies } from './Migration20261126000001Policies';
+import { Migration20261127000001Approvals } from './Migration20261127000001Approvals';
+import { Migration20261127000002Webhooks } from './Migration20261127000002Webhooks';
 
 /** Every migration, in order. Listed explicitly so the same code runs under tsx, swc and tsc. */
 export const MIGRATIONS: MigrationObject[] = [
@@ -22,4 +24,6 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261125000001CheckpointResign', class: Migration20261125000001CheckpointResign },
   { name: 'Migration20261126000001Policies', class: Migration20261126000001Policies },
   { name: 'Migration20261126000002DecisionLog', class: Migration20261126000002DecisionLog },
+  { name: 'Migration20261127000001Approvals', class: Migration20261127000001Approvals },
+  { name: 'Migration20261127000002Webhooks', class: Migration20261127000002Webhooks },
 ];

@@ -59,6 +59,7 @@ describe('anthropic (Messages)', () => {
       output: { role: 'assistant', content: 'Fine, thanks.' },
       usage: { inputTokens: 21, outputTokens: 4 },
       model: 'claude-haiku-4-5-20251001',
+      finishReason: 'stop',
     });
     const [sent] = stub.requests;
     expect(sent?.path).toBe('/v1/messages');

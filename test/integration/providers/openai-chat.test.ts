@@ -51,6 +51,7 @@ describe('openai and openai_compatible (Chat Completions)', () => {
       output: { role: 'assistant', content: 'hi there' },
       usage: { inputTokens: 12, outputTokens: 3 },
       model: 'llama-3-8b-instruct',
+      finishReason: 'stop',
     });
     const [sent] = stub.requests;
     expect(sent?.method).toBe('POST');

@@ -1,0 +1,90 @@
+import type { Invocation } from '../../domain/invocations/invocation';
+import { microsToUsd } from '../../domain/pricing/cost';
+import type { Reply } from '../http/route';
+import { openAiError } from '../http/openai-errors';
+
+/** The headers every answer about an invocation carries. */
+export const invocationHeaders = (i: Invocation): Record<string, string> => ({
+  'X-Invocation-Id': i.id,
+  'X-Cost-Usd': String(microsToUsd(i.costMicros)),
+});
+
+export const usageOf = (i: Invocation) => {
+  const prompt = i.usage?.inputTokens ?? 0;
+  const completion = i.usage?.outputTokens ?? 0;
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+};
+
+export const createdOf = (i: Invocation): number => Math.floor(i.createdAt.getTime() / 1000);
+
+export const finishReasonOf = (i: Invocation): string =>
+  i.output?.finishReason ?? (i.output?.toolCalls?.length ? 'tool_calls' : 'stop');
+
+/** A finished invocation as a `chat.completion`. */
+export const completionOf = (i: Invocation) => ({
+  id: i.id,
+  object: 'chat.completion' as const,
+  created: createdOf(i),
+  model: i.model,
+  choices: [
+    {
+      index: 0,
+      message: {
+        role: 'assistant' as const,
+        content: i.output?.toolCalls?.length && !i.output.content ? null : (i.output?.content ?? ''),
+        ...(i.output?.toolCalls?.length ? { tool_calls: i.output.toolCalls } : {}),
+      },
+      finish_reason: finishReasonOf(i),
+    },
+  ],
+  usage: usageOf(i),
+});
+
+/**
+ * An invocation that did not succeed, as an OpenAI error with the contract's status and code:
+ * a guardian deny is 403 with its first reason's code; a rejected or expired approval 403 with
+ * approval_rejected or approval_expired; a cap 402 budget_exceeded; a paused one 409
+ * approval_pending (`param` the approval id; send the request again with X-Invocation-Id to go on
+ * waiting). `x-should-retry: false` stops the SDKs' automatic retries, which would submit anew.
+ */
+export function refusalOf(i: Invocation): Reply {
+  const headers = { ...invocationHeaders(i), 'x-should-retry': 'false' };
+  const reply = (status: number, code: string, message: string, param: string | null = null): Reply => ({
+    status,
+    headers,
+    body: openAiError(status, code, message, param, { invocation_id: i.id }),
+  });
+  const code = i.error?.errorCode ?? '';
+  const message = i.error?.message ?? '';
+  switch (i.status) {
+    case 'awaiting_approval':
+      return reply(409, 'approval_pending', 'a person must approve this request; it waits', i.approvalId);
+    case 'queued':
+    case 'evaluating':
+    case 'running':
+      return reply(
+        409,
+        'invocation_pending',
+        'still running; send the request again with X-Invocation-Id',
+        i.id,
+      );
+    case 'cancelled':
+      return reply(409, 'invalid_state', 'the invocation was cancelled');
+    case 'denied':
+      if (code === 'guardian_denied') return reply(403, i.decision?.reasons[0]?.code ?? code, message);
+      return reply(code === 'budget_exceeded' ? 402 : 403, code, message);
+    default:
+      return failureOf(i, reply);
+  }
+}
+
+type ReplyFn = (status: number, code: string, message: string, param?: string | null) => Reply;
+
+function failureOf(i: Invocation, reply: ReplyFn): Reply {
+  const code = i.error?.errorCode ?? 'internal_error';
+  const message = i.error?.message ?? 'the invocation failed';
+  if (code === 'budget_exceeded') return reply(402, code, message);
+  if (code === 'session_not_open') return reply(409, code, message);
+  // The provider failed (or its outcome is unknown): a bad gateway, as a proxy answers.
+  return reply(502, code, message);
+}

@@ -1,0 +1,176 @@
+import { PassThrough } from 'node:stream';
+import type { Invocation } from '../../domain/invocations/invocation';
+import type { CompletionWaiter, PieceFollower } from '../../domain/invocations/signals';
+import type { StreamDelta } from '../../domain/providers';
+import type { Reply } from '../http/route';
+import { createdOf, finishReasonOf, invocationHeaders, refusalOf, usageOf } from './chat-replies';
+
+/** How the route runs the invocation, with the waiter the stream hands it (see streamCompletion). */
+export type RunWith = (waiter: CompletionWaiter) => Promise<Invocation>;
+
+export interface StreamDeps extends PieceFollower {
+  /** The invocation as it is now (to tell a paused one from a slow one). */
+  read(id: string): Promise<Invocation | null>;
+  /** How long a request may wait before its stream starts (CP_MAX_WAIT_SECONDS). */
+  maxWaitMs: number;
+  /** How long a started stream may take in all. */
+  streamMs: number;
+  includeUsage: boolean;
+  /** Aborts when the client hangs up. */
+  closed: AbortSignal;
+  onError(err: unknown): void;
+}
+
+const SSE_HEADERS = {
+  'Content-Type': 'text/event-stream; charset=utf-8',
+  'Cache-Control': 'no-cache, no-transform',
+  'X-Accel-Buffering': 'no',
+};
+
+/** Writes `chat.completion.chunk` events of one invocation, keeping what it sent to reconcile at the end. */
+class ChunkWriter {
+  readonly out = new PassThrough();
+  private sentText = '';
+  private sentTools = false;
+  private roleSent = false;
+
+  constructor(private readonly meta: { id: string; model: string; created: number }) {}
+
+  piece(delta: StreamDelta): void {
+    const wire: Record<string, unknown> = this.roleSent ? {} : { role: 'assistant' };
+    this.roleSent = true;
+    if (delta.content) {
+      wire.content = delta.content;
+      this.sentText += delta.content;
+    }
+    if (delta.toolCalls?.length) {
+      this.sentTools = true;
+      wire.tool_calls = delta.toolCalls.map((t) => ({
+        index: t.index,
+        ...(t.id ? { id: t.id, type: 'function' } : {}),
+        function: { ...(t.name ? { name: t.name } : {}), ...(t.arguments ? { arguments: t.arguments } : {}) },
+      }));
+    }
+    this.chunk([{ index: 0, delta: wire, finish_reason: null }]);
+  }
+
+  /** The rest of the answer that no piece carried (a piece lost in transit), then the end. */
+  finish(invocation: Invocation, includeUsage: boolean): void {
+    const output = invocation.output;
+    const content = output?.content ?? '';
+    const rest = content.startsWith(this.sentText) ? content.slice(this.sentText.length) : '';
+    const tools = !this.sentTools && output?.toolCalls?.length ? output.toolCalls : [];
+    if (rest || tools.length || !this.roleSent)
+      this.piece({
+        ...(rest ? { content: rest } : {}),
+        toolCalls: tools.map((t, index) => ({
+          index,
+          id: t.id,
+          name: t.function.name,
+          arguments: t.function.arguments,
+        })),
+      });
+    this.chunk([{ index: 0, delta: {}, finish_reason: finishReasonOf(invocation) }]);
+    if (includeUsage) this.chunk([], usageOf(invocation));
+    this.done();
+  }
+
+  /** An error after the stream started: OpenAI's SDKs raise an `error` event as an APIError. */
+  fail(reply: Reply): void {
+    this.out.write(`data: ${JSON.stringify(reply.body)}\n\n`);
+    this.done();
+  }
+
+  private done(): void {
+    this.out.end('data: [DONE]\n\n');
+  }
+
+  private chunk(choices: unknown[], usage?: unknown): void {
+    const { id, model, created } = this.meta;
+    const event = {
+      id,
+      object: 'chat.completion.chunk',
+      created,
+      model,
+      choices,
+      ...(usage ? { usage } : {}),
+    };
+    this.out.write(`data: ${JSON.stringify(event)}\n\n`);
+  }
+}
+
+/**
+ * A streamed chat completion. The answer's status is decided by the first thing that happens:
+ * a piece (200 and the event stream from then on), or the invocation ending first (a refusal is a
+ * plain error answer; a success without pieces is streamed whole). A request still waiting for
+ * people when the wait runs out answers approval_pending. A client that hangs up aborts the
+ * provider call through the worker.
+ */
+export async function streamCompletion(deps: StreamDeps, run: RunWith): Promise<Reply> {
+  let id = '';
+  let writer: ChunkWriter | null = null;
+  const early: StreamDelta[] = [];
+  let first: () => void = () => undefined;
+  const started = new Promise<'piece'>((resolve) => (first = () => resolve('piece')));
+  let following: { cancel(): void } | null = null;
+  const done = run({
+    wait: (invocationId, ms) => {
+      id = invocationId;
+      const f = deps.follow(invocationId, (d) => (writer ? writer.piece(d) : (early.push(d), first())), ms);
+      following = f;
+      return f;
+    },
+  });
+  const paused = setTimeout(
+    () =>
+      void stopIfPaused(
+        deps,
+        () => id,
+        () => writer,
+        () => following,
+      ),
+    deps.maxWaitMs,
+  );
+  try {
+    const winner = await Promise.race([started, done.then(() => 'done' as const)]);
+    const invocation = winner === 'done' ? await done : null;
+    if (invocation && invocation.status !== 'succeeded') return refusalOf(invocation);
+    const meta = { id, model: invocation?.model ?? '', created: Math.floor(Date.now() / 1000) };
+    writer = new ChunkWriter(invocation ? { ...meta, created: createdOf(invocation) } : meta);
+    for (const d of early) writer.piece(d);
+    finishLater(deps, writer, done, id);
+    return { status: 200, body: writer.out, headers: { ...SSE_HEADERS, 'X-Invocation-Id': id } };
+  } finally {
+    clearTimeout(paused);
+  }
+}
+
+/** At the end of the wait: a request still waiting for people stops waiting (approval_pending). */
+async function stopIfPaused(
+  deps: StreamDeps,
+  id: () => string,
+  writer: () => ChunkWriter | null,
+  following: () => { cancel(): void } | null,
+): Promise<void> {
+  if (writer() || !id()) return;
+  const now = await deps.read(id()).catch(() => null);
+  if (now?.status === 'awaiting_approval') following()?.cancel();
+}
+
+function finishLater(deps: StreamDeps, writer: ChunkWriter, done: Promise<Invocation>, id: string): void {
+  const hangUp = () => {
+    void deps.abort(id).catch(deps.onError);
+    writer.out.destroy();
+  };
+  deps.closed.addEventListener('abort', hangUp, { once: true });
+  done
+    .then((invocation) => {
+      deps.closed.removeEventListener('abort', hangUp);
+      if (invocation.status === 'succeeded') writer.finish(invocation, deps.includeUsage);
+      else writer.fail({ ...refusalOf(invocation), headers: invocationHeaders(invocation) });
+    })
+    .catch((err: unknown) => {
+      deps.onError(err);
+      writer.out.destroy();
+    });
+}

@@ -1,0 +1,30 @@
+import type { Middleware } from 'koa';
+import { DomainError } from '../../domain/errors';
+import type { Infra } from '../../infra/container';
+import { setPageHeaders } from './page-headers';
+import { pageRouter } from './page-routes';
+
+const isPagePath = (path: string): boolean => path === '/approvals' || path.startsWith('/approvals/');
+
+/**
+ * The approver's page under /approvals: every response there (errors and unknown paths included)
+ * carries the page's security headers. Other paths pass through untouched.
+ */
+export function approvalsPage(infra: Infra): Middleware {
+  const router = pageRouter(infra);
+  // The router's middleware adds ctx.params itself; as plain Koa middleware it is called before that.
+  const routes = router.routes() as unknown as Middleware;
+  return async (ctx, next) => {
+    if (!isPagePath(ctx.path)) return next();
+    setPageHeaders(ctx);
+    await routes(ctx, async () => {
+      const allowed = [...new Set(router.match(ctx.path, ctx.method).path.flatMap((l) => l.methods))].sort();
+      if (allowed.length === 0) throw new DomainError('not_found', `no route ${ctx.method} ${ctx.path}`);
+      ctx.set('Allow', allowed.join(', '));
+      throw new DomainError(
+        'method_not_allowed',
+        `${ctx.method} is not allowed on ${ctx.path}; use ${allowed.join(', ')}`,
+      );
+    });
+  };
+}

@@ -1,0 +1,58 @@
+import { z } from 'zod';
+import { DELIVERY_STATUSES } from '../../domain/webhooks/webhook';
+import { WEBHOOK_EVENT_TYPES } from '../../domain/webhooks/webhook-publisher';
+import { timestamp } from './common';
+
+const eventType = z.enum(WEBHOOK_EVENT_TYPES);
+
+export const CreateWebhookBody = z
+  .object({
+    url: z
+      .string()
+      .max(2048)
+      .meta({
+        description:
+          'Where deliveries are POSTed. https for public hosts; loopback and private addresses only ' +
+          'when CP_ALLOW_PRIVATE_PROVIDER_HOSTS=true (the provider base_url guard).',
+      }),
+    events: z
+      .array(eventType)
+      .min(1)
+      .max(20)
+      .meta({ description: 'The event types to deliver (duplicates count once).' }),
+    description: z.string().trim().max(500).nullable().optional(),
+  })
+  .strict();
+
+export const WebhookView = z
+  .object({
+    id: z.string(),
+    url: z.string(),
+    events: z.array(eventType),
+    description: z.string().nullable(),
+    created_at: timestamp,
+  })
+  .meta({ id: 'Webhook' });
+
+export const WebhookWithSecret = WebhookView.extend({
+  secret: z.string().meta({
+    description:
+      'The signing secret, "whsec_" + base64 of 32 bytes: shown in this answer only. Verify each ' +
+      'delivery\'s webhook-signature "v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">" ' +
+      'keyed with the base64-decoded part after "whsec_".',
+  }),
+}).meta({ id: 'WebhookWithSecret' });
+
+export const WebhookDeliveryView = z
+  .object({
+    id: z.string().meta({ description: 'The webhook-id header, the same on every attempt' }),
+    type: eventType,
+    status: z.enum(DELIVERY_STATUSES),
+    attempts: z.number().int(),
+    last_status_code: z.number().int().nullable(),
+    last_error: z.string().nullable(),
+    created_at: timestamp,
+    last_attempt_at: timestamp.nullable(),
+    delivered_at: timestamp.nullable(),
+  })
+  .meta({ id: 'WebhookDelivery' });

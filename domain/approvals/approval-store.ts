@@ -1,0 +1,61 @@
+import type { AuditEvent } from '../audit/audit-event';
+import type { InvocationError } from '../invocations/invocation';
+import type { Approval, ApprovalStatus, ApprovalVote } from './approval';
+
+export interface ApprovalFilter {
+  status?: ApprovalStatus | undefined;
+  agentId?: string | undefined;
+  sessionId?: string | undefined;
+  policyId?: string | undefined;
+}
+
+/** A page position in the queue: approvals are listed oldest first. */
+export interface QueuePosition {
+  at: Date;
+  id: string;
+}
+
+/** An approval locked with its invocation's status, for one resolution to be decided on. */
+export interface LockedApproval {
+  approval: Approval;
+  invocationStatus: string;
+}
+
+/**
+ * What one resolution step writes, in one transaction: a vote, the approval's new status, the
+ * invocation's move (resumed to `running`, or ended) and the audit entries of all of it.
+ */
+export interface ApprovalChange {
+  vote?: ApprovalVote;
+  status?: ApprovalStatus;
+  invocation?: { status: 'running' | 'denied' | 'cancelled'; error: InvocationError | null };
+  at: Date;
+  events: AuditEvent[];
+}
+
+export interface ApprovalStore {
+  list(
+    orgId: string,
+    filter: ApprovalFilter,
+    page: { limit: number; after: QueuePosition | null },
+  ): Promise<{ items: Approval[]; next: QueuePosition | null }>;
+  /** One approval, with the messages of the request it would run. */
+  get(orgId: string, id: string): Promise<Approval | null>;
+  /**
+   * Locks the approval and its invocation (invocation first, as every writer of both does), asks
+   * `decide` what to write, and writes it. Concurrent callers queue on the lock, so each sees the
+   * outcome of the one before: a resolution happens once. Null when there is no such approval.
+   */
+  change<T>(
+    orgId: string | null,
+    id: string,
+    decide: (locked: LockedApproval) => { change: ApprovalChange | null; result: T },
+  ): Promise<{ approval: Approval; result: T } | null>;
+  /** Pending approvals whose time ran out before `before` (the expiry job's backstop). */
+  pastExpiry(before: Date, limit: number): Promise<{ id: string; orgId: string }[]>;
+}
+
+/** Ends a pending approval at its `expires_at` (a delayed job per approval). */
+export interface ApprovalTimers {
+  expireAt(approval: Pick<Approval, 'id' | 'orgId' | 'expiresAt'>): Promise<void>;
+}

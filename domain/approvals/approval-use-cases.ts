@@ -1,0 +1,114 @@
+import type { Clock } from '../clock';
+import { conflict, DomainError, invalidState, notFound } from '../errors';
+import type { InvocationStore } from '../invocations/invocation-store';
+import type { CompletionSignal, StageQueue } from '../invocations/signals';
+import { actorOf, type CallContext } from '../principal';
+import type { WebhookPublisher } from '../webhooks/webhook-publisher';
+import type { Approval, VoteDecision } from './approval';
+import { approvalEventData } from './approval-events';
+import type { ApprovalFilter, ApprovalStore, QueuePosition } from './approval-store';
+import { resolveApproval, type Resolution, type ResolutionResult } from './resolve-approval';
+
+export interface ApprovalDeps {
+  approvals: ApprovalStore;
+  invocations: InvocationStore;
+  queue: StageQueue;
+  signal: CompletionSignal;
+  webhooks: WebhookPublisher;
+  clock: Clock;
+}
+
+/** `GET /v1/approvals`: the org's approvals, oldest first (a queue is worked from its head). */
+export const listApprovals = (
+  deps: Pick<ApprovalDeps, 'approvals'>,
+  ctx: CallContext,
+  filter: ApprovalFilter,
+  page: { limit: number; after: QueuePosition | null },
+): Promise<{ items: Approval[]; next: QueuePosition | null }> =>
+  deps.approvals.list(ctx.principal.orgId, filter, page);
+
+/** `GET /v1/approvals/{id}`: one approval with the messages of the request it would run. */
+export async function getApproval(
+  deps: Pick<ApprovalDeps, 'approvals'>,
+  ctx: CallContext,
+  id: string,
+): Promise<Approval> {
+  const approval = await deps.approvals.get(ctx.principal.orgId, id);
+  if (!approval) throw notFound('approval');
+  return approval;
+}
+
+/**
+ * After a resolution committed: an approved invocation goes to the invoke queue (if this enqueue is
+ * lost, the reaper finds the invocation running without a job and enqueues it); an ended one
+ * wakes its waiting clients. Webhooks hear of it either way.
+ */
+async function afterResolution(deps: ApprovalDeps, approval: Approval): Promise<void> {
+  deps.webhooks.publish(approval.orgId, 'approval.resolved', approvalEventData(approval));
+  if (approval.status === 'approved') {
+    const job = { invocation_id: approval.invocationId, org_id: approval.orgId, trace: {} };
+    await deps.queue.enqueue('invocation.run', job);
+    return;
+  }
+  const invocation = await deps.invocations.get(approval.orgId, approval.invocationId);
+  if (invocation) await deps.signal.finished(invocation);
+}
+
+/** Runs one resolution under the approval's lock; null when the approval does not exist. */
+export async function resolve(
+  deps: ApprovalDeps,
+  orgId: string | null,
+  id: string,
+  resolution: Resolution,
+): Promise<{ approval: Approval; result: ResolutionResult } | null> {
+  const done = await deps.approvals.change(orgId, id, (locked) =>
+    resolveApproval(locked, resolution, deps.clock.now()),
+  );
+  if (done && (done.result === 'resolved' || done.result === 'expired'))
+    await afterResolution(deps, done.approval);
+  return done;
+}
+
+const refusal = (result: ResolutionResult, approval: Approval): DomainError | null => {
+  switch (result) {
+    case 'self':
+      return new DomainError(
+        'self_approval_forbidden',
+        'the identity that requested this invocation cannot vote on its approval',
+      );
+    case 'duplicate':
+      return conflict(`you already voted on approval ${approval.id}`);
+    case 'expired':
+    case 'not_pending':
+    case 'not_due':
+      return invalidState(
+        approval.status,
+        `approval ${approval.id} is ${approval.status}; it takes no more votes`,
+      );
+    default:
+      return null;
+  }
+};
+
+/**
+ * `POST /v1/approvals/{id}/approve|reject`: one vote per identity, never by the identity that asked.
+ * A vote that decides the approval resumes or denies its invocation in the same transaction.
+ */
+export async function voteOnApproval(
+  deps: ApprovalDeps,
+  ctx: CallContext,
+  id: string,
+  vote: { decision: VoteDecision; comment: string | null },
+): Promise<Approval> {
+  const by = actorOf(ctx.principal);
+  const done = await resolve(deps, ctx.principal.orgId, id, {
+    kind: 'vote',
+    by,
+    ...vote,
+    requestId: ctx.requestId,
+  });
+  if (!done) throw notFound('approval');
+  const refused = refusal(done.result, done.approval);
+  if (refused) throw refused;
+  return done.approval;
+}

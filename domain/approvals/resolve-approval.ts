@@ -1,0 +1,137 @@
+import { SYSTEM_ACTOR, type Actor } from '../audit/audit-event';
+import { newAuditEvent } from '../audit/new-event';
+import type { InvocationError } from '../invocations/invocation';
+import type { Approval, ApprovalStatus, VoteDecision } from './approval';
+import type { ApprovalChange, LockedApproval } from './approval-store';
+
+/** What asks an approval to move: a person's vote, its time running out, or its invocation's cancel. */
+export type Resolution =
+  | { kind: 'vote'; by: Actor; decision: VoteDecision; comment: string | null; requestId: string | null }
+  | { kind: 'expire' }
+  | { kind: 'cancel'; by: Actor; requestId: string | null };
+
+/**
+ * How a resolution went: `recorded` (a vote that leaves it pending), `resolved` (this call decided
+ * it), or why nothing was written (`not_pending`, `not_due`, `self`, `duplicate`). `expired`: the vote
+ * came after the approval's time: the call expired it instead.
+ */
+export type ResolutionResult =
+  'recorded' | 'resolved' | 'expired' | 'not_pending' | 'not_due' | 'self' | 'duplicate';
+
+const sameActor = (a: Actor, b: Actor) => a.type === b.type && a.id === b.id;
+
+const ERRORS: Record<'rejected' | 'expired', InvocationError> = {
+  rejected: { errorCode: 'approval_rejected', message: 'a person rejected this request' },
+  expired: {
+    errorCode: 'approval_expired',
+    message: 'no decision was made before the approval timed out; the request was not run',
+  },
+};
+
+interface EventContext {
+  approval: Approval;
+  actor: Actor;
+  at: Date;
+  requestId: string | null;
+}
+
+const approvalEvent = (c: EventContext, action: string, details: Record<string, unknown> = {}) =>
+  newAuditEvent({
+    orgId: c.approval.orgId,
+    actor: c.actor,
+    action,
+    resource: { type: 'approval', id: c.approval.id },
+    at: c.at,
+    requestId: c.requestId,
+    outcome: action === 'approval.approved' || action === 'approval.voted' ? 'success' : 'denied',
+    details: { invocation_id: c.approval.invocationId, ...details },
+  });
+
+const invocationEvent = (
+  c: EventContext,
+  status: 'running' | 'denied' | 'cancelled',
+  error: InvocationError | null,
+) =>
+  newAuditEvent({
+    orgId: c.approval.orgId,
+    actor: c.actor,
+    action: status === 'running' ? 'llm.invoke.resumed' : `llm.invoke.${status}`,
+    resource: { type: 'invocation', id: c.approval.invocationId },
+    at: c.at,
+    requestId: c.requestId,
+    outcome: status === 'denied' ? 'denied' : 'success',
+    details: { approval_id: c.approval.id, error_code: error?.errorCode ?? null },
+  });
+
+/** Ends the approval as `status` and moves its invocation on, with an entry for each. */
+function resolveAs(c: EventContext, status: Exclude<ApprovalStatus, 'pending'>): ApprovalChange {
+  const next =
+    status === 'approved'
+      ? ({ status: 'running', error: null } as const)
+      : status === 'cancelled'
+        ? ({ status: 'cancelled', error: null } as const)
+        : ({ status: 'denied', error: ERRORS[status] } as const);
+  return {
+    status,
+    invocation: next,
+    at: c.at,
+    events: [approvalEvent(c, `approval.${status}`), invocationEvent(c, next.status, next.error)],
+  };
+}
+
+function vote(locked: LockedApproval, r: Extract<Resolution, { kind: 'vote' }>, at: Date) {
+  const { approval } = locked;
+  if (sameActor(approval.requestedBy, r.by)) return { change: null, result: 'self' as const };
+  if (approval.votes.some((v) => sameActor(v.by, r.by)))
+    return { change: null, result: 'duplicate' as const };
+  const c = { approval, actor: r.by, at, requestId: r.requestId };
+  const approvals =
+    approval.votes.filter((v) => v.decision === 'approve').length + (r.decision === 'approve' ? 1 : 0);
+  const voted = approvalEvent(c, 'approval.voted', {
+    decision: r.decision,
+    approvals,
+    approvers_required: approval.approversRequired,
+  });
+  const recorded = { vote: { by: r.by, decision: r.decision, comment: r.comment, at }, at, events: [voted] };
+  // Any rejection decides it; N distinct approvals decide it.
+  const status =
+    r.decision === 'reject' ? 'rejected' : approvals >= approval.approversRequired ? 'approved' : null;
+  if (!status) return { change: recorded, result: 'recorded' as const };
+  const resolved = resolveAs(c, status);
+  return {
+    change: { ...resolved, vote: recorded.vote, events: [voted, ...resolved.events] },
+    result: 'resolved' as const,
+  };
+}
+
+/**
+ * Decides what one resolution writes to a locked approval: the rules of who may vote, when it is
+ * decided (any rejection, or `approvers_required` distinct approvals) and that nothing moves it
+ * once it left `pending`. A vote that arrives after the approval's time expires it instead.
+ */
+export function resolveApproval(
+  locked: LockedApproval,
+  resolution: Resolution,
+  at: Date,
+): { change: ApprovalChange | null; result: ResolutionResult } {
+  const { approval } = locked;
+  if (approval.status !== 'pending') return { change: null, result: 'not_pending' };
+  const system = { approval, actor: SYSTEM_ACTOR, at, requestId: null };
+  switch (resolution.kind) {
+    case 'expire':
+      // A job that ran early (a clock ahead of the database's) leaves it for the backstop sweep.
+      if (at < approval.expiresAt) return { change: null, result: 'not_due' };
+      return { change: resolveAs(system, 'expired'), result: 'resolved' };
+    case 'cancel':
+      return {
+        change: resolveAs(
+          { approval, actor: resolution.by, at, requestId: resolution.requestId },
+          'cancelled',
+        ),
+        result: 'resolved',
+      };
+    case 'vote':
+      if (at >= approval.expiresAt) return { change: resolveAs(system, 'expired'), result: 'expired' };
+      return vote(locked, resolution, at);
+  }
+}

@@ -1,0 +1,70 @@
+import type { AuditEvent } from '../audit/audit-event';
+import type { Page, PageRequest } from '../model';
+import type { SealedSecret } from '../ports';
+import type { DeliveryStatus, Webhook, WebhookDelivery } from './webhook';
+import type { WebhookEventType } from './webhook-publisher';
+
+/** The org's webhooks, as the API manages them. Deleted webhooks are not found. */
+export interface WebhookStore {
+  /** Stores the webhook with its sealed secret and records `event`, in one transaction. */
+  create(webhook: Webhook, secret: SealedSecret, event: AuditEvent): Promise<void>;
+  get(orgId: string, id: string): Promise<Webhook | null>;
+  /** Newest first. */
+  list(orgId: string, page: PageRequest): Promise<Page<Webhook>>;
+  /**
+   * Marks a live webhook deleted, destroys its secret, ends its pending deliveries as failed and
+   * records `event(webhook)`, in one transaction; null when there is no such live webhook.
+   */
+  delete(orgId: string, id: string, at: Date, event: (w: Webhook) => AuditEvent): Promise<Webhook | null>;
+  /** The webhook's deliveries, newest first. */
+  deliveries(orgId: string, webhookId: string, page: PageRequest): Promise<Page<WebhookDelivery>>;
+}
+
+export interface Subscription {
+  webhookId: string;
+  events: WebhookEventType[];
+}
+
+export interface NewDelivery {
+  id: string;
+  orgId: string;
+  webhookId: string;
+  type: WebhookEventType;
+  /** The event's `data`, as JSON. */
+  data: unknown;
+  createdAt: Date;
+}
+
+/** What one attempt needs: the delivery, where it goes and the key to sign with. */
+export interface DeliveryTarget {
+  delivery: WebhookDelivery;
+  data: unknown;
+  url: string;
+  /** Null once the webhook was deleted: nothing is sent any more. */
+  secret: SealedSecret | null;
+}
+
+export interface AttemptRecord {
+  at: Date;
+  /** What the delivery is after this attempt. */
+  status: DeliveryStatus;
+  statusCode: number | null;
+  error: string | null;
+}
+
+/** Deliveries, as the publisher creates them and the delivery job works through them. */
+export interface DeliveryStore {
+  /** The org's live webhooks and what each subscribes to. */
+  subscriptions(orgId: string): Promise<Subscription[]>;
+  addDeliveries(deliveries: NewDelivery[]): Promise<void>;
+  target(orgId: string, deliveryId: string): Promise<DeliveryTarget | null>;
+  /** Counts an attempt at a delivery still pending; false when it no longer is (deleted meanwhile). */
+  recordAttempt(orgId: string, deliveryId: string, attempt: AttemptRecord): Promise<boolean>;
+  /** Ends a pending delivery as failed without an attempt (it cannot be sent). */
+  end(orgId: string, deliveryId: string, error: string): Promise<void>;
+}
+
+/** Hands a delivery to the queue that runs its attempts; its job id is the delivery id. */
+export interface DeliveryQueue {
+  enqueue(delivery: Pick<NewDelivery, 'id' | 'orgId'>): Promise<void>;
+}

@@ -1,0 +1,99 @@
+import { newAuditEvent } from '../audit/new-event';
+import type { Clock } from '../clock';
+import { baseUrlProblem } from '../credentials/provider-host';
+import { invalidField, notFound } from '../errors';
+import { newId } from '../ids';
+import type { Page, PageRequest } from '../model';
+import type { SecretSealer } from '../ports';
+import { actorOf, type CallContext } from '../principal';
+import { newWebhookSecret } from './sign';
+import { webhookSealingContext, type Webhook, type WebhookDelivery } from './webhook';
+import type { WebhookEventType } from './webhook-publisher';
+import type { WebhookStore } from './webhook-store.port';
+
+export interface WebhookDeps {
+  store: WebhookStore;
+  sealer: SecretSealer;
+  clock: Clock;
+  /** CP_ALLOW_PRIVATE_PROVIDER_HOSTS: the same opt-in as provider base URLs. */
+  allowPrivateHosts: boolean;
+}
+
+export interface CreateWebhookInput {
+  url: string;
+  events: WebhookEventType[];
+  description: string | null;
+}
+
+const auditEvent = (ctx: CallContext, action: string, w: Webhook, at: Date) =>
+  newAuditEvent({
+    orgId: w.orgId,
+    actor: actorOf(ctx.principal),
+    action,
+    resource: { type: 'webhook', id: w.id },
+    at,
+    requestId: ctx.requestId,
+    details: { url: w.url, events: w.events, description: w.description },
+  });
+
+/**
+ * The receiver's URL passes the provider base-URL guard: otherwise an org admin could make the
+ * workers POST to the metadata service or anything else inside the network (SSRF).
+ */
+function checkUrl(deps: WebhookDeps, url: string): void {
+  const problem = baseUrlProblem(url, deps.allowPrivateHosts);
+  if (problem) throw invalidField('url', `url: ${problem}`);
+}
+
+/** The signing secret is in the answer only: stored sealed, never shown again. */
+export async function createWebhook(
+  deps: WebhookDeps,
+  ctx: CallContext,
+  input: CreateWebhookInput,
+): Promise<{ webhook: Webhook; secret: string }> {
+  checkUrl(deps, input.url);
+  const now = deps.clock.now();
+  const webhook: Webhook = {
+    id: newId('whk'),
+    orgId: ctx.principal.orgId,
+    url: input.url,
+    events: [...new Set(input.events)],
+    description: input.description,
+    createdAt: now,
+  };
+  const secret = newWebhookSecret();
+  const sealed = deps.sealer.seal(secret, webhookSealingContext(webhook));
+  await deps.store.create(webhook, sealed, auditEvent(ctx, 'webhook.created', webhook, now));
+  return { webhook, secret };
+}
+
+export async function getWebhook(deps: WebhookDeps, ctx: CallContext, id: string): Promise<Webhook> {
+  const webhook = await deps.store.get(ctx.principal.orgId, id);
+  if (!webhook) throw notFound('webhook');
+  return webhook;
+}
+
+export const listWebhooks = (
+  deps: WebhookDeps,
+  ctx: CallContext,
+  page: PageRequest,
+): Promise<Page<Webhook>> => deps.store.list(ctx.principal.orgId, page);
+
+/** Its secret is destroyed and its pending deliveries end; its delivery rows stay in the database. */
+export async function deleteWebhook(deps: WebhookDeps, ctx: CallContext, id: string): Promise<void> {
+  const now = deps.clock.now();
+  const deleted = await deps.store.delete(ctx.principal.orgId, id, now, (w) =>
+    auditEvent(ctx, 'webhook.deleted', w, now),
+  );
+  if (!deleted) throw notFound('webhook');
+}
+
+export async function listDeliveries(
+  deps: WebhookDeps,
+  ctx: CallContext,
+  webhookId: string,
+  page: PageRequest,
+): Promise<Page<WebhookDelivery>> {
+  const webhook = await getWebhook(deps, ctx, webhookId);
+  return deps.store.deliveries(webhook.orgId, webhook.id, page);
+}

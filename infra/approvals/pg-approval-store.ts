@@ -1,0 +1,136 @@
+import type { Knex } from '@mikro-orm/knex';
+import type { Approval } from '../../domain/approvals/approval';
+import type {
+  ApprovalChange,
+  ApprovalFilter,
+  ApprovalStore,
+  LockedApproval,
+  QueuePosition,
+} from '../../domain/approvals/approval-store';
+import { auditJson, auditRecordset, INSERT_AUDIT } from '../db/audit-rows';
+import { approvalSelect } from './approval-sql';
+import { toApproval, type ApprovalRow } from './approval-rows';
+
+type Rows<T> = { rows: T[] };
+
+const ENDS = new Set(['denied', 'cancelled']);
+
+/** Approvals in PostgreSQL; every resolution runs under row locks, invocation first, then approval. */
+export class PgApprovalStore implements ApprovalStore {
+  constructor(private readonly knex: Knex) {}
+
+  async list(
+    orgId: string,
+    filter: ApprovalFilter,
+    page: { limit: number; after: QueuePosition | null },
+  ): Promise<{ items: Approval[]; next: QueuePosition | null }> {
+    const where = ['ap.org_id = ?'];
+    const values: Knex.Value[] = [orgId];
+    const add = (clause: string, value: Knex.Value) => (where.push(clause), values.push(value));
+    if (filter.status) add('ap.status = ?', filter.status);
+    if (filter.agentId) add('ap.agent_id = ?', filter.agentId);
+    if (filter.sessionId) add('ap.session_id = ?', filter.sessionId);
+    if (filter.policyId) add('ap.policy_id = ?', filter.policyId);
+    if (page.after) {
+      where.push('(ap.created_at, ap.id) > (?::timestamptz, ?::text)');
+      values.push(page.after.at, page.after.id);
+    }
+    const sql = `${approvalSelect(false)} where ${where.join(' and ')} order by ap.created_at, ap.id limit ?`;
+    const { rows } = (await this.knex.raw(sql, [...values, page.limit + 1])) as Rows<ApprovalRow>;
+    const items = rows.slice(0, page.limit).map(toApproval);
+    const last = rows.length > page.limit ? items.at(-1) : undefined;
+    return { items, next: last ? { at: last.createdAt, id: last.id } : null };
+  }
+
+  async get(orgId: string, id: string): Promise<Approval | null> {
+    const { rows } = (await this.knex.raw(`${approvalSelect(true)} where ap.org_id = ? and ap.id = ?`, [
+      orgId,
+      id,
+    ])) as Rows<ApprovalRow>;
+    return rows[0] ? toApproval(rows[0]) : null;
+  }
+
+  async pastExpiry(before: Date, limit: number): Promise<{ id: string; orgId: string }[]> {
+    const rows: { id: string; org_id: string }[] = await this.knex('approvals')
+      .select('id', 'org_id')
+      .where('status', 'pending')
+      .andWhere('expires_at', '<', before)
+      .orderBy('expires_at')
+      .limit(limit);
+    return rows.map((r) => ({ id: r.id, orgId: r.org_id }));
+  }
+
+  change<T>(
+    orgId: string | null,
+    id: string,
+    decide: (locked: LockedApproval) => { change: ApprovalChange | null; result: T },
+  ): Promise<{ approval: Approval; result: T } | null> {
+    return this.knex.transaction(async (trx) => {
+      const locked = await lock(trx, orgId, id);
+      if (!locked) return null;
+      const { change, result } = decide(locked);
+      if (change) await write(trx, locked.approval, change);
+      const approval = change ? await reread(trx, id) : locked.approval;
+      return { approval, result };
+    });
+  }
+}
+
+/**
+ * Locks the invocation, then the approval: the order every writer of both takes (a cancel's
+ * invocation write included), so two resolutions never deadlock, they queue.
+ */
+async function lock(trx: Knex.Transaction, orgId: string | null, id: string): Promise<LockedApproval | null> {
+  const { rows: inv } = (await trx.raw(
+    `select i.status from invocations i
+     where i.id = (select invocation_id from approvals where id = ? and (?::text is null or org_id = ?))
+     for update of i`,
+    [id, orgId, orgId],
+  )) as Rows<{ status: string }>;
+  const invocation = inv[0];
+  if (!invocation) return null;
+  await trx.raw('select 1 from approvals where id = ? for update', [id]);
+  return { approval: await reread(trx, id), invocationStatus: invocation.status };
+}
+
+async function reread(trx: Knex.Transaction, id: string): Promise<Approval> {
+  const { rows } = (await trx.raw(`${approvalSelect(false)} where ap.id = ?`, [id])) as Rows<ApprovalRow>;
+  if (!rows[0]) throw new Error(`approval ${id} vanished inside its own transaction`);
+  return toApproval(rows[0]);
+}
+
+async function write(trx: Knex.Transaction, approval: Approval, change: ApprovalChange): Promise<void> {
+  const { vote } = change;
+  if (vote)
+    await trx('approval_votes').insert({
+      approval_id: approval.id,
+      voter_type: vote.by.type,
+      voter_id: vote.by.id,
+      decision: vote.decision,
+      comment: vote.comment,
+      at: vote.at,
+    });
+  if (change.status)
+    await trx('approvals')
+      .where({ id: approval.id, status: 'pending' })
+      .update({ status: change.status, resolved_at: change.at });
+  if (change.invocation) await moveInvocation(trx, approval, change);
+  if (change.events.length)
+    await trx.raw(`${INSERT_AUDIT} select * from ${auditRecordset('?')}`, [auditJson(change.events)]);
+}
+
+/** The paused invocation resumes (to the invoke stage) or ends; it must still be paused. */
+async function moveInvocation(trx: Knex.Transaction, approval: Approval, change: ApprovalChange) {
+  const next = change.invocation as NonNullable<ApprovalChange['invocation']>;
+  const error = next.error ? { error_code: next.error.errorCode, message: next.error.message } : null;
+  const moved = await trx('invocations')
+    .where({ id: approval.invocationId, status: 'awaiting_approval' })
+    .update({
+      status: next.status,
+      error: error === null ? null : JSON.stringify(error),
+      updated_at: change.at,
+      completed_at: ENDS.has(next.status) ? change.at : null,
+    });
+  // Rolls the whole resolution back: an approval never resolves without its invocation moving.
+  if (moved !== 1) throw new Error(`invocation ${approval.invocationId} is no longer awaiting approval`);
+}

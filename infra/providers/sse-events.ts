@@ -1,0 +1,34 @@
+/**
+ * The `data:` payloads of a server-sent event stream, one per event, as they arrive. Lines (and
+ * a character's UTF-8 bytes) may be split across chunks; an event may span several `data:` lines
+ * (joined with newlines).
+ */
+export async function* sseData(body: AsyncIterable<Buffer>): AsyncGenerator<string> {
+  const decoder = new TextDecoder('utf-8');
+  let buffer = '';
+  let data: string[] = [];
+  for await (const chunk of body) {
+    buffer += decoder.decode(chunk, { stream: true });
+    let newline = buffer.indexOf('\n');
+    while (newline >= 0) {
+      const line = buffer.slice(0, newline).replace(/\r$/, '');
+      buffer = buffer.slice(newline + 1);
+      if (line === '') {
+        if (data.length) yield data.join('\n');
+        data = [];
+      } else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
+      newline = buffer.indexOf('\n');
+    }
+  }
+  if (data.length) yield data.join('\n');
+}
+
+/** Parses one event's JSON; an unreadable event is null (the caller decides what that means). */
+export const eventJson = (data: string): Record<string, unknown> | null => {
+  try {
+    const parsed: unknown = JSON.parse(data);
+    return parsed && typeof parsed === 'object' ? (parsed as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+};

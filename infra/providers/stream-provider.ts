@@ -1,0 +1,93 @@
+import { ProviderError, type CompletionRequest, type CompletionResult } from '../../domain/providers';
+import type { HttpTransport } from './http-transport';
+import { errorFromStatus, providerMessage, scrubError, scrubSecret, timeoutError } from './provider-errors';
+import { sseData } from './sse-events';
+
+/** What an adapter makes of a provider's event stream: pieces as they come, the whole at the end. */
+export interface StreamParser {
+  /** One event's data; true once the provider said it is done. */
+  event(data: string): boolean;
+  /** The text that has arrived so far. */
+  readonly content: string;
+  /** The usage the provider reported for the whole call so far, if any (never a partial count). */
+  readonly usage: CompletionResult['usage'] | null;
+  /** The whole answer; throws when the stream ended without what an answer needs. */
+  result(): CompletionResult;
+}
+
+const aborted = () =>
+  new ProviderError('final', 'provider_aborted', 'the client hung up; the call was stopped');
+const connectionLost = () =>
+  new ProviderError('retryable', 'provider_connection_lost', 'the stream from the provider broke');
+
+/**
+ * A failure after the request was sent: the provider may bill it, and what arrived is kept. Our
+ * deadline and our caller's abort explain whatever error they caused; other errors keep their code.
+ */
+function broken(
+  err: unknown,
+  parser: StreamParser,
+  req: CompletionRequest,
+  timedOut: boolean,
+): ProviderError {
+  const base = timedOut
+    ? timeoutError(req.timeoutMs)
+    : req.signal?.aborted
+      ? aborted()
+      : err instanceof ProviderError
+        ? err
+        : connectionLost();
+  return new ProviderError(
+    base.kind,
+    base.code,
+    scrubSecret(base.message, req.secret),
+    base.status,
+    base.retryAfterSeconds,
+    'unknown',
+    { content: parser.content, usage: parser.usage },
+  );
+}
+
+/**
+ * Posts a streamed provider request and feeds its events to `parser`. A non-2xx answer is the same
+ * classified error a plain call gives; a stream that breaks, times out or is aborted after the
+ * request was sent rejects with delivery `unknown` and what had arrived (`streamed`).
+ */
+export async function streamProvider(
+  transport: HttpTransport,
+  req: CompletionRequest,
+  url: string,
+  headers: Record<string, string>,
+  body: unknown,
+  parser: StreamParser,
+): Promise<CompletionResult> {
+  const res = await transport
+    .postStream(url, { ...req.trace, ...headers }, body, req.timeoutMs, req.signal)
+    .catch((err: unknown) => {
+      // Sent, then no answer (timeout, abort, reset): nothing arrived, but the call may be billed.
+      if (err instanceof ProviderError && err.delivery === 'unknown')
+        throw broken(err, parser, req, err.code === 'provider_timeout');
+      throw scrubError(err, req.secret);
+    });
+  if (!res.ok)
+    throw errorFromStatus(
+      res.status,
+      scrubSecret(providerMessage(res.json, res.text), req.secret),
+      res.retryAfter,
+    );
+  let finished = false;
+  try {
+    for await (const data of sseData(res.chunks)) if ((finished = parser.event(data))) break;
+  } catch (err) {
+    throw broken(err, parser, req, res.deadline.aborted);
+  }
+  // A body that ended before the provider's end marker was cut off on the way, unless the usage
+  // (which comes last) had arrived: some compatible servers never send the marker.
+  if (!finished && (parser.usage === null || res.signal.aborted))
+    throw broken(null, parser, req, res.deadline.aborted);
+  try {
+    return parser.result();
+  } catch (err) {
+    throw broken(err, parser, req, false);
+  }
+}

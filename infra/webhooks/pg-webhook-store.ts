@@ -1,0 +1,161 @@
+import type { Knex } from '@mikro-orm/knex';
+import type { AuditEvent } from '../../domain/audit/audit-event';
+import type { Page, PageRequest } from '../../domain/model';
+import type { SealedSecret } from '../../domain/ports';
+import { WEBHOOK_DELETED, type Webhook, type WebhookDelivery } from '../../domain/webhooks/webhook';
+import type { WebhookEventType } from '../../domain/webhooks/webhook-publisher';
+import type {
+  AttemptRecord,
+  DeliveryStore,
+  DeliveryTarget,
+  NewDelivery,
+  Subscription,
+  WebhookStore,
+} from '../../domain/webhooks/webhook-store.port';
+import { auditJson, auditRecordset, INSERT_AUDIT } from '../db/audit-rows';
+import {
+  DELIVERY_COLUMNS,
+  toDelivery,
+  toWebhook,
+  WEBHOOK_COLUMNS,
+  type DeliveryRow,
+  type WebhookRow,
+} from './webhook-rows';
+
+/** Keyset pages on time-ordered ids, newest first: one row more than asked tells whether more follow. */
+function pageOf<R extends { id: string }, T>(rows: R[], page: PageRequest, map: (r: R) => T): Page<T> {
+  const items = rows.slice(0, page.limit);
+  const last = items.at(-1);
+  return { items: items.map(map), nextAfter: rows.length > page.limit && last ? last.id : null };
+}
+
+const recordAudit = (trx: Knex.Transaction, events: AuditEvent[]) =>
+  trx.raw(`${INSERT_AUDIT} select * from ${auditRecordset('?')}`, [auditJson(events)]);
+
+/** Webhooks and their deliveries in PostgreSQL. */
+export class PgWebhookStore implements WebhookStore, DeliveryStore {
+  constructor(private readonly knex: Knex) {}
+
+  create(webhook: Webhook, secret: SealedSecret, event: AuditEvent): Promise<void> {
+    return this.knex.transaction(async (trx) => {
+      await trx('webhooks').insert({
+        id: webhook.id,
+        org_id: webhook.orgId,
+        url: webhook.url,
+        events: webhook.events,
+        description: webhook.description,
+        sealed_secret: secret.sealed,
+        key_id: secret.keyId,
+        created_at: webhook.createdAt,
+      });
+      await recordAudit(trx, [event]);
+    });
+  }
+
+  async get(orgId: string, id: string): Promise<Webhook | null> {
+    const row: WebhookRow | undefined = await this.live(orgId).andWhere({ id }).first(WEBHOOK_COLUMNS);
+    return row ? toWebhook(row) : null;
+  }
+
+  async list(orgId: string, page: PageRequest): Promise<Page<Webhook>> {
+    const query = this.live(orgId)
+      .select(WEBHOOK_COLUMNS)
+      .orderBy('id', 'desc')
+      .limit(page.limit + 1);
+    if (page.after) query.andWhere('id', '<', page.after);
+    return pageOf((await query) as WebhookRow[], page, toWebhook);
+  }
+
+  delete(orgId: string, id: string, at: Date, event: (w: Webhook) => AuditEvent): Promise<Webhook | null> {
+    return this.knex.transaction(async (trx) => {
+      const [row] = (await trx('webhooks')
+        .where({ org_id: orgId, id })
+        .whereNull('deleted_at')
+        .update({ deleted_at: at, sealed_secret: null })
+        .returning(WEBHOOK_COLUMNS)) as WebhookRow[];
+      if (!row) return null;
+      await trx('webhook_deliveries')
+        .where({ webhook_id: id, status: 'pending' })
+        .update({ status: 'failed', last_error: WEBHOOK_DELETED });
+      const webhook = toWebhook(row);
+      await recordAudit(trx, [event(webhook)]);
+      return webhook;
+    });
+  }
+
+  async deliveries(orgId: string, webhookId: string, page: PageRequest): Promise<Page<WebhookDelivery>> {
+    const query = this.knex('webhook_deliveries')
+      .select(DELIVERY_COLUMNS)
+      .where({ org_id: orgId, webhook_id: webhookId })
+      .orderBy('id', 'desc')
+      .limit(page.limit + 1);
+    if (page.after) query.andWhere('id', '<', page.after);
+    return pageOf((await query) as DeliveryRow[], page, toDelivery);
+  }
+
+  async subscriptions(orgId: string): Promise<Subscription[]> {
+    const rows: { id: string; events: string[] }[] = await this.live(orgId).select('id', 'events');
+    return rows.map((r) => ({ webhookId: r.id, events: r.events as WebhookEventType[] }));
+  }
+
+  async addDeliveries(deliveries: NewDelivery[]): Promise<void> {
+    await this.knex('webhook_deliveries').insert(
+      deliveries.map((d) => ({
+        id: d.id,
+        org_id: d.orgId,
+        webhook_id: d.webhookId,
+        type: d.type,
+        payload: JSON.stringify(d.data),
+        status: 'pending',
+        attempts: 0,
+        created_at: d.createdAt,
+      })),
+    );
+  }
+
+  async target(orgId: string, deliveryId: string): Promise<DeliveryTarget | null> {
+    const row = (await this.knex('webhook_deliveries as d')
+      .join('webhooks as w', 'w.id', 'd.webhook_id')
+      .where({ 'd.org_id': orgId, 'd.id': deliveryId })
+      .first([
+        ...DELIVERY_COLUMNS.map((c) => `d.${c}`),
+        'd.payload',
+        'w.url',
+        'w.sealed_secret',
+        'w.key_id',
+      ])) as
+      | (DeliveryRow & { payload: unknown; url: string; sealed_secret: string | null; key_id: string })
+      | undefined;
+    if (!row) return null;
+    return {
+      delivery: toDelivery(row),
+      data: row.payload,
+      url: row.url,
+      secret: row.sealed_secret === null ? null : { keyId: row.key_id, sealed: row.sealed_secret },
+    };
+  }
+
+  async recordAttempt(orgId: string, deliveryId: string, attempt: AttemptRecord): Promise<boolean> {
+    const updated = await this.knex('webhook_deliveries')
+      .where({ org_id: orgId, id: deliveryId, status: 'pending' })
+      .update({
+        attempts: this.knex.raw('attempts + 1'),
+        status: attempt.status,
+        last_status_code: attempt.statusCode,
+        last_error: attempt.error,
+        last_attempt_at: attempt.at,
+        delivered_at: attempt.status === 'delivered' ? attempt.at : null,
+      });
+    return updated > 0;
+  }
+
+  async end(orgId: string, deliveryId: string, error: string): Promise<void> {
+    await this.knex('webhook_deliveries')
+      .where({ org_id: orgId, id: deliveryId, status: 'pending' })
+      .update({ status: 'failed', last_error: error });
+  }
+
+  private live(orgId: string) {
+    return this.knex('webhooks').where({ org_id: orgId }).whereNull('deleted_at');
+  }
+}

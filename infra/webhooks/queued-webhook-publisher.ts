@@ -1,0 +1,66 @@
+import { fanOutEvent, type FanOutDeps } from '../../domain/webhooks/fan-out-event';
+import type { WebhookEventType, WebhookPublisher } from '../../domain/webhooks/webhook-publisher';
+import type { DeliveryQueue, Subscription } from '../../domain/webhooks/webhook-store.port';
+import type { Logger } from '../logger';
+import type { JobQueues } from '../queue/job-queues';
+
+/** How long an org found without webhooks is taken to have none: its events cost nothing meanwhile. */
+const NO_WEBHOOKS_TTL_MS = 1_000;
+/** Past this many remembered orgs, expired entries are dropped. */
+const MAX_REMEMBERED = 10_000;
+
+/** Each delivery is one `webhook.deliver` job whose id is the delivery id. */
+export const deliveryJobs = (queues: JobQueues): DeliveryQueue => ({
+  enqueue: (d) => queues.enqueue('webhook.deliver', { delivery_id: d.id, org_id: d.orgId }, d.id),
+});
+
+/** A look-up of an org's webhooks: shared while in flight, kept briefly when it found none. */
+interface Lookup {
+  subscriptions: Promise<Subscription[]>;
+  until: number;
+  none: boolean;
+}
+
+/**
+ * Publishes in the background: the caller (the invoke path among others) never waits on the
+ * database or Redis for it, and a failure is logged, never thrown. Events of an org found without
+ * webhooks are dropped without a query for a second, so a webhook created meanwhile receives
+ * events at most a second later.
+ */
+export class QueuedWebhookPublisher implements WebhookPublisher {
+  private readonly lookups = new Map<string, Lookup>();
+
+  constructor(
+    private readonly deps: FanOutDeps,
+    private readonly logger: Logger,
+  ) {}
+
+  publish(orgId: string, type: WebhookEventType, data: Record<string, unknown>): void {
+    const now = this.deps.clock.now().getTime();
+    let lookup = this.lookups.get(orgId);
+    if (lookup && lookup.until <= now) lookup = undefined;
+    if (lookup?.none) return;
+    (lookup ?? this.lookUp(orgId, now)).subscriptions
+      .then((subscriptions) => fanOutEvent(this.deps, subscriptions, orgId, type, data))
+      .catch((err: unknown) =>
+        this.logger.error({ err, org_id: orgId, type }, 'webhook event not handed on'),
+      );
+  }
+
+  private lookUp(orgId: string, now: number): Lookup {
+    if (this.lookups.size >= MAX_REMEMBERED)
+      for (const [org, old] of this.lookups) if (old.until <= now) this.lookups.delete(org);
+    const lookup: Lookup = {
+      subscriptions: this.deps.deliveries.subscriptions(orgId),
+      until: now + NO_WEBHOOKS_TTL_MS,
+      none: false,
+    };
+    this.lookups.set(orgId, lookup);
+    const forget = () => {
+      if (this.lookups.get(orgId) === lookup) this.lookups.delete(orgId);
+    };
+    // Only "none" is remembered: an org with webhooks is looked up afresh for its next event.
+    lookup.subscriptions.then((found) => (found.length === 0 ? (lookup.none = true) : forget()), forget);
+    return lookup;
+  }
+}

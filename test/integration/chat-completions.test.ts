@@ -1,0 +1,388 @@
+import type { ServerResponse } from 'node:http';
+import OpenAI, { APIError } from 'openai';
+import { generateText } from 'ai';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { mintKey } from '../support/factories';
+import {
+  openSession,
+  setUpInvoking,
+  type InvocationBody,
+  type InvokeSetup,
+} from '../support/invoke-fixtures';
+import { approverKeys, requireApproval, vote, type ApprovalBody } from '../support/approval-fixtures';
+import { StubProvider, type RecordedRequest } from '../support/stub-provider';
+import { startTestApp, type TestApp } from '../support/test-app';
+
+/**
+ * The OpenAI-compatible surface, driven by clients no one here wrote: the official `openai` SDK and
+ * Vercel's AI SDK, pointed at this service by base URL, key and session header alone.
+ */
+let app: TestApp;
+let stub: StubProvider;
+let setup: InvokeSetup;
+let stubSetup: InvokeSetup;
+let agentKey: string;
+let stubAgentKey: string;
+
+const clientFor = (apiKey: string, sessionId: string, extra: Record<string, string> = {}) =>
+  new OpenAI({
+    apiKey,
+    baseURL: `${app.http.baseUrl}/v1`,
+    defaultHeaders: { 'X-Session-Id': sessionId, ...extra },
+    maxRetries: 0,
+  });
+
+const session = (s: InvokeSetup, body: Record<string, unknown> = {}) =>
+  openSession(app.http, s.org.adminKey, { agent_id: s.agentId, max_cost_usd: 1, ...body });
+
+async function caught(promise: Promise<unknown>): Promise<APIError> {
+  try {
+    await promise;
+  } catch (err) {
+    if (err instanceof APIError) return err;
+    throw err;
+  }
+  throw new Error('expected an APIError');
+}
+
+beforeAll(async () => {
+  stub = await new StubProvider().start();
+  app = await startTestApp({
+    workers: true,
+    env: { CP_ALLOW_PRIVATE_PROVIDER_HOSTS: 'true', CP_MAX_WAIT_SECONDS: '2' },
+  });
+  setup = await setUpInvoking(app.http, { models: ['mock-1', 'gated-1'] });
+  agentKey = (await mintKey(app.http, setup.org.adminKey, ['invoke'])).key;
+  stubSetup = await setUpInvoking(app.http, { baseUrl: stub.url, models: ['stub-model'] });
+  stubAgentKey = (await mintKey(app.http, stubSetup.org.adminKey, ['invoke'])).key;
+}, 60_000);
+afterAll(async () => {
+  await app.close();
+  await stub.stop();
+});
+
+describe('POST /v1/chat/completions with the official openai SDK', () => {
+  it('answers a chat.completion, governed and charged like an invoke, with X-Invocation-Id and X-Cost-Usd', async () => {
+    const s = await session(setup);
+    const client = clientFor(agentKey, s.id);
+    const { data, response } = await client.chat.completions
+      .create({
+        model: 'mock-1',
+        messages: [
+          { role: 'developer', content: 'be brief' },
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'hello ' },
+              { type: 'text', text: 'there' },
+            ],
+          },
+        ],
+        max_completion_tokens: 32,
+        user: 'end-user-7',
+        metadata: { ticket: 'T-1' },
+      })
+      .withResponse();
+    expect(data.object).toBe('chat.completion');
+    expect(data.choices[0]?.message).toMatchObject({
+      role: 'assistant',
+      content: 'mock reply to: hello there',
+    });
+    expect(data.choices[0]?.finish_reason).toBe('stop');
+    expect(data.usage?.total_tokens).toBe(
+      (data.usage?.prompt_tokens ?? 0) + (data.usage?.completion_tokens ?? 0),
+    );
+    const invocationId = response.headers.get('x-invocation-id') as string;
+    expect(invocationId).toBe(data.id);
+    const cost = Number(response.headers.get('x-cost-usd'));
+    expect(cost).toBeGreaterThan(0);
+    const invocation = await app.http.get<InvocationBody>(`/v1/llm/invocations/${invocationId}`, agentKey);
+    expect(invocation.body).toMatchObject({ status: 'succeeded', session_id: s.id, cost_usd: cost });
+    const live = await app.http.get<{ usage: { cost_usd: number; calls: number } }>(
+      `/v1/sessions/${s.id}`,
+      agentKey,
+    );
+    expect(live.body.usage).toMatchObject({ cost_usd: cost, calls: 1 });
+  });
+
+  it('raises the SDK errors with the contract statuses and codes', async () => {
+    const capped = await session(setup, { max_calls: 1 });
+    const client = clientFor(agentKey, capped.id);
+    const ask = (model = 'mock-1') =>
+      client.chat.completions.create({ model, messages: [{ role: 'user', content: 'hi' }], max_tokens: 8 });
+    await ask();
+    const budget = await caught(ask());
+    expect(budget).toMatchObject({ status: 402, code: 'budget_exceeded' });
+
+    const open = await session(setup);
+    const denied = await caught(
+      clientFor(agentKey, open.id).chat.completions.create({
+        model: 'gpt-4o',
+        messages: [{ role: 'user', content: 'hi' }],
+        max_tokens: 8,
+      }),
+    );
+    expect(denied).toMatchObject({ status: 403, code: 'model_not_allowed' });
+
+    const noSession = await caught(
+      new OpenAI({
+        apiKey: agentKey,
+        baseURL: `${app.http.baseUrl}/v1`,
+        maxRetries: 0,
+      }).chat.completions.create({
+        model: 'mock-1',
+        messages: [{ role: 'user', content: 'hi' }],
+        max_tokens: 8,
+      }),
+    );
+    expect(noSession).toMatchObject({ status: 400, code: 'validation_error', param: 'X-Session-Id' });
+
+    const noLimit = await caught(
+      clientFor(agentKey, open.id).chat.completions.create({
+        model: 'mock-1',
+        messages: [{ role: 'user', content: 'hi' }],
+      }),
+    );
+    expect(noLimit).toMatchObject({ status: 400, code: 'validation_error', param: 'max_tokens' });
+    const badKey = await caught(
+      clientFor('csk_nope', open.id).chat.completions.create({
+        model: 'mock-1',
+        messages: [{ role: 'user', content: 'hi' }],
+        max_tokens: 8,
+      }),
+    );
+    expect(badKey).toMatchObject({ status: 401, code: 'invalid_api_key' });
+  });
+
+  it('streams chat.completion.chunk events, with the usage chunk when asked', async () => {
+    const s = await session(setup);
+    const stream = await clientFor(agentKey, s.id).chat.completions.create({
+      model: 'mock-1',
+      messages: [{ role: 'user', content: 'stream me a reply' }],
+      max_tokens: 64,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let text = '';
+    let usage: OpenAI.CompletionUsage | null | undefined;
+    let finish: string | null | undefined;
+    for await (const chunk of stream) {
+      text += chunk.choices[0]?.delta.content ?? '';
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+      if (chunk.usage) usage = chunk.usage;
+    }
+    expect(text).toBe('mock reply to: stream me a reply');
+    expect(finish).toBe('stop');
+    expect(usage?.completion_tokens).toBeGreaterThan(0);
+  });
+
+  it('holds an approval-gated request, answers approval_pending, and goes on with X-Invocation-Id after the vote', async () => {
+    await requireApproval(app.http, setup.org.adminKey, { model: 'gated-1' });
+    const [approver] = (await approverKeys(app.http, setup.org.adminKey, 1)) as [string];
+    const s = await session(setup);
+    const client = clientFor(agentKey, s.id);
+    const body = {
+      model: 'gated-1',
+      messages: [{ role: 'user' as const, content: 'deploy' }],
+      max_tokens: 8,
+    };
+    const pending = await caught(client.chat.completions.create(body));
+    expect(pending).toMatchObject({ status: 409, code: 'approval_pending' });
+    const approvalId = pending.param as string;
+    const invocationId = pending.headers?.get('x-invocation-id') as string;
+    const approval = await app.http.get<ApprovalBody>(`/v1/approvals/${approvalId}`, approver);
+    expect(approval.body.invocation_id).toBe(invocationId);
+    expect((await vote(app.http, approver, approvalId, 'approve')).status).toBe(200);
+    const resumed = await client.chat.completions.create(body, {
+      headers: { 'X-Invocation-Id': invocationId },
+    });
+    expect(resumed.id).toBe(invocationId);
+    expect(resumed.choices[0]?.message.content).toBe('mock reply to: deploy');
+  });
+});
+
+describe('GET /v1/models', () => {
+  it("lists the session's agent's models, or every priced model without a session", async () => {
+    const s = await session(setup);
+    const forSession = await clientFor(agentKey, s.id).models.list();
+    expect(forSession.data.map((m) => m.id)).toEqual(['gated-1', 'mock-1']);
+    const all = await new OpenAI({
+      apiKey: agentKey,
+      baseURL: `${app.http.baseUrl}/v1`,
+      maxRetries: 0,
+    }).models.list();
+    const ids = all.data.map((m) => m.id);
+    expect(ids).toEqual(expect.arrayContaining(['mock-1', 'gated-1', 'gpt-4o-mini']));
+    const reader = (await mintKey(app.http, setup.org.adminKey, ['read'])).key;
+    const refused = await caught(clientFor(reader, s.id).models.list());
+    expect(refused).toMatchObject({ status: 403, code: 'insufficient_scope' });
+  });
+});
+
+describe('tool calls pass through to the provider and back', () => {
+  it('offers the tools, returns the tool call, and answers the tool result on the next turn', async () => {
+    const weather = {
+      type: 'function' as const,
+      function: {
+        name: 'get_weather',
+        description: 'weather',
+        parameters: { type: 'object', properties: {} },
+      },
+    };
+    stub.handler = (req: RecordedRequest, res) => {
+      const messages = (req.body as { messages: { role: string }[] }).messages;
+      const answered = messages.some((m) => m.role === 'tool');
+      const message = answered
+        ? { role: 'assistant', content: 'It is sunny.' }
+        : {
+            role: 'assistant',
+            content: null,
+            tool_calls: [
+              {
+                id: 'call_1',
+                type: 'function',
+                function: { name: 'get_weather', arguments: '{"city":"Oslo"}' },
+              },
+            ],
+          };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          model: 'stub-model',
+          choices: [{ message, finish_reason: answered ? 'stop' : 'tool_calls' }],
+          usage: { prompt_tokens: 20, completion_tokens: 5 },
+        }),
+      );
+    };
+    const s = await session(stubSetup);
+    const client = clientFor(stubAgentKey, s.id);
+    const first = await client.chat.completions.create({
+      model: 'stub-model',
+      messages: [{ role: 'user', content: 'weather in Oslo?' }],
+      max_tokens: 50,
+      tools: [weather],
+      tool_choice: 'auto',
+    });
+    expect(first.choices[0]?.finish_reason).toBe('tool_calls');
+    const call = first.choices[0]?.message.tool_calls?.[0] as OpenAI.ChatCompletionMessageFunctionToolCall;
+    expect(call).toMatchObject({
+      id: 'call_1',
+      function: { name: 'get_weather', arguments: '{"city":"Oslo"}' },
+    });
+    const sent = stub.requests.at(-1)?.body as Record<string, unknown>;
+    expect(sent.tools).toEqual([weather]);
+    expect(sent.tool_choice).toBe('auto');
+
+    const second = await client.chat.completions.create({
+      model: 'stub-model',
+      messages: [
+        { role: 'user', content: 'weather in Oslo?' },
+        { role: 'assistant', content: null, tool_calls: [call] },
+        { role: 'tool', tool_call_id: 'call_1', content: '{"sky":"clear"}' },
+      ],
+      max_tokens: 50,
+      tools: [weather],
+    });
+    expect(second.choices[0]?.message.content).toBe('It is sunny.');
+    const resent = (stub.requests.at(-1)?.body as { messages: Record<string, unknown>[] }).messages;
+    expect(resent[1]).toMatchObject({ role: 'assistant', tool_calls: [call] });
+    expect(resent[2]).toMatchObject({ role: 'tool', tool_call_id: 'call_1', content: '{"sky":"clear"}' });
+  });
+});
+
+describe('the guardian decides every chat completion', () => {
+  /** Answers plain JSON, or an event stream when the request streams. */
+  const answer = (req: RecordedRequest, res: ServerResponse) => {
+    const usage = { prompt_tokens: 5, completion_tokens: 1 };
+    if (!(req.body as { stream?: boolean }).stream)
+      return res.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          model: 'stub-model',
+          choices: [{ message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+          usage,
+        }),
+      );
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write(
+      `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: 'ok' }, finish_reason: 'stop' }] })}\n\n`,
+    );
+    res.end(`data: ${JSON.stringify({ choices: [], usage })}\n\ndata: [DONE]\n\n`);
+  };
+
+  it('a deny never reaches the provider; a redaction is never seen by it, streamed or not', async () => {
+    stub.handler = answer;
+    const policy = await app.http.post<{ id: string }>(
+      '/v1/policies',
+      {
+        name: 'chat rules',
+        rules: [
+          { type: 'deny_pattern', pattern: 'rm -rf' },
+          { type: 'redact_pattern', pattern: 'sk-[a-z0-9]+', replacement: '[key]' },
+        ],
+      },
+      stubSetup.org.adminKey,
+    );
+    expect(policy.status).toBe(201);
+    const s = await session(stubSetup);
+    const client = clientFor(stubAgentKey, s.id);
+    const before = stub.requests.length;
+    const denied = await caught(
+      client.chat.completions.create({
+        model: 'stub-model',
+        messages: [{ role: 'user', content: 'please rm -rf /' }],
+        max_tokens: 8,
+      }),
+    );
+    expect(denied).toMatchObject({ status: 403, code: 'pattern_denied' });
+    expect(stub.requests.length).toBe(before);
+
+    await client.chat.completions.create({
+      model: 'stub-model',
+      messages: [{ role: 'user', content: 'my key is sk-abc123' }],
+      max_tokens: 8,
+    });
+    const sent = JSON.stringify(stub.requests.at(-1)?.body);
+    expect(sent).toContain('my key is [key]');
+    expect(sent).not.toContain('sk-abc123');
+
+    const stream = await client.chat.completions.create({
+      model: 'stub-model',
+      messages: [{ role: 'user', content: 'streamed key sk-def456' }],
+      max_tokens: 8,
+      stream: true,
+    });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+    expect(text).toBe('ok');
+    const streamed = JSON.stringify(stub.requests.at(-1)?.body);
+    expect(streamed).toContain('streamed key [key]');
+    expect(streamed).not.toContain('sk-def456');
+    await app.http.call('DELETE', `/v1/policies/${policy.body.id}`, { token: stubSetup.org.adminKey });
+  });
+});
+
+describe("Vercel's AI SDK on the OpenAI-compatible provider", () => {
+  it('runs a two-turn exchange through the governed endpoint', async () => {
+    const s = await session(setup);
+    const provider = createOpenAICompatible({
+      name: 'control-plane',
+      baseURL: `${app.http.baseUrl}/v1`,
+      apiKey: agentKey,
+      headers: { 'X-Session-Id': s.id },
+    });
+    const model = provider.chatModel('mock-1');
+    const first = await generateText({ model, prompt: 'first question', maxOutputTokens: 32 });
+    expect(first.text).toBe('mock reply to: first question');
+    const second = await generateText({
+      model,
+      maxOutputTokens: 32,
+      messages: [
+        { role: 'user', content: 'first question' },
+        { role: 'assistant', content: first.text },
+        { role: 'user', content: 'second question' },
+      ],
+    });
+    expect(second.text).toBe('mock reply to: second question');
+    const live = await app.http.get<{ usage: { calls: number } }>(`/v1/sessions/${s.id}`, agentKey);
+    expect(live.body.usage.calls).toBe(2);
+  });
+});

@@ -1,0 +1,25 @@
+import type { Job } from 'bullmq';
+import type { WebhookJob } from '../domain/jobs';
+import { deliverWebhook } from '../domain/webhooks/deliver-webhook';
+import { retryDelayMs } from '../domain/webhooks/retry-schedule';
+import type { Infra } from '../infra/container';
+import type { JobInfo } from './invocation-processors';
+
+/** One attempt at a webhook delivery; a failed one that may be retried throws (RetryDelivery). */
+export const webhookProcessor = (payload: WebhookJob, infra: Infra, job: JobInfo) =>
+  deliverWebhook(
+    {
+      deliveries: infra.webhookStore,
+      sealer: infra.webhookSealer,
+      sender: infra.webhookSender,
+      clock: infra.clock,
+      backoffMs: infra.config.CP_WEBHOOK_BACKOFF_MS,
+      timeoutMs: infra.config.CP_WEBHOOK_TIMEOUT_MS,
+    },
+    { deliveryId: payload.delivery_id, orgId: payload.org_id },
+    { number: job.attemptsMade + 1, max: job.attempts },
+  );
+
+/** The queue's wait before the next attempt, from the job's base delay (CP_WEBHOOK_BACKOFF_MS). */
+export const webhookBackoff = (attemptsMade: number, job: Pick<Job, 'opts'> | undefined): number =>
+  retryDelayMs(attemptsMade, (job?.opts.backoff as { delay?: number } | undefined)?.delay ?? 5000);
