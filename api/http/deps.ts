@@ -49,6 +49,7 @@ export const invokeDeps = (infra: Infra): InvokeDeps => ({
   store: infra.invocations,
   queue: infra.queues.stages,
   waiter: infra.completions,
+  ledger: infra.ledger,
   clock: infra.clock,
   maxMessages: infra.config.CP_MAX_MESSAGES,
   warn: (message, fields) => infra.logger.warn(fields, message),

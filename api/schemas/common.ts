@@ -45,7 +45,14 @@ export const ErrorBody = z
     session_id: z.string().optional().meta({ description: 'budget_exceeded, session_not_open' }),
     cap: z.enum(['cost', 'calls', 'tokens']).optional().meta({ description: 'budget_exceeded: which cap' }),
     limit: z.number().optional().meta({ description: 'budget_exceeded: the cap (USD for cost)' }),
-    remaining: z.number().optional().meta({ description: 'budget_exceeded: what is left of it' }),
+    remaining: z
+      .number()
+      .optional()
+      .meta({ description: 'budget_exceeded: what is left of it after settled usage and calls in flight' }),
+    needed: z
+      .number()
+      .optional()
+      .meta({ description: "budget_exceeded: the call's worst case against that cap (USD for cost)" }),
     status: z
       .string()
       .optional()

@@ -1,11 +1,11 @@
 import { requestDigest } from '../approvals/request-digest';
 import type { CapLedger, ReserveOutcome } from '../budget/cap-ledger';
+import { CAP_FIELDS, inContractUnits, refusalMessage } from '../budget/cap-refusal';
 import { chargeFor, type CapAmounts } from '../budget/charges';
 import { chargeIdOf } from '../budget/charge-id';
 import type { Clock } from '../clock';
 import { sealingContext } from '../credentials/credential-use-cases';
 import type { SecretSealer } from '../ports';
-import { microsToUsd } from '../pricing/cost';
 import {
   ProviderError,
   type CompletionRequest,
@@ -279,8 +279,8 @@ export async function runInvocation(deps: RunDeps, job: StageJob, attempt: Attem
   if (reserved.kind === 'settled') return 'skipped';
   if (reserved.kind === 'held') return endUnknown(run);
   if (reserved.kind === 'refused') {
-    const remaining = reserved.cap === 'cost' ? microsToUsd(reserved.remaining) : reserved.remaining;
-    const message = `the session's ${reserved.cap} cap would be crossed (remaining ${remaining})`;
+    const needed = amountsOf(invocation)[CAP_FIELDS[reserved.cap]];
+    const message = refusalMessage(inContractUnits({ ...reserved, needed }));
     return runOutcome(await refuseOverCap(run, message), 'failed');
   }
   let result: CompletionResult | null;

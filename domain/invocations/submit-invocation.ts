@@ -1,6 +1,7 @@
 import { newAuditEvent } from '../audit/new-event';
 import { activeAgent } from '../agents/active-agent';
-import { worstCase } from '../budget/charges';
+import type { CapLedger } from '../budget/cap-ledger';
+import { NOTHING, worstCase, type CapAmounts } from '../budget/charges';
 import type { Clock } from '../clock';
 import { invalidField, notFound } from '../errors';
 import { newId } from '../ids';
@@ -8,7 +9,7 @@ import type { Rates } from '../pricing/cost';
 import { effectivePrice, unpricedModel } from '../pricing/price-use-cases';
 import { actorOf, type CallContext } from '../principal';
 import type { ChatMessage } from '../providers';
-import { assertNotExhausted, assertOpen, type Session } from '../sessions/session';
+import { assertFits, assertOpen, type Session } from '../sessions/session';
 import { awaitFinished } from './read-invocations';
 import type { Invocation, InvocationRequest } from './invocation';
 import type { AgentGate } from '../policy/guardian';
@@ -19,6 +20,8 @@ export interface InvokeDeps {
   store: InvocationStore;
   queue: StageQueue;
   waiter: CompletionWaiter;
+  /** What calls in flight hold, for the admission pre-check. */
+  ledger: Pick<CapLedger, 'reserved'>;
   clock: Clock;
   maxMessages: number;
   warn(message: string, fields: Record<string, unknown>): void;
@@ -79,6 +82,8 @@ interface Admission {
   agent: AgentGate | null;
   credential: CredentialRefInfo;
   price: Rates;
+  /** The worst case the worker will reserve for the request as sent. */
+  reserve: CapAmounts;
 }
 
 /** Everything a client can get wrong is refused here, before anything is written. */
@@ -94,16 +99,32 @@ async function checkAdmission(deps: InvokeDeps, orgId: string, input: InvokeInpu
   const session = context.session;
   if (!session) throw notFound('session');
   assertOpen(session, deps.clock.now());
-  assertNotExhausted(session);
   const agent = agentOf(session, input, context);
   const price = effectivePrice(input.model, context.orgPrice);
   if (!price) throw unpricedModel(input.model);
-  return { session, agent, credential: credentialOf(input, agent, context), price };
+  const reserve = worstCase(input.messages, input.maxTokens, price, input.tools);
+  assertFits(session, await heldBy(deps, session.id), reserve);
+  return { session, agent, credential: credentialOf(input, agent, context), price, reserve };
+}
+
+/**
+ * What the session's calls in flight hold. Without Redis the pre-check counts settled usage only:
+ * the invocation is still admitted (the reaper queues it), and the worker's reservation decides.
+ */
+async function heldBy(deps: InvokeDeps, sessionId: string): Promise<CapAmounts> {
+  try {
+    return (await deps.ledger.reserved([sessionId])).get(sessionId) ?? NOTHING;
+  } catch (err) {
+    deps.warn('the cap ledger could not be read; the admission pre-check counts settled usage only', {
+      session_id: sessionId,
+      err,
+    });
+    return NOTHING;
+  }
 }
 
 function newInvocation(ctx: CallContext, input: InvokeInput, admission: Admission, now: Date): Invocation {
-  const { session, agent, credential, price } = admission;
-  const reserve = worstCase(input.messages, input.maxTokens, price, input.tools);
+  const { session, agent, credential, price, reserve } = admission;
   return {
     id: newId('inv'),
     orgId: ctx.principal.orgId,

@@ -1,5 +1,7 @@
+import { budgetExceeded, inContractUnits, type CapRefusal } from '../budget/cap-refusal';
+import type { CapAmounts } from '../budget/charges';
+import type { CapName } from '../budget/cap-ledger';
 import { DomainError } from '../errors';
-import { microsToUsd } from '../pricing/cost';
 
 /** `expired` is stored by a sweeper, but a session is expired the moment `expiresAt` passes. */
 export type SessionStatus = 'open' | 'closed' | 'expired';
@@ -53,28 +55,27 @@ export function assertOpen(session: Session, now: Date): void {
   if (status !== 'open') throw sessionNotOpen(session.id, status);
 }
 
-type CapName = 'cost' | 'calls' | 'tokens';
-
-/** The first cap the settled usage has already reached, with what the 402 says about it. */
-export function reachedCap(session: Session): { cap: CapName; limit: number; remaining: number } | null {
-  const { limits, usage } = session;
-  if (usage.costMicros >= limits.maxCostMicros)
-    return { cap: 'cost', limit: microsToUsd(limits.maxCostMicros), remaining: 0 };
-  if (limits.maxCalls !== null && usage.calls >= limits.maxCalls)
-    return { cap: 'calls', limit: limits.maxCalls, remaining: 0 };
-  const tokens = usage.inputTokens + usage.outputTokens;
-  if (limits.maxTokens !== null && tokens >= limits.maxTokens)
-    return { cap: 'tokens', limit: limits.maxTokens, remaining: 0 };
-  return null;
+/**
+ * 402 budget_exceeded before anything is written: the worst case of the call (`need`) does not
+ * fit what the session has left once settled usage and the reservations `held` by calls in flight
+ * are counted. A fast pre-check only: the worker's atomic reservation stays the guarantee.
+ */
+export function assertFits(session: Session, held: CapAmounts, need: CapAmounts): void {
+  const refusal = capRefusal(session, held, need);
+  if (refusal) throw budgetExceeded(session.id, refusal);
 }
 
-/** 402 budget_exceeded before anything is written: the session cannot take another call. */
-export function assertNotExhausted(session: Session): void {
-  const reached = reachedCap(session);
-  if (!reached) return;
-  throw new DomainError(
-    'budget_exceeded',
-    `session ${session.id} has reached its ${reached.cap} cap; open a new session to continue`,
-    { session_id: session.id, cap: reached.cap, limit: reached.limit, remaining: reached.remaining },
-  );
+/** The first cap that `need` does not fit under, next to settled usage and what is `held`. */
+export function capRefusal(session: Session, held: CapAmounts, need: CapAmounts): CapRefusal | null {
+  const { limits, usage } = session;
+  const caps: [CapName, number | null, number, number][] = [
+    ['cost', limits.maxCostMicros, usage.costMicros + held.costMicros, need.costMicros],
+    ['calls', limits.maxCalls, usage.calls + held.calls, need.calls],
+    ['tokens', limits.maxTokens, usage.inputTokens + usage.outputTokens + held.tokens, need.tokens],
+  ];
+  for (const [cap, limit, used, needed] of caps) {
+    if (limit !== null && used + needed > limit)
+      return inContractUnits({ cap, limit, remaining: Math.max(0, limit - used), needed });
+  }
+  return null;
 }

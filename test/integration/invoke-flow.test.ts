@@ -6,6 +6,7 @@ import { StubProvider, type RecordedRequest } from '../support/stub-provider';
 import { startTestApp, type TestApp } from '../support/test-app';
 import {
   eventually,
+  finished,
   invoke,
   openSession,
   setUpInvoking,
@@ -257,40 +258,73 @@ describe('provider errors', () => {
   });
 });
 
-describe('refusals after admission', () => {
-  it('fails an invocation whose worst case does not fit the remaining budget, without calling the provider', async () => {
+describe('refusals for the budget', () => {
+  it('refuses at once (402) a worst case that cannot fit a fresh session, saying what it needed and what remains', async () => {
     const before = stub.requests.length;
-    // Worst case: 2076 x 3 + 500 x 15 micro-dollars = 0.013728 USD, over a cap of 0.01.
-    const { session, invocation } = await run('priced', {}, { max_cost_usd: 0.01 });
-    expect(invocation).toMatchObject({
-      status: 'failed',
-      error: { error_code: 'budget_exceeded' },
-      cost_usd: 0,
+    const session = await openSession(app.http, setup.org.adminKey, {
+      agent_id: setup.agentId,
+      max_cost_usd: 0.01,
     });
+    // Worst case: 2076 x 3 + 500 x 15 micro-dollars = 0.013728 USD, over a cap of 0.01.
+    const res = await invoke(app.http, setup.org.adminKey, body(session.id), 20);
+    expect(res.status).toBe(402);
+    expect(res.body).toMatchObject({
+      error_code: 'budget_exceeded',
+      session_id: session.id,
+      cap: 'cost',
+      limit: 0.01,
+      remaining: 0.01,
+      needed: 0.013728,
+    });
+    const message = (res.body as unknown as { message: string }).message;
+    expect(message).toContain('needs up to $0.013728');
+    expect(message).toContain('$0.01 of $0.01 remains');
     expect(stub.requests.length).toBe(before);
+    const listed = await app.http.get<{ data: unknown[] }>(
+      `/v1/llm/invocations?session_id=${session.id}`,
+      setup.org.adminKey,
+    );
+    expect(listed.body.data).toEqual([]);
     expect(await sessionOf(session.id)).toMatchObject({ cost_usd: 0, calls: 0, reserved_usd: 0 });
+  });
+
+  it('counts what calls in flight hold: a second call that fits alone but not beside the first is refused at once', async () => {
+    const session = await openSession(app.http, setup.org.adminKey, {
+      agent_id: setup.agentId,
+      max_cost_usd: 0.02,
+    });
+    const first = await invoke(app.http, setup.org.adminKey, body(session.id, 'held'), 0);
+    expect(first.status).toBe(202);
+    await eventually(async () => held.length > 0);
+    const second = await invoke(app.http, setup.org.adminKey, body(session.id), 0);
+    held.splice(0).forEach((release) => release());
+    expect(second.status).toBe(402);
+    expect(second.body).toMatchObject({ cap: 'cost', limit: 0.02, remaining: 0.006272, needed: 0.013728 });
+    expect((await finished(app.http, setup.org.adminKey, first.body.id)).status).toBe('succeeded');
   });
 
   it('is refused by the database itself when Redis lets a charge past the cap through', async () => {
     const session = await openSession(app.http, setup.org.adminKey, {
       agent_id: setup.agentId,
-      max_cost_usd: 0.01,
+      max_cost_usd: 0.02,
     });
     // A ledger that disagrees with PostgreSQL: it believes the cap is 1,000 times larger.
     await app.infra.ledger.restore({
       sessionId: session.id,
-      limits: { costMicros: 10_000_000, calls: null, tokens: null },
+      limits: { costMicros: 20_000_000, calls: null, tokens: null },
       spent: { costMicros: 0, calls: 0, tokens: 0 },
       expiresAt: new Date(Date.now() + 3_600_000),
       inFlight: [],
     });
-    const res = await invoke(app.http, setup.org.adminKey, body(session.id), 20);
-    // The call costs 0.0105 USD: over the 0.01 cap, so the sessions_cost_cap constraint refuses it.
-    expect(res.body).toMatchObject({
-      status: 'failed',
-      error: { error_code: 'budget_exceeded' },
-      cost_usd: 0,
-    });
+    const accepted = await invoke(app.http, setup.org.adminKey, body(session.id, 'held'), 0);
+    expect(accepted.status).toBe(202);
+    await eventually(async () => held.length > 0);
+    // Admitted and reserved under 0.02; PostgreSQL's cap drops below the call's 0.00105 meanwhile.
+    await app.infra.knex('sessions').where({ id: session.id }).update({ max_cost_micros: 500 });
+    held.splice(0).forEach((release) => release());
+    const done = await finished(app.http, setup.org.adminKey, accepted.body.id);
+    // The sessions_cost_cap constraint refuses the charge: failed, and nothing is charged.
+    expect(done).toMatchObject({ status: 'failed', error: { error_code: 'budget_exceeded' }, cost_usd: 0 });
     expect(await sessionOf(session.id)).toMatchObject({ cost_usd: 0, reserved_usd: 0 });
     expect(app.logs.join('\n')).toContain('a session cap refused a charge the reservation allowed');
   });

@@ -179,6 +179,11 @@ describe('what each failure class is charged (CP_INVOKE_ATTEMPTS=3)', () => {
     const before = callsTo('fails-500');
     const { invocation, usage } = await run('fails-500', setup, { max_calls: 1 });
     expect(invocation).toMatchObject({ status: 'failed', error: { error_code: 'budget_exceeded' } });
+    // The worker's refusal says which cap, what the retry needed and what remained.
+    expect(invocation.error?.message).toBe(
+      "the session's calls cap would be crossed: this call needs up to 1 call (its worst case) and " +
+        '0 calls of 1 call remains; open a new session to continue',
+    );
     expect(callsTo('fails-500') - before).toBe(1);
     expect(usage).toMatchObject({ calls: 1, cost_usd: 0, reserved_usd: 0 });
   });

@@ -1,5 +1,6 @@
 import { DomainError } from '../../domain/errors';
-import { assertNotExhausted, assertOpen, statusAt, type Session } from '../../domain/sessions/session';
+import { NOTHING, type CapAmounts } from '../../domain/budget/charges';
+import { assertFits, assertOpen, statusAt, type Session } from '../../domain/sessions/session';
 
 const now = new Date('2026-11-22T12:00:00Z');
 const session = (over: Partial<Session> = {}): Session => ({
@@ -41,27 +42,60 @@ describe('session status', () => {
   });
 });
 
+const ONE_CALL: CapAmounts = { costMicros: 1, calls: 1, tokens: 1 };
+
 describe('a cap already reached', () => {
   it.each([
-    ['cost', { costMicros: 1_000_000, calls: 0, inputTokens: 0, outputTokens: 0 }, 1],
-    ['calls', { costMicros: 0, calls: 10, inputTokens: 0, outputTokens: 0 }, 10],
-    ['tokens', { costMicros: 0, calls: 0, inputTokens: 600, outputTokens: 400 }, 1000],
-  ] as const)('refuses with 402 budget_exceeded when the %s cap is reached', (cap, usage, limit) => {
-    const err = thrown(() => assertNotExhausted(session({ usage })));
+    ['cost', { costMicros: 1_000_000, calls: 0, inputTokens: 0, outputTokens: 0 }, 1, 0.000001],
+    ['calls', { costMicros: 0, calls: 10, inputTokens: 0, outputTokens: 0 }, 10, 1],
+    ['tokens', { costMicros: 0, calls: 0, inputTokens: 600, outputTokens: 400 }, 1000, 1],
+  ] as const)('refuses with 402 budget_exceeded when the %s cap is reached', (cap, usage, limit, needed) => {
+    const err = thrown(() => assertFits(session({ usage }), NOTHING, ONE_CALL));
     expect(err.code).toBe('budget_exceeded');
-    expect(err.extra).toEqual({ session_id: 'ses_1', cap, limit, remaining: 0 });
+    expect(err.extra).toEqual({ session_id: 'ses_1', cap, limit, remaining: 0, needed });
   });
 
   it('lets a session below every cap through, and one without call or token caps too', () => {
-    expect(() =>
-      assertNotExhausted(
-        session({ usage: { costMicros: 999_999, calls: 9, inputTokens: 500, outputTokens: 499 } }),
-      ),
-    ).not.toThrow();
+    const below = session({ usage: { costMicros: 999_999, calls: 9, inputTokens: 500, outputTokens: 499 } });
+    expect(() => assertFits(below, NOTHING, ONE_CALL)).not.toThrow();
     const unbounded = session({
       limits: { maxCostMicros: 10, maxCalls: null, maxTokens: null },
       usage: { costMicros: 9, calls: 1e6, inputTokens: 1e9, outputTokens: 1e9 },
     });
-    expect(() => assertNotExhausted(unbounded)).not.toThrow();
+    expect(() => assertFits(unbounded, NOTHING, ONE_CALL)).not.toThrow();
+  });
+});
+
+describe('a worst case that does not fit what is left', () => {
+  it('on a fresh session says what the call needs and that the whole cap remains (not 0)', () => {
+    const err = thrown(() => assertFits(session(), NOTHING, { costMicros: 1_500_000, calls: 1, tokens: 10 }));
+    expect(err.extra).toEqual({ session_id: 'ses_1', cap: 'cost', limit: 1, remaining: 1, needed: 1.5 });
+    expect(err.message).toContain('needs up to $1.5');
+    expect(err.message).toContain('$1 of $1 remains');
+  });
+
+  it('counts the reservations of calls in flight next to settled usage', () => {
+    const settled = session({
+      usage: { costMicros: 200_000, calls: 2, inputTokens: 100, outputTokens: 100 },
+    });
+    const need: CapAmounts = { costMicros: 300_000, calls: 1, tokens: 100 };
+    expect(() => assertFits(settled, NOTHING, need)).not.toThrow();
+    const err = thrown(() => assertFits(settled, { costMicros: 600_000, calls: 1, tokens: 0 }, need));
+    expect(err.extra).toMatchObject({ cap: 'cost', limit: 1, remaining: 0.2, needed: 0.3 });
+  });
+
+  it.each([
+    ['calls', { costMicros: 0, calls: 8, tokens: 0 }, { costMicros: 1, calls: 1, tokens: 1 }, 10, 0],
+    ['tokens', { costMicros: 0, calls: 0, tokens: 700 }, { costMicros: 1, calls: 1, tokens: 301 }, 1000, 300],
+  ] as const)('names the %s cap with its own units', (cap, held, need, limit, remaining) => {
+    const tight = session({ usage: { costMicros: 0, calls: 2, inputTokens: 0, outputTokens: 0 } });
+    const err = thrown(() => assertFits(tight, held, need));
+    expect(err.extra).toMatchObject({ cap, limit, remaining, needed: need[cap] });
+  });
+
+  it('fits exactly at the cap', () => {
+    expect(() =>
+      assertFits(session(), NOTHING, { costMicros: 1_000_000, calls: 10, tokens: 1000 }),
+    ).not.toThrow();
   });
 });
