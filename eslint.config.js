@@ -22,12 +22,18 @@ const layer = (files, forbidden, message) => ({
 });
 
 module.exports = tseslint.config(
-  { ignores: ['node_modules/**', '.data/**', 'coverage/**'] },
+  { ignores: ['node_modules/**', '.data/**', 'coverage/**', 'dist/**', 'client/dist/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
     languageOptions: {
-      globals: { require: 'readonly', module: 'writable', process: 'readonly', console: 'readonly' },
+      globals: {
+        require: 'readonly',
+        module: 'writable',
+        process: 'readonly',
+        console: 'readonly',
+        __dirname: 'readonly',
+      },
     },
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
@@ -42,4 +48,9 @@ module.exports = tseslint.config(
   layer(['infra/**/*.ts'], ['**/api/**', '**/workers/**'], 'infra/ may import domain/ only'),
   layer(['api/**/*.ts'], ['**/workers/**'], 'api/ may import domain/ and infra/ only'),
   layer(['workers/**/*.ts'], ['**/api/**'], 'workers/ may import domain/ and infra/ only'),
+  layer(
+    ['client/src/**/*.ts'],
+    ['**/api/**', '**/domain/**', '**/infra/**', '**/workers/**', ...vendorSdks],
+    'client/ is its own package: it speaks HTTP to the service and imports none of its code',
+  ),
 );

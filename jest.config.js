@@ -2,7 +2,7 @@
 module.exports = {
   testEnvironment: 'node',
   transform: { '^.+\\.ts$': ['@swc/jest', { jsc: { target: 'es2022' } }] },
-  testMatch: ['<rootDir>/test/**/*.test.ts'],
+  testMatch: ['<rootDir>/test/**/*.test.ts', '<rootDir>/client/test/**/*.test.ts'],
   // Integration tests share two cores with PostgreSQL and Redis.
   maxWorkers: 2,
   testTimeout: 30000,

@@ -14,7 +14,8 @@ import { Pool } from 'undici';
 import { freePort } from '../infra/embedded/free-port';
 import { exitWithUsage, handleHelp, positiveInt } from './bench-cli';
 
-const ADMIN_URL = process.env.BENCH_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const ADMIN_URL =
+  process.env.BENCH_DATABASE_ADMIN_URL ?? 'postgres://postgres:postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ROOT = join(__dirname, '..');
 /** The model the stub answers as. */

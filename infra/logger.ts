@@ -1,4 +1,5 @@
 import pino, { type Logger } from 'pino';
+import pretty from 'pino-pretty';
 import { describeError } from './logging/safe-error';
 
 export type { Logger };
@@ -22,7 +23,19 @@ const REDACT = [
   'req.headers.authorization',
 ];
 
-export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
+/**
+ * Readable lines for a person at a terminal in development; JSON lines everywhere else (files,
+ * pipes, log collectors, production). Redaction and serializers apply either way.
+ */
+export function terminalDestination(
+  nodeEnv = process.env.NODE_ENV,
+  isTty = process.stdout.isTTY,
+): pino.DestinationStream | undefined {
+  if (nodeEnv === 'production' || !isTty) return undefined;
+  return pretty({ colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service' });
+}
+
+export function createLogger(level: string, destination = terminalDestination()): Logger {
   return pino(
     {
       level,

@@ -41,11 +41,18 @@ describe('BullMQ workers', () => {
   it('write last-used times to the keys table when the flush job runs', async () => {
     const org = await signupOrg(app.http);
     const key = await mintKey(app.http, org.adminKey, ['audit:read']);
+    const usedFrom = Date.now();
     await app.http.get('/v1/audit', key.key);
+    const usedBy = Date.now();
     await app.infra.queues.enqueue('keys.flush-last-used', {});
     const row = await eventually(() =>
       app.infra.knex('api_keys').where({ id: key.id }).whereNotNull('last_used_at').first(),
     );
-    expect(row.last_used_at).not.toBeNull();
+    // The time written is when the key was used, to the second (not, say, when the job ran).
+    const usedAt = new Date(row.last_used_at).getTime();
+    expect(usedAt).toBeGreaterThanOrEqual(usedFrom - 1_000);
+    expect(usedAt).toBeLessThanOrEqual(usedBy + 1_000);
+    const shown = await app.http.get<{ last_used_at: string }>(`/v1/keys/${key.id}`, org.adminKey);
+    expect(new Date(shown.body.last_used_at).getTime()).toBe(usedAt);
   });
 });

@@ -6,6 +6,8 @@ export interface RecordedRequest {
   path: string;
   headers: IncomingMessage['headers'];
   body: unknown;
+  /** The client's port: two requests with the same one came over one TCP connection. */
+  remotePort: number | undefined;
 }
 
 export type StubHandler = (req: RecordedRequest, res: ServerResponse) => void;
@@ -28,6 +30,7 @@ export class StubProvider {
           path: req.url ?? '',
           headers: req.headers,
           body: parse(text),
+          remotePort: req.socket.remotePort,
         };
         this.requests.push(recorded);
         this.handler(recorded, res);

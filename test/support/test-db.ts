@@ -1,8 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 
+/**
+ * The password is docker-compose.yml's; a server with trust auth (the CI machine's) ignores it, so
+ * the same default works against both.
+ */
 export const ADMIN_DATABASE_URL =
-  process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+  process.env.TEST_DATABASE_ADMIN_URL ?? 'postgres://postgres:postgres@127.0.0.1:5432/postgres';
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 export interface TestDatabase {
