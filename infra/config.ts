@@ -71,6 +71,12 @@ const schema = z
     CP_WEBHOOK_BACKOFF_MS: int(10, 3_600_000).default(5000),
     CP_WEBHOOK_TIMEOUT_MS: int(100, 60_000).default(10_000),
     CP_WEBHOOK_CONCURRENCY: int(1, 1000).default(32),
+    // GET /metrics: open when the API binds to loopback; otherwise only with this bearer token.
+    CP_METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').max(512).optional(),
+    // A worker process (--role worker) serves /metrics on this port when set (0 or unset: off).
+    CP_WORKER_METRICS_PORT: int(0, 65_535).optional(),
+    // The queue dashboard at /admin/queues is off unless this token is set; only it opens it.
+    CP_QUEUE_DASHBOARD_TOKEN: z.string().min(16, 'must be at least 16 characters').max(512).optional(),
     OTEL_EXPORTER_OTLP_ENDPOINT: urlWithScheme(['http:', 'https:']).optional(),
     OTEL_SERVICE_NAME: z.string().min(1).max(100).default('control-plane'),
   })
