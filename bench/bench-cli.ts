@@ -1,34 +1,6 @@
-/**
- * The command line of every bench script: `--help` prints its usage, and a bad argument says
- * what is wrong and how to call it (exit 2) instead of a stack trace.
- */
 /** What every bench but the provider client's needs running, said in its usage. */
 export const NEEDS_STORES =
-  'Needs PostgreSQL on 127.0.0.1:5432 (user postgres, trust auth) and Redis on 127.0.0.1:6379, as the tests do\n' +
+  'Needs PostgreSQL on 127.0.0.1:5432 (user postgres, trust auth or the password postgres) and Redis on 127.0.0.1:6379, as the tests do\n' +
   '(BENCH_DATABASE_ADMIN_URL and BENCH_REDIS_URL point elsewhere).';
 
-export function exitWithUsage(usage: string, problem?: string): never {
-  if (problem) console.error(`${problem}\n`);
-  (problem ? console.error : console.log)(usage.trim());
-  process.exit(problem ? 2 : 0);
-}
-
-/** Prints the usage and exits when `--help` or `-h` was given. */
-export function handleHelp(usage: string, argv = process.argv.slice(2)): void {
-  if (argv.includes('--help') || argv.includes('-h')) exitWithUsage(usage);
-}
-
-/** A whole number of at least `min`, or the usage with what was wrong. */
-export function positiveInt(
-  usage: string,
-  name: string,
-  text: string | undefined,
-  fallback: number,
-  min = 1,
-): number {
-  if (text === undefined) return fallback;
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < min)
-    exitWithUsage(usage, `${name} must be a whole number of at least ${min}, not "${text}"`);
-  return value;
-}
+export { exitWithUsage, handleHelp, positiveInt } from '../scripts/cli-usage';

@@ -16,8 +16,19 @@ import { ConfigError, loadConfig } from '../infra/config';
 import { createInfra, type Infra } from '../infra/container';
 import { createLogger, type Logger } from '../infra/logger';
 import { resolveStores } from '../infra/stores';
+import { noArguments } from './cli-usage';
+
+const USAGE = `
+Usage: npm run master-key:reseal
+
+After a master key rotation (the new key in CP_MASTER_KEY, the old one in CP_MASTER_KEY_PREVIOUS),
+reseals every stored credential and re-signs the audit checkpoints under the new key. Uses the
+same DATABASE_URL, REDIS_URL and CP_REDIS_PREFIX as the service; safe to run while it runs, and
+twice. Exits 1 naming what could not be resealed or re-signed.
+`;
 
 async function main(): Promise<void> {
+  noArguments(USAGE);
   const config = loadConfig();
   const logger = createLogger(config.LOG_LEVEL);
   const stores = await resolveStores(config, logger);

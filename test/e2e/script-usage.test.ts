@@ -1,0 +1,40 @@
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+
+const ROOT = join(__dirname, '../..');
+
+/** Runs a script as `npm run` would (tsx), with no stores needed: help and bad arguments exit first. */
+const run = (script: string, args: string[]) =>
+  spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, script), ...args], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    timeout: 20_000,
+  });
+
+// Each script with an argument it must refuse.
+const SCRIPTS: [string, string[]][] = [
+  ['bench/invoke.ts', ['--seconds', 'many']],
+  ['bench/chat.ts', ['--concurrency', '0']],
+  ['bench/evaluate.ts', ['--nope']],
+  ['bench/audit-writers.ts', ['fifty']],
+  ['bench/provider-client.ts', ['-3']],
+  ['scripts/generate-master-key.ts', ['--nope']],
+  ['scripts/reseal-credentials.ts', ['--nope']],
+];
+
+describe.each(SCRIPTS)('%s', (script, badArgs) => {
+  it('prints its usage for --help and exits 0', () => {
+    const result = run(script, ['--help']);
+    expect(result.stderr).toBe('');
+    expect(result.stdout).toMatch(/^(Usage: )?npm run /);
+    expect(result.status).toBe(0);
+  });
+
+  it('refuses a bad argument with what is wrong and the usage, exit 2', () => {
+    const result = run(script, badArgs);
+    expect(result.status).toBe(2);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toMatch(/npm run /);
+    expect(result.stderr.split('\n')[0]).not.toMatch(/^\s*at /);
+  });
+});
