@@ -9,6 +9,7 @@ import { ConfigError, loadConfig } from './infra/config';
 import { createInfra } from './infra/container';
 import { createLogger, type Logger } from './infra/logger';
 import { resolveStores } from './infra/stores';
+import { startMetricsServer } from './workers/metrics-server';
 import { startWorkers } from './workers/start-workers';
 
 type Role = 'all' | 'api' | 'worker';
@@ -36,14 +37,18 @@ async function main(): Promise<void> {
   const infra = await createInfra(config, stores.urls, logger);
   const workers = role === 'api' ? null : await startWorkers(infra, queues);
   const api = role === 'worker' ? null : await startApi(infra);
+  // With an API in the process, its /metrics covers the workers too.
+  const metricsPort = role === 'worker' ? config.CP_WORKER_METRICS_PORT : undefined;
+  const metricsServer = metricsPort ? await startMetricsServer(infra, metricsPort) : null;
   logger.info(
-    { role, url: api?.url, pid: process.pid },
+    { role, url: api?.url, metrics_port: metricsServer?.port, pid: process.pid },
     api ? `ready: listening on ${api.url}` : 'ready: worker running',
   );
   onShutdown(logger, config.CP_SHUTDOWN_TIMEOUT_MS, () =>
     stopInOrder(logger, [
       ['api', () => api?.close()],
       ['workers', () => workers?.close()],
+      ['worker metrics', () => metricsServer?.close()],
       ['connections', () => infra.close()],
       ['embedded stores', () => stores.stop()],
     ]),

@@ -23,6 +23,9 @@ import { openRedis } from './redis/connections';
 import { RedisCapLedger } from './budget/redis-cap-ledger';
 import { CompletionHub } from './invocations/completion-hub';
 import { announcing } from './invocations/announcing-signal';
+import { counting } from './metrics/counting-signal';
+import { Metrics } from './metrics/metrics';
+import { storeSources } from './metrics/scrape-sources';
 import { PgApprovalStore } from './approvals/pg-approval-store';
 import type { CompletionSignal } from '../domain/invocations/signals';
 import type { WebhookPublisher } from '../domain/webhooks/webhook-publisher';
@@ -101,6 +104,8 @@ export interface Infra {
   /** Every guardian decision, newest first (GET /v1/acs/decisions). */
   decisionLog: PgDecisionLog;
   usageStats: PgUsageStats;
+  /** This process's Prometheus metrics (GET /metrics; a worker's own port). */
+  metrics: Metrics;
   rateLimits: { perKey: RateLimit; perIp: RateLimit };
   checks: { database(): Promise<void>; redis(): Promise<void> };
   close(): Promise<void>;
@@ -131,7 +136,12 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
   });
   const completions = new CompletionHub(redis, urls.redisUrl, prefix, logger);
   const prepared = new PreparedPool(urls.databaseUrl, config.CP_DB_POOL_MAX);
-  const providers = new ProviderRouter({ allowPrivateHosts: config.CP_ALLOW_PRIVATE_PROVIDER_HOSTS });
+  const ledger = new RedisCapLedger(redis, prefix);
+  const metrics = new Metrics(storeSources({ queues, ledger, knex }));
+  const providers = new ProviderRouter({
+    allowPrivateHosts: config.CP_ALLOW_PRIVATE_PROVIDER_HOSTS,
+    metrics,
+  });
   const keyring = resolveKeyring(config.CP_MASTER_KEY, config.CP_MASTER_KEY_PREVIOUS, config.CP_DATA_DIR);
   const checkpointKeys = keyring.all.map((k) => checkpointKeyFrom(k.key));
   const checkpointKey = checkpointKeys[0] as CheckpointKey;
@@ -167,9 +177,9 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
     idempotency: new IdempotencyStore(knex, keyring),
     invocations: new PgInvocationStore(prepared, knex),
     sessions: new PgSessionStore(knex),
-    ledger: new RedisCapLedger(redis, prefix),
+    ledger,
     completions,
-    signal: announcing(completions, webhooks),
+    signal: counting(metrics, announcing(completions, webhooks)),
     approvals: new PgApprovalStore(knex),
     webhooks,
     webhookStore,
@@ -182,6 +192,7 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
     evaluations: new RedisEvaluationRelay(redis, prefix),
     decisionLog: new PgDecisionLog(knex),
     usageStats: new PgUsageStats(knex),
+    metrics,
     rateLimits: {
       perKey: new RateLimit(redis, `${prefix}:rl:key`, config.CP_RATE_LIMIT_PER_MINUTE),
       perIp: new RateLimit(redis, `${prefix}:rl:ip`, config.CP_PUBLIC_RATE_LIMIT_PER_MINUTE),

@@ -46,19 +46,22 @@ const CONCURRENCY = (infra: Infra): Record<QueueName, number> => ({
   maintenance: 2,
 });
 
+function processJob(job: Job, infra: Infra): Promise<unknown> {
+  if (!isJobName(job.name)) throw new Error(`no processor for job ${job.name}`);
+  const payload = JOBS[job.name].payload.parse(job.data);
+  const info = { attemptsMade: job.attemptsMade, attempts: job.opts.attempts ?? 1 };
+  return (PROCESSORS[job.name] as (p: typeof payload, i: Infra, j: typeof info) => Promise<unknown>)(
+    payload,
+    infra,
+    info,
+  );
+}
+
 function startWorker(queue: QueueName, infra: Infra): Worker {
   const worker = new Worker(
     queue,
-    async (job) => {
-      if (!isJobName(job.name)) throw new Error(`no processor for job ${job.name}`);
-      const payload = JOBS[job.name].payload.parse(job.data);
-      const info = { attemptsMade: job.attemptsMade, attempts: job.opts.attempts ?? 1 };
-      return (PROCESSORS[job.name] as (p: typeof payload, i: Infra, j: typeof info) => Promise<unknown>)(
-        payload,
-        infra,
-        info,
-      );
-    },
+    (job) =>
+      infra.metrics.timeJob(queue, isJobName(job.name) ? job.name : 'unknown', () => processJob(job, infra)),
     {
       connection: bullConnectionOptions(infra.urls.redisUrl),
       prefix: infra.queues.bullPrefix,

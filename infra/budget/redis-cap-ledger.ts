@@ -121,6 +121,11 @@ export class RedisCapLedger implements CapLedger {
     });
   }
 
+  /** How many reservations are held now: the lease index's size (read by /metrics). */
+  outstanding(): Promise<number> {
+    return this.redis.zcard(this.leases);
+  }
+
   /** One hash tag per session: its three keys live in one cluster slot. */
   private keys(sessionId: string): [string, string, string] {
     const base = `${this.prefix}:cap:{${sessionId}}`;
