@@ -16,6 +16,7 @@ export function approvalsPage(infra: Infra): Middleware {
   const routes = router.routes() as unknown as Middleware;
   return async (ctx, next) => {
     if (!isPagePath(ctx.path)) return next();
+    ctx.state.metricsRoute = '/approvals';
     setPageHeaders(ctx);
     await routes(ctx, async () => {
       const allowed = [...new Set(router.match(ctx.path, ctx.method).path.flatMap((l) => l.methods))].sort();

@@ -1,0 +1,43 @@
+import type { Context, Middleware } from 'koa';
+import type { ErrorCode } from '../../domain/errors';
+import type { Infra } from '../../infra/container';
+import { ERROR_STATUS } from '../http/error-status';
+import { isDashboardToken, presentedToken } from './dashboard-token';
+import { DASHBOARD_PATH, queueBoard } from './queue-board';
+
+const isDashboardPath = (path: string): boolean =>
+  path === DASHBOARD_PATH || path.startsWith(`${DASHBOARD_PATH}/`);
+
+/**
+ * Written here rather than thrown: the error handler's challenge is Bearer, and a browser only
+ * prompts for a user name and password when it is asked for Basic.
+ */
+function refuse(ctx: Context, code: ErrorCode, message: string): void {
+  ctx.status = ERROR_STATUS[code];
+  ctx.set('WWW-Authenticate', 'Basic realm="queues"');
+  ctx.body = { error_code: code, message, request_id: ctx.state.requestId as string };
+}
+
+/**
+ * The queue dashboard (bull-board) at /admin/queues, for the operator: off (404) unless
+ * CP_QUEUE_DASHBOARD_TOKEN is set, and then opened by that token alone. No org's key or person's
+ * session opens it: it shows every org's jobs.
+ */
+export function queueDashboard(infra: Infra): Middleware {
+  const token = infra.config.CP_QUEUE_DASHBOARD_TOKEN;
+  if (!token) return (_ctx, next) => next();
+  const board = queueBoard(infra);
+  return async (ctx, next) => {
+    if (!isDashboardPath(ctx.path)) return next();
+    ctx.state.metricsRoute = DASHBOARD_PATH;
+    ctx.set('Cache-Control', 'no-store');
+    ctx.set('X-Content-Type-Options', 'nosniff');
+    ctx.set('X-Frame-Options', 'DENY');
+    ctx.set('Referrer-Policy', 'no-referrer');
+    const presented = presentedToken(ctx.get('Authorization'));
+    if (presented === null) return refuse(ctx, 'missing_credentials', 'the queue dashboard needs its token');
+    if (!isDashboardToken(presented, token))
+      return refuse(ctx, 'invalid_credentials', 'that is not the queue dashboard token');
+    await board(ctx, next);
+  };
+}

@@ -1,0 +1,25 @@
+import type { Context } from 'koa';
+
+/**
+ * As the approver's page: this origin's own script, style, images and API only. `data:` images are
+ * Swagger UI's icons, inlined in its stylesheet. Swagger UI needs no 'unsafe-inline' style: it sets
+ * styles through the DOM, which CSP allows (test/browser/docs-page.test.ts watches for violations).
+ */
+export const DOCS_CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+].join('; ');
+
+/** On every response under /docs and on GET /, errors included. */
+export function setDocsHeaders(ctx: Context): void {
+  ctx.set('Content-Security-Policy', DOCS_CONTENT_SECURITY_POLICY);
+  ctx.set('X-Content-Type-Options', 'nosniff');
+  ctx.set('Referrer-Policy', 'no-referrer');
+  ctx.set('X-Frame-Options', 'DENY');
+}
