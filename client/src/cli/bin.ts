@@ -1,0 +1,11 @@
+import { run } from './main';
+
+// The process's own streams; the exit code is set, not forced, so pending output is flushed.
+void run(process.argv.slice(2), {
+  env: process.env,
+  stdout: process.stdout,
+  stderr: process.stderr,
+  isTTY: process.stderr.isTTY === true,
+}).then((code) => {
+  process.exitCode = code;
+});

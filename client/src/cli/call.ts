@@ -1,0 +1,65 @@
+import type { Command } from 'commander';
+import { createControlPlane, type ControlPlane } from '../control-plane';
+import { DEFAULT_BASE_URL } from '../transport';
+import { EXIT, UsageError } from './exit-codes';
+import type { CliIo } from './io';
+import type { RunState } from './state';
+
+/** The options every command takes (declared on the program). */
+export interface GlobalOptions {
+  baseUrl?: string;
+  apiKey?: string;
+  json?: boolean;
+}
+
+/** One command being run: its parsed options and arguments, the client, and where output goes. */
+export class Call<O = Record<string, never>> {
+  readonly options: O & GlobalOptions;
+  readonly args: string[];
+
+  constructor(
+    readonly io: CliIo,
+    command: Command,
+  ) {
+    this.options = command.optsWithGlobals<O & GlobalOptions>();
+    this.args = command.processedArgs as string[];
+  }
+
+  get json(): boolean {
+    return this.options.json === true;
+  }
+
+  /** The API client; without a key there is nothing the CLI can ask, so that is a usage error. */
+  client(): ControlPlane {
+    const apiKey = this.options.apiKey ?? this.io.env.CP_API_KEY;
+    if (!apiKey) throw new UsageError('no API key: set CP_API_KEY or pass --api-key');
+    return createControlPlane({
+      baseUrl: this.options.baseUrl ?? this.io.env.CP_BASE_URL ?? DEFAULT_BASE_URL,
+      apiKey,
+      fetch: this.io.fetch,
+      userAgent: 'control-plane-cli',
+    });
+  }
+
+  out(text: string): void {
+    this.io.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+  }
+
+  err(text: string): void {
+    this.io.stderr.write(text.endsWith('\n') ? text : `${text}\n`);
+  }
+
+  /** The API's JSON as it answered (`--json`), or the readable rendering. */
+  show(value: unknown, render: () => string): number {
+    this.out(this.json ? JSON.stringify(value, null, 2) : render());
+    return EXIT.ok;
+  }
+}
+
+/** Wraps a command's handler for commander: builds its Call and keeps the exit code it returns. */
+export function action<O>(state: RunState, handler: (call: Call<O>) => Promise<number>) {
+  return async (...params: unknown[]) => {
+    const command = params[params.length - 1] as Command;
+    state.exitCode = await handler(new Call<O>(state.io, command));
+  };
+}

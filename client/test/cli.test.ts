@@ -1,0 +1,207 @@
+import { startTestApp, type TestApp } from '../../test/support/test-app';
+import { signupOrg, type SignedUpOrg } from '../../test/support/factories';
+import { cliRunner } from './support/cli-run';
+import { closedPort, recordingFetch } from './support/recording-fetch';
+
+/** The CLI's keys, credentials and agents commands, and its usage and transport exit codes. */
+describe('control-plane CLI: keys, credentials, agents, exit codes', () => {
+  let app: TestApp;
+  let org: SignedUpOrg;
+  let cli: ReturnType<typeof cliRunner>;
+
+  beforeAll(async () => {
+    app = await startTestApp();
+    org = await signupOrg(app.http);
+    cli = cliRunner({ baseUrl: app.http.baseUrl, apiKey: org.adminKey });
+  });
+  afterAll(() => app?.close());
+
+  it('prints help with the exit codes and the environment, exit 0', async () => {
+    const { code, stdout } = await cli(['--help']);
+    expect(code).toBe(0);
+    expect(stdout).toContain('Usage: control-plane');
+    expect(stdout).toMatch(/^ {2}4 {2}the invocation did not succeed/m);
+    expect(stdout).toContain('CP_API_KEY');
+  });
+
+  it('creates a key (its secret once), lists it and revokes it, in tables', async () => {
+    const created = await cli(['keys', 'create', '--name', 'ci-bot', '--scopes', 'audit:read,stats:read']);
+    expect(created.code).toBe(0);
+    const secret = /csk_\S+/.exec(created.stdout)?.[0];
+    expect(secret).toBeDefined();
+    expect(created.stdout).toContain('audit:read, stats:read');
+    expect(created.stdout).toContain('shown this once');
+    const id = /key_\S+/.exec(created.stdout)![0];
+
+    const listed = await cli(['keys', 'list']);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toContain(id);
+    expect(listed.stdout).toContain('ci-bot');
+    expect(listed.stdout).not.toContain(secret);
+
+    const revoked = await cli(['keys', 'revoke', id]);
+    expect(revoked.code).toBe(0);
+    expect(revoked.stdout).toMatch(/revoked_at\s+│ \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ/);
+  });
+
+  it('prints the API’s own JSON with --json', async () => {
+    const created = await cli(['keys', 'create', '--name', 'json', '--scopes', 'read', '--json']);
+    const key = created.json<{ id: string; key: string; scopes: string[] }>();
+    expect(key.key).toMatch(/^csk_/);
+    expect(key.scopes).toContain('audit:read');
+
+    const listed = await cli(['keys', 'list', '--limit', '1', '--json']);
+    const fromApi = await app.http.get('/v1/keys?limit=1', org.adminKey);
+    expect(listed.json()).toEqual(fromApi.body);
+    expect(listed.stderr).toBe('');
+  });
+
+  it('pages lists: one page with where the next starts, --cursor for it, --all for every page', async () => {
+    const first = await cli(['keys', 'list', '--limit', '1']);
+    const cursor = /^more: --cursor (\S+) \(or --all\)$/m.exec(first.stderr)?.[1];
+    expect(cursor).toBeDefined();
+
+    const second = await cli(['keys', 'list', '--limit', '1', '--cursor', cursor!, '--json']);
+    const fromApi = await app.http.get(
+      `/v1/keys?limit=1&cursor=${encodeURIComponent(cursor!)}`,
+      org.adminKey,
+    );
+    expect(second.json()).toEqual(fromApi.body);
+
+    const all = (await cli(['keys', 'list', '--all', '--limit', '1', '--json'])).json<{ data: unknown[] }>();
+    const every = await app.http.get<{ data: unknown[] }>('/v1/keys?limit=100', org.adminKey);
+    expect(all).toEqual({ data: every.body.data, next_cursor: null });
+    expect(all.data.length).toBeGreaterThan(1);
+  });
+
+  it('exits 1 with "error_code: message (request_id)" when the API refuses a revoked key', async () => {
+    const minted = (await cli(['keys', 'create', '--name', 'gone', '--scopes', 'read', '--json'])).json<{
+      id: string;
+      key: string;
+    }>();
+    await cli(['keys', 'revoke', minted.id]);
+    const recorder = recordingFetch();
+
+    const { code, stderr, stdout } = await cli(['keys', 'list'], {
+      env: { CP_API_KEY: minted.key },
+      fetch: recorder.fetch,
+    });
+
+    expect(code).toBe(1);
+    expect(stdout).toBe('');
+    const requestId = recorder.exchanges[0]!.responseHeaders!.get('x-request-id');
+    expect(stderr).toMatch(new RegExp(`^invalid_api_key: .+ \\(${requestId}\\)\\n$`));
+  });
+
+  it('exits 1 with the fields of a validation_error', async () => {
+    const { code, stderr } = await cli([
+      'keys',
+      'create',
+      '--name',
+      'x',
+      '--scopes',
+      'read',
+      '--expires-in-days',
+      '0',
+    ]);
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/^validation_error: /);
+    expect(stderr).toMatch(/^ {2}expires_in_days: /m);
+  });
+
+  it('exits 2 on an unknown flag, a bad number or a missing argument, without a request', async () => {
+    const recorder = recordingFetch();
+    for (const argv of [
+      ['keys', 'list', '--bogus'],
+      ['keys', 'create', '--name', 'x', '--scopes', 'read', '--expires-in-days', 'soon'],
+      ['keys', 'revoke'],
+      ['sessions', 'open'],
+      ['nonsense'],
+    ]) {
+      const { code, stderr } = await cli(argv, { fetch: recorder.fetch });
+      expect({ argv, code }).toEqual({ argv, code: 2 });
+      expect(stderr).toMatch(/^error: /);
+    }
+    expect(recorder.exchanges).toEqual([]);
+  });
+
+  it('exits 2 when no API key is given, and takes --api-key over CP_API_KEY', async () => {
+    const missing = await cli(['keys', 'list'], { env: { CP_API_KEY: undefined } });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('CP_API_KEY');
+
+    const flagged = await cli(['keys', 'list', '--api-key', org.adminKey, '--json'], {
+      env: { CP_API_KEY: undefined },
+    });
+    expect(flagged.code).toBe(0);
+  });
+
+  it('exits 3 when nothing answers at the base URL, and takes --base-url over CP_BASE_URL', async () => {
+    const nowhere = `http://127.0.0.1:${await closedPort()}`;
+    const unreachable = await cli(['keys', 'list'], { env: { CP_BASE_URL: nowhere } });
+    expect(unreachable.code).toBe(3);
+    expect(unreachable.stderr).toMatch(/^network_error: no answer from http:\/\/127\.0\.0\.1:\d+/);
+
+    const flagged = await cli(['--base-url', app.http.baseUrl, 'keys', 'list'], {
+      env: { CP_BASE_URL: nowhere },
+    });
+    expect(flagged.code).toBe(0);
+  });
+
+  it('adds a credential from an environment variable and never prints its secret', async () => {
+    const { code, stdout } = await cli(
+      ['credentials', 'add', '--name', 'mock', '--provider', 'mock', '--secret-env', 'MOCK_SECRET'],
+      { env: { MOCK_SECRET: 'mock-secret-abcd' } },
+    );
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/credential_ref\s+│ cred_/);
+    expect(stdout).toContain('…abcd');
+    expect(stdout).not.toContain('mock-secret-abcd');
+
+    const unset = await cli([
+      'credentials',
+      'add',
+      '--name',
+      'm',
+      '--provider',
+      'mock',
+      '--secret-env',
+      'NOPE',
+    ]);
+    expect(unset.code).toBe(2);
+  });
+
+  it('creates an agent and shows its AGBOM as a table and as the API’s document', async () => {
+    const created = await cli([
+      'agents',
+      'create',
+      '--name',
+      'reviewer',
+      '--allowed-models',
+      'mock-1,mock-2',
+      '--tools',
+      'search@2.1',
+      '--metadata',
+      '{"team":"qa"}',
+      '--json',
+    ]);
+    const agent = created.json<{ id: string; tools: unknown[]; metadata: unknown }>();
+    expect(agent.tools).toEqual([{ name: 'search', version: '2.1' }]);
+    expect(agent.metadata).toEqual({ team: 'qa' });
+
+    const table = await cli(['agents', 'agbom', agent.id]);
+    expect(table.code).toBe(0);
+    expect(table.stdout).toMatch(/machine-learning-model\s+│ mock-1/);
+    expect(table.stdout).toMatch(/application\s+│ search\s+│ 2\.1/);
+
+    const json = await cli(['agents', 'agbom', agent.id, '--json']);
+    const fromApi = await app.http.get(`/v1/agents/${agent.id}/agbom`, org.adminKey);
+    expect(json.json()).toEqual(fromApi.body);
+  });
+
+  it('exits 2 on metadata that is not a JSON object', async () => {
+    const { code, stderr } = await cli(['agents', 'create', '--name', 'x', '--metadata', '[1]']);
+    expect(code).toBe(2);
+    expect(stderr).toContain('not a JSON object');
+  });
+});
