@@ -33,7 +33,9 @@ async function waitForPing(url: string, timeoutMs: number): Promise<void> {
       if (Date.now() > deadline) throw new Error(`redis-server did not answer PING within ${timeoutMs} ms`);
       await new Promise((r) => setTimeout(r, 50));
     } finally {
-      probe.disconnect();
+      // A probe whose connection already failed has nothing to close; disconnecting it anyway
+      // leaves ioredis's 2 s disconnect timer holding the process (its stream never closes again).
+      if (probe.status !== 'end') probe.disconnect();
     }
   }
 }

@@ -32,4 +32,13 @@ describe('embedded redis-server for the quick start', () => {
     again.disconnect();
     await second.stop();
   });
+
+  // A timer left running holds a Jest worker (or `npm start`'s shutdown) past the end.
+  it('leaves no timer running once stopped, though its first pings failed', async () => {
+    const timers = () => process.getActiveResourcesInfo().filter((t) => t === 'Timeout').length;
+    const before = timers();
+    const redis = await startEmbeddedRedis(dataDir, () => undefined);
+    await redis.stop();
+    expect(timers()).toBe(before);
+  });
 });
