@@ -1,12 +1,12 @@
 /// <reference lib="dom" />
 // page.evaluate callbacks run in the browser: their `document` and `window` are the page's.
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { pausedInvoke, type ApprovalBody } from '../support/approval-fixtures';
 import { invoke, type InvocationBody } from '../support/invoke-fixtures';
 import { startTestApp, type TestApp } from '../support/test-app';
+import { browserSuite, launchBrowser, type Browser } from './chromium';
 import { gatedBody, gatedOrg, personWithRole, type GatedOrg, type PageUser } from './approvals-page-fixtures';
 
 /**
@@ -14,61 +14,30 @@ import { gatedBody, gatedOrg, personWithRole, type GatedOrg, type PageUser } fro
  * signs in, sees new approvals arrive, reads exactly what would run, and approves; prompt text
  * stays text; a viewer cannot vote. `CP_SCREENSHOT=1` also saves docs/approvals-page.png.
  */
-const CANDIDATES = [process.env.CP_CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'];
-const browserPath = CANDIDATES.find((p): p is string => Boolean(p && existsSync(p)));
 const SCREENSHOT = join(__dirname, '../../docs/approvals-page.png');
 const TITLE = 'Approvals · control plane';
 
 jest.setTimeout(90_000);
 
-if (!browserPath && !process.env.CI) {
-  console.warn(
-    [
-      '',
-      '#'.repeat(78),
-      '#  SKIPPED: test/browser/approvals-page.test.ts found no Chromium.',
-      '#  Install it (apt-get install -y chromium) or set CP_CHROMIUM_PATH.',
-      '#  In CI (CI set) a missing browser fails this test instead.',
-      '#'.repeat(78),
-      '',
-    ].join('\n'),
-  );
-}
-
-const suite = browserPath || process.env.CI ? describe : describe.skip;
+const suite = browserSuite('test/browser/approvals-page.test.ts');
 
 suite("the approver's page in a browser", () => {
   let app: TestApp;
   let org: GatedOrg;
   let approver: PageUser;
   let viewer: PageUser;
-  let profile: string;
+  let browser: Browser | undefined;
   let context: BrowserContext;
   let page: Page;
   const problems: string[] = [];
 
   beforeAll(async () => {
-    if (!browserPath)
-      throw new Error('no Chromium at /usr/bin/chromium (CI=true: the browser test must run)');
     app = await startTestApp({ workers: true });
     org = await gatedOrg(app.http);
     approver = await personWithRole(app.http, org.setup.org.adminKey, 'approver');
     viewer = await personWithRole(app.http, org.setup.org.adminKey, 'viewer');
-    profile = mkdtempSync(join(tmpdir(), 'cp-approvals-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: browserPath,
-      headless: true,
-      viewport: { width: 1440, height: 900 },
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchBrowser('cp-approvals-chromium-');
+    context = browser.context;
     page = context.pages()[0] ?? (await context.newPage());
     // A CSP violation, a script error or a failed request is a defect of the page.
     page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
@@ -78,8 +47,7 @@ suite("the approver's page in a browser", () => {
   }, 90_000);
 
   afterAll(async () => {
-    await context?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
+    await browser?.close();
     await app?.close();
   });
 

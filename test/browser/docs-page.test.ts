@@ -1,36 +1,18 @@
 /// <reference lib="dom" />
 // page.evaluate callbacks run in the browser: their `document` and `window` are the page's.
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { startTestApp, type TestApp } from '../support/test-app';
+import { browserSuite, launchBrowser, type Browser } from './chromium';
 
 /**
  * The API reference in a real browser (Debian's chromium driven by playwright-core): Swagger UI
  * renders every operation of the served OpenAPI document under the page's strict CSP, with no
  * violation, no console error and no request to another origin.
  */
-const CANDIDATES = [process.env.CP_CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'];
-const browserPath = CANDIDATES.find((p): p is string => Boolean(p && existsSync(p)));
 
 jest.setTimeout(90_000);
 
-if (!browserPath && !process.env.CI) {
-  console.warn(
-    [
-      '',
-      '#'.repeat(78),
-      '#  SKIPPED: test/browser/docs-page.test.ts found no Chromium.',
-      '#  Install it (apt-get install -y chromium) or set CP_CHROMIUM_PATH.',
-      '#  In CI (CI set) a missing browser fails this test instead.',
-      '#'.repeat(78),
-      '',
-    ].join('\n'),
-  );
-}
-
-const suite = browserPath || process.env.CI ? describe : describe.skip;
+const suite = browserSuite('test/browser/docs-page.test.ts');
 
 interface Window {
   violations: string[];
@@ -38,31 +20,16 @@ interface Window {
 
 suite('the API reference in a browser', () => {
   let app: TestApp;
-  let profile: string;
+  let browser: Browser | undefined;
   let context: BrowserContext;
   let page: Page;
   const problems: string[] = [];
   const elsewhere: string[] = [];
 
   beforeAll(async () => {
-    if (!browserPath)
-      throw new Error('no Chromium at /usr/bin/chromium (CI=true: the browser test must run)');
     app = await startTestApp();
-    profile = mkdtempSync(join(tmpdir(), 'cp-docs-chromium-'));
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: browserPath,
-      headless: true,
-      viewport: { width: 1440, height: 900 },
-      args: [
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchBrowser('cp-docs-chromium-');
+    context = browser.context;
     // Runs before the page's own scripts (and outside its CSP): records every violation it reports.
     await context.addInitScript(() => {
       const w = window as unknown as Window;
@@ -84,8 +51,7 @@ suite('the API reference in a browser', () => {
   }, 90_000);
 
   afterAll(async () => {
-    await context?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
+    await browser?.close();
     await app?.close();
   });
 
