@@ -1,7 +1,7 @@
 /**
  * `npm run master-key:reseal`: after a master key rotation (new CP_MASTER_KEY, the old key in
- * CP_MASTER_KEY_PREVIOUS), reseals every stored credential under the new key. Safe to run while
- * the service runs and safe to run twice. It then signs every audit checkpoint (and the signed
+ * CP_MASTER_KEY_PREVIOUS), reseals every stored credential and webhook signing secret under the
+ * new key. Safe to run while the service runs and safe to run twice. It then signs every audit checkpoint (and the signed
  * head kept in Redis) signed under a previous key again, under the new key, after checking the
  * old signature. Afterwards the old key can be dropped from CP_MASTER_KEY_PREVIOUS (keep it 24 h
  * longer for stored Idempotency-Key responses).
@@ -10,6 +10,7 @@
  */
 import { resignCheckpoints, type RefusedCheckpoint } from '../domain/audit/resign-checkpoints';
 import { resealCredentials, resealLegacyCredentials } from '../domain/credentials/reseal';
+import { resealWebhookSecrets } from '../domain/webhooks/reseal-webhook-secrets';
 import { PgCheckpointStore } from '../infra/audit/pg-checkpoint-store';
 import { RedisSignedHeads } from '../infra/audit/redis-signed-heads';
 import { ConfigError, loadConfig } from '../infra/config';
@@ -22,9 +23,9 @@ const USAGE = `
 Usage: npm run master-key:reseal
 
 After a master key rotation (the new key in CP_MASTER_KEY, the old one in CP_MASTER_KEY_PREVIOUS),
-reseals every stored credential and re-signs the audit checkpoints under the new key. Uses the
-same DATABASE_URL, REDIS_URL and CP_REDIS_PREFIX as the service; safe to run while it runs, and
-twice. Exits 1 naming what could not be resealed or re-signed.
+reseals every stored credential and webhook secret and re-signs the audit checkpoints under the
+new key. Uses the same DATABASE_URL, REDIS_URL and CP_REDIS_PREFIX as the service; safe to run
+while it runs, and twice. Exits 1 naming what could not be resealed or re-signed.
 `;
 
 async function main(): Promise<void> {
@@ -41,6 +42,11 @@ async function main(): Promise<void> {
       logger.info({ done }, `resealed ${done} credentials so far`),
     );
     logger.info({ resealed: total, key_id: sealer.currentKeyId }, `done: ${total} credentials resealed`);
+    const webhooks = await resealWebhookSecrets(
+      { store: infra.webhookStore, sealer: infra.webhookSealer, clock: infra.clock },
+      (done) => logger.info({ done }, `resealed ${done} webhook secrets so far`),
+    );
+    logger.info({ resealed: webhooks }, `done: ${webhooks} webhook secrets resealed`);
     const { unreadable } = await resealLegacyCredentials(deps);
     const problems: string[] = [];
     if (unreadable.length > 0)

@@ -20,6 +20,26 @@ export interface WebhookStore {
   deliveries(orgId: string, webhookId: string, page: PageRequest): Promise<Page<WebhookDelivery>>;
 }
 
+/** A live webhook's signing secret as stored, for resealing it under a new master key. */
+export interface StoredWebhookSecret {
+  webhook: Pick<Webhook, 'orgId' | 'id' | 'url'>;
+  secret: SealedSecret;
+}
+
+/** Webhook secrets sealed under an earlier master key (`npm run master-key:reseal`). */
+export interface WebhookSecretStore {
+  /**
+   * Locks up to `limit` live webhooks whose secret is sealed under a key other than `keyId`
+   * (SKIP LOCKED), and saves what `reseal` makes of each with its audit event, in one
+   * transaction; returns how many it resealed. A throw from `reseal` rolls the batch back.
+   */
+  resealBatch(
+    keyId: string,
+    limit: number,
+    reseal: (stored: StoredWebhookSecret) => { secret: SealedSecret; event: AuditEvent },
+  ): Promise<number>;
+}
+
 export interface Subscription {
   webhookId: string;
   events: WebhookEventType[];

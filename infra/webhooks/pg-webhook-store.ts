@@ -9,7 +9,9 @@ import type {
   DeliveryStore,
   DeliveryTarget,
   NewDelivery,
+  StoredWebhookSecret,
   Subscription,
+  WebhookSecretStore,
   WebhookStore,
 } from '../../domain/webhooks/webhook-store.port';
 import { auditJson, auditRecordset, INSERT_AUDIT } from '../db/audit-rows';
@@ -33,7 +35,7 @@ const recordAudit = (trx: Knex.Transaction, events: AuditEvent[]) =>
   trx.raw(`${INSERT_AUDIT} select * from ${auditRecordset('?')}`, [auditJson(events)]);
 
 /** Webhooks and their deliveries in PostgreSQL. */
-export class PgWebhookStore implements WebhookStore, DeliveryStore {
+export class PgWebhookStore implements WebhookStore, DeliveryStore, WebhookSecretStore {
   constructor(private readonly knex: Knex) {}
 
   create(webhook: Webhook, secret: SealedSecret, event: AuditEvent): Promise<void> {
@@ -80,6 +82,39 @@ export class PgWebhookStore implements WebhookStore, DeliveryStore {
       const webhook = toWebhook(row);
       await recordAudit(trx, [event(webhook)]);
       return webhook;
+    });
+  }
+
+  resealBatch(
+    keyId: string,
+    limit: number,
+    reseal: (stored: StoredWebhookSecret) => { secret: SealedSecret; event: AuditEvent },
+  ): Promise<number> {
+    return this.knex.transaction(async (trx) => {
+      const rows: { id: string; org_id: string; url: string; sealed_secret: string; key_id: string }[] =
+        await trx('webhooks')
+          .select('id', 'org_id', 'url', 'sealed_secret', 'key_id')
+          .whereNull('deleted_at')
+          .whereNotNull('sealed_secret')
+          .andWhereNot('key_id', keyId)
+          .orderBy('id')
+          .limit(limit)
+          .forUpdate()
+          .skipLocked();
+      const events: AuditEvent[] = [];
+      for (const row of rows) {
+        const webhook = { orgId: row.org_id, id: row.id, url: row.url };
+        const { secret, event } = reseal({
+          webhook,
+          secret: { keyId: row.key_id, sealed: row.sealed_secret },
+        });
+        await trx('webhooks')
+          .where({ id: row.id })
+          .update({ sealed_secret: secret.sealed, key_id: secret.keyId });
+        events.push(event);
+      }
+      if (events.length > 0) await recordAudit(trx, events);
+      return rows.length;
     });
   }
 

@@ -1,6 +1,9 @@
 import { randomBytes } from 'node:crypto';
+import { tmpdir } from 'node:os';
 import { checkpointKeyFrom } from '../../domain/audit/checkpoint';
-import { masterKeyId } from '../../infra/crypto/keyring';
+import { webhookSealingContext } from '../../domain/webhooks/webhook';
+import { KeyringBox, masterKeyId } from '../../infra/crypto/keyring';
+import { resolveKeyring } from '../../infra/master-key';
 import { signupOrg } from '../support/factories';
 import { runNpmScript } from '../support/service-process';
 import { startTestApp, TEST_MASTER_KEY, type TestApp } from '../support/test-app';
@@ -9,9 +12,17 @@ import { TEST_REDIS_URL } from '../support/test-db';
 jest.setTimeout(120_000);
 
 let app: TestApp;
+let webhookSecret: string;
 beforeAll(async () => {
   app = await startTestApp();
   const org = await signupOrg(app.http);
+  const webhook = await app.http.post<{ secret: string }>(
+    '/v1/webhooks',
+    { url: 'https://hooks.example.com/approvals', events: ['approval.requested'] },
+    org.adminKey,
+  );
+  expect(webhook.status).toBe(201);
+  webhookSecret = webhook.body.secret;
   for (const name of ['a', 'b'])
     await app.http.post(
       '/v1/credentials',
@@ -57,10 +68,23 @@ describe('npm run master-key:reseal', () => {
       code: 0,
       output: expect.stringContaining('done: 2 credentials resealed'),
     });
+    expect(output).toContain('done: 1 webhook secrets resealed');
     expect(output).toContain(`done: ${signed} audit checkpoints and 0 signed heads re-signed`);
     const ids = await app.infra.knex('credentials').distinct('key_id');
     expect(ids).toEqual([{ key_id: masterKeyId(Buffer.from(NEW_KEY, 'base64')) }]);
     expect(await checkpoints().distinct('key_id')).toEqual([{ key_id: NEW_CHECKPOINT_KEY_ID }]);
+  });
+
+  it('reseals every webhook signing secret, which then opens under the new key alone', async () => {
+    const [row] = await app.infra.knex('webhooks').select('id', 'org_id', 'url', 'key_id', 'sealed_secret');
+    if (!row) throw new Error('the webhook of beforeAll is missing');
+    expect(row.key_id).toBe(masterKeyId(Buffer.from(NEW_KEY, 'base64')));
+    const newKeyOnly = new KeyringBox(resolveKeyring(NEW_KEY, undefined, tmpdir()), 'webhooks');
+    const context = webhookSealingContext({ orgId: row.org_id, id: row.id, url: row.url });
+    expect(newKeyOnly.open({ keyId: row.key_id, sealed: row.sealed_secret }, context)).toBe(webhookSecret);
+    const recorded = async (table: string) =>
+      Number((await app.infra.knex(table).where({ action: 'webhook.resealed' }).count({ n: '*' }))[0]?.n);
+    expect((await recorded('audit_outbox')) + (await recorded('audit_entries'))).toBe(1);
   });
 
   it('reseals a row sealed before provider and base_url were bound, and names one that does not open', async () => {
