@@ -12,7 +12,7 @@ import { benchArgs, measure, MODEL, percentile, report, setUpOrg, withService } 
 import { NEEDS_STORES } from './bench-cli';
 
 const args = benchArgs(`
-npm run bench:chat -- [--seconds 10] [--concurrency 50] [--workers 1] [--only a|b|c|d]
+npm run bench:chat -- [--seconds 10] [--concurrency 50] [--workers 1] [--only a|b|c|d] [--runtime node|tsx]
 
 POST /v1/chat/completions beside the stub: (a) direct, (b) governed, (c) direct streamed,
 (d) governed streamed; streamed rows also print the time to first byte.
@@ -52,40 +52,43 @@ function reportTtfb(label: string, samples: number[]): void {
 }
 
 async function main(): Promise<void> {
-  await withService({ workers: args.workers, connections: args.concurrency + 10 }, async (service) => {
-    const direct = new Pool(service.stubUrl, { connections: args.concurrency + 10, pipelining: 1 });
-    const { admin, sessionId } = await setUpOrg(service);
-    const governed = {
-      'content-type': 'application/json',
-      authorization: `Bearer ${admin}`,
-      'x-session-id': sessionId,
-    };
-    const stub = { 'content-type': 'application/json', authorization: 'Bearer sk-bench-secret' };
-    const rows = [
-      ['(a) direct to the stub', direct, stub, false],
-      ['(b) governed chat completion', service.api, governed, false],
-      ['(c) direct, streamed', direct, stub, true],
-      ['(d) governed, streamed', service.api, governed, true],
-    ] as const;
-    console.log(`node ${process.version}, ${args.seconds} s per row after 1 s of warm-up\n`);
-    for (const [label, pool, headers, stream] of rows) {
-      if (args.only && !label.startsWith(`(${args.only})`)) continue;
-      for (const callers of [1, args.concurrency]) {
-        const ttfb: number[] = [];
-        const result = await measure(
-          service,
-          args.seconds,
-          label,
-          callers,
-          caller(pool, '/v1/chat/completions', headers, stream, ttfb),
-        );
-        report(result);
-        // The warm-up second's samples come first: keep the measured ones.
-        if (stream) reportTtfb(label, ttfb.slice(-result.done));
+  await withService(
+    { workers: args.workers, connections: args.concurrency + 10, runtime: args.runtime },
+    async (service) => {
+      const direct = new Pool(service.stubUrl, { connections: args.concurrency + 10, pipelining: 1 });
+      const { admin, sessionId } = await setUpOrg(service);
+      const governed = {
+        'content-type': 'application/json',
+        authorization: `Bearer ${admin}`,
+        'x-session-id': sessionId,
+      };
+      const stub = { 'content-type': 'application/json', authorization: 'Bearer sk-bench-secret' };
+      const rows = [
+        ['(a) direct to the stub', direct, stub, false],
+        ['(b) governed chat completion', service.api, governed, false],
+        ['(c) direct, streamed', direct, stub, true],
+        ['(d) governed, streamed', service.api, governed, true],
+      ] as const;
+      console.log(`node ${process.version}, ${args.seconds} s per row after 1 s of warm-up\n`);
+      for (const [label, pool, headers, stream] of rows) {
+        if (args.only && !label.startsWith(`(${args.only})`)) continue;
+        for (const callers of [1, args.concurrency]) {
+          const ttfb: number[] = [];
+          const result = await measure(
+            service,
+            args.seconds,
+            label,
+            callers,
+            caller(pool, '/v1/chat/completions', headers, stream, ttfb),
+          );
+          report(result);
+          // The warm-up second's samples come first: keep the measured ones.
+          if (stream) reportTtfb(label, ttfb.slice(-result.done));
+        }
       }
-    }
-    await direct.close();
-  });
+      await direct.close();
+    },
+  );
 }
 
 main().catch((err: unknown) => {

@@ -27,6 +27,7 @@ import { NEEDS_STORES } from './bench-cli';
 // --only engine, evaluate or invoke runs that part only (for profiling it)
 const args = benchArgs(`
 npm run bench:evaluate -- [--seconds 10] [--concurrency 50] [--workers 1] [--only engine|evaluate|invoke]
+  [--runtime node|tsx]
 
 The policy engine alone (engine), POST /v1/acs/evaluate (evaluate) and governed invokes under the
 same policies (invoke).
@@ -141,7 +142,7 @@ async function main(): Promise<void> {
   console.log(`node ${process.version}, ${SECONDS} s per service row after 1 s of warm-up\n`);
   if (runs('engine')) engineRows();
   if (args.only === 'engine') return;
-  await withService({ workers: WORKERS, connections: CONCURRENCY + 10 }, serviceRows);
+  await withService({ workers: WORKERS, connections: CONCURRENCY + 10, runtime: args.runtime }, serviceRows);
 }
 
 main().catch((err: unknown) => {

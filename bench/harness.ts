@@ -1,11 +1,11 @@
 /**
  * What the service benchmarks share: a fresh database and Redis prefix, the stub provider, one API
- * and N worker processes (`tsx main.ts --role api|worker`), an org ready to invoke, a closed-loop
+ * and N worker processes (`node dist/main.js --role api|worker`, or tsx with `--runtime tsx`), an org ready to invoke, a closed-loop
  * load loop with latency percentiles and CPU accounting per process, and the cleanup.
  */
 import { parseArgs } from 'node:util';
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import Redis from 'ioredis';
@@ -35,6 +35,7 @@ export function benchArgs(usage: string) {
         concurrency: { type: 'string' },
         workers: { type: 'string' },
         only: { type: 'string' },
+        runtime: { type: 'string' },
       },
     }));
   } catch (err) {
@@ -45,7 +46,20 @@ export function benchArgs(usage: string) {
     concurrency: positiveInt(usage, '--concurrency', values.concurrency, 50),
     workers: positiveInt(usage, '--workers', values.workers, 1),
     only: values.only,
+    runtime: runtimeOf(usage, values.runtime),
   };
+}
+
+/** How the service runs: `node` the compiled build (as `npm start` does), `tsx` the sources. */
+export type Runtime = 'node' | 'tsx';
+
+function runtimeOf(usage: string, text: string | undefined): Runtime {
+  if (text !== undefined && text !== 'node' && text !== 'tsx')
+    exitWithUsage(usage, `--runtime must be node or tsx, not "${text}"`);
+  const runtime = (text ?? 'node') as Runtime;
+  if (runtime === 'node' && !existsSync(join(ROOT, 'dist', 'main.js')))
+    exitWithUsage(usage, 'no compiled build in dist/: run `npm run build` first (or pass --runtime tsx)');
+  return runtime;
 }
 
 // --- the stub provider (a child process, so its CPU is its own) ---------------------------------
@@ -59,12 +73,17 @@ function startStub(): Promise<{ url: string; child: ChildProcess }> {
 
 // --- the service ------------------------------------------------------------------------------------
 
-function startRole(role: 'api' | 'worker', env: Record<string, string>): Promise<ChildProcess> {
+function startRole(
+  role: 'api' | 'worker',
+  env: Record<string, string>,
+  runtime: Runtime,
+): Promise<ChildProcess> {
   // BENCH_CPU_PROF=<dir>: write a V8 CPU profile of each service process there (open in Chrome DevTools).
   const profile = process.env.BENCH_CPU_PROF
     ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
     : [];
-  const child = spawn(process.execPath, [...profile, '--import', 'tsx', 'main.ts', '--role', role], {
+  const entry = runtime === 'node' ? ['dist/main.js'] : ['--import', 'tsx', 'main.ts'];
+  const child = spawn(process.execPath, [...profile, ...entry, '--role', role], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -270,7 +289,7 @@ export interface Service {
  * database and Redis prefix; afterwards stops them and drops the database and the prefix's keys.
  */
 export async function withService(
-  options: { workers: number; connections: number },
+  options: { workers: number; connections: number; runtime: Runtime },
   body: (service: Service) => Promise<void>,
 ): Promise<void> {
   const database = `cp_bench_${randomBytes(5).toString('hex')}`;
@@ -296,12 +315,15 @@ export async function withService(
       CP_ALLOW_PRIVATE_PROVIDER_HOSTS: 'true',
       CP_RATE_LIMIT_PER_MINUTE: '1000000',
     };
-    console.log(`starting the stub, 1 API and ${options.workers} worker process(es) on ${database} ...`);
+    console.log(
+      `starting the stub, 1 API and ${options.workers} worker process(es) (${options.runtime === 'node' ? 'node dist/main.js' : 'tsx main.ts'}) on ${database} ...`,
+    );
     // The API first: it applies migrations before workers connect.
-    const apiProcess = await startRole('api', env);
+    const apiProcess = await startRole('api', env, options.runtime);
     children.push(apiProcess);
     const workerProcesses: ChildProcess[] = [];
-    for (let i = 0; i < options.workers; i++) workerProcesses.push(await startRole('worker', env));
+    for (let i = 0; i < options.workers; i++)
+      workerProcesses.push(await startRole('worker', env, options.runtime));
     children.push(...workerProcesses);
     const components: Components = {
       stub: () => [stub.child.pid ?? 0],

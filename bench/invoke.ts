@@ -14,11 +14,13 @@ import { NEEDS_STORES } from './bench-cli';
 
 // --only a, b or c runs those rows only (for profiling one scenario)
 const args = benchArgs(`
-npm run bench -- [--seconds 10] [--concurrency 50] [--workers 1] [--only a|b|c]
+npm run bench -- [--seconds 10] [--concurrency 50] [--workers 1] [--only a|b|c] [--runtime node|tsx]
 
 The governed invoke path against a local zero-latency stub: (a) direct to the stub, (b) governed
 invoke with wait, (c) invoke then poll; at 1 caller and at --concurrency callers, with --workers
-worker processes. Prints req/s, p50/p99 and CPU per call of every process.
+worker processes. Prints req/s, p50/p99 and CPU per call of every process. The service runs
+compiled (node dist/main.js, as npm start does; run npm run build first) or, with --runtime tsx,
+from the sources.
 
 ${NEEDS_STORES}`);
 const SECONDS = args.seconds;
@@ -26,58 +28,61 @@ const CONCURRENCY = args.concurrency;
 const WORKERS = args.workers;
 
 async function main(): Promise<void> {
-  await withService({ workers: WORKERS, connections: CONCURRENCY + 10 }, async (service) => {
-    const { api } = service;
-    const direct = new Pool(service.stubUrl, { connections: CONCURRENCY + 10, pipelining: 1 });
-    const { admin: token, sessionId } = await setUpOrg(service);
-    const invokeBody = JSON.stringify({
-      session_id: sessionId,
-      model: MODEL,
-      messages: [{ role: 'user', content: 'Say ok.' }],
-      max_tokens: 16,
-    });
-    const headers = { 'content-type': 'application/json', authorization: `Bearer ${token}` };
-
-    const directCall = async () => {
-      const res = await direct.request({
-        method: 'POST',
-        path: '/v1/chat/completions',
-        headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench-secret' },
-        body: JSON.stringify({
-          model: MODEL,
-          messages: [{ role: 'user', content: 'Say ok.' }],
-          max_tokens: 16,
-        }),
+  await withService(
+    { workers: WORKERS, connections: CONCURRENCY + 10, runtime: args.runtime },
+    async (service) => {
+      const { api } = service;
+      const direct = new Pool(service.stubUrl, { connections: CONCURRENCY + 10, pipelining: 1 });
+      const { admin: token, sessionId } = await setUpOrg(service);
+      const invokeBody = JSON.stringify({
+        session_id: sessionId,
+        model: MODEL,
+        messages: [{ role: 'user', content: 'Say ok.' }],
+        max_tokens: 16,
       });
-      await res.body.json();
-      return res.statusCode === 200;
-    };
-    const asyncInvoke = async () => {
-      const res = await api.request({ method: 'POST', path: '/v1/llm/invoke', headers, body: invokeBody });
-      let body = (await res.body.json()) as { id: string; status: string };
-      if (res.statusCode !== 202 && res.statusCode !== 200) return false;
-      while (!['succeeded', 'failed', 'denied', 'cancelled'].includes(body.status)) {
-        const poll = await api.request({
-          method: 'GET',
-          path: `/v1/llm/invocations/${body.id}?wait=30`,
-          headers,
-        });
-        body = (await poll.body.json()) as typeof body;
-      }
-      return body.status === 'succeeded';
-    };
+      const headers = { 'content-type': 'application/json', authorization: `Bearer ${token}` };
 
-    console.log(`node ${process.version}, ${SECONDS} s per row after 1 s of warm-up\n`);
-    for (const [label, call] of [
-      ['(a) direct to the stub', directCall],
-      ['(b) governed invoke, wait (sync)', syncInvoker(api, token, sessionId)],
-      ['(c) governed invoke, 202 + poll', asyncInvoke],
-    ] as const) {
-      if (args.only && !label.startsWith(`(${args.only})`)) continue;
-      for (const callers of [1, CONCURRENCY]) report(await measure(service, SECONDS, label, callers, call));
-    }
-    await direct.close();
-  });
+      const directCall = async () => {
+        const res = await direct.request({
+          method: 'POST',
+          path: '/v1/chat/completions',
+          headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench-secret' },
+          body: JSON.stringify({
+            model: MODEL,
+            messages: [{ role: 'user', content: 'Say ok.' }],
+            max_tokens: 16,
+          }),
+        });
+        await res.body.json();
+        return res.statusCode === 200;
+      };
+      const asyncInvoke = async () => {
+        const res = await api.request({ method: 'POST', path: '/v1/llm/invoke', headers, body: invokeBody });
+        let body = (await res.body.json()) as { id: string; status: string };
+        if (res.statusCode !== 202 && res.statusCode !== 200) return false;
+        while (!['succeeded', 'failed', 'denied', 'cancelled'].includes(body.status)) {
+          const poll = await api.request({
+            method: 'GET',
+            path: `/v1/llm/invocations/${body.id}?wait=30`,
+            headers,
+          });
+          body = (await poll.body.json()) as typeof body;
+        }
+        return body.status === 'succeeded';
+      };
+
+      console.log(`node ${process.version}, ${SECONDS} s per row after 1 s of warm-up\n`);
+      for (const [label, call] of [
+        ['(a) direct to the stub', directCall],
+        ['(b) governed invoke, wait (sync)', syncInvoker(api, token, sessionId)],
+        ['(c) governed invoke, 202 + poll', asyncInvoke],
+      ] as const) {
+        if (args.only && !label.startsWith(`(${args.only})`)) continue;
+        for (const callers of [1, CONCURRENCY]) report(await measure(service, SECONDS, label, callers, call));
+      }
+      await direct.close();
+    },
+  );
 }
 
 main().catch((err: unknown) => {

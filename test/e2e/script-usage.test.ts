@@ -15,6 +15,7 @@ const run = (script: string, args: string[]) =>
 const SCRIPTS: [string, string[]][] = [
   ['bench/invoke.ts', ['--seconds', 'many']],
   ['bench/chat.ts', ['--concurrency', '0']],
+  ['bench/invoke.ts', ['--runtime', 'deno']],
   ['bench/evaluate.ts', ['--nope']],
   ['bench/audit-writers.ts', ['fifty']],
   ['bench/provider-client.ts', ['-3']],
