@@ -91,10 +91,31 @@ function print(call: Call<TailOptions>, newestFirst: AuditEntry[], lastSeq: numb
  * The API verifies the whole chain in one request (it takes no range), so there is no partial
  * progress to show: a spinner while it works, then the count it checked.
  */
+/** How long the chain is, from its signed head; null when there is no head yet (or it is unreadable). */
+const chainLength = (cp: ControlPlane): Promise<number | null> =>
+  cp.audit.head().then(
+    (head) => head.seq,
+    () => null,
+  );
+
+/**
+ * The API verifies the whole chain in one request, so the progress shown is what is known: how
+ * many entries it is checking, and for how long it has been at it.
+ */
 async function verify(call: Call): Promise<number> {
   const cp = call.client();
-  const spinner = progress(call.io, 'verifying the audit chain');
-  const result = await cp.audit.verify().finally(() => spinner.stop());
+  const entries = call.io.isTTY ? await chainLength(cp) : null;
+  const what = `verifying the audit chain${entries === null ? '' : `: ${entries} entries`}`;
+  const spinner = progress(call.io, what);
+  const started = Date.now();
+  const ticking = setInterval(
+    () => spinner.update(`${what}, ${Math.round((Date.now() - started) / 1000)} s`),
+    1000,
+  );
+  const result = await cp.audit.verify().finally(() => {
+    clearInterval(ticking);
+    spinner.stop();
+  });
   call.show(result, () =>
     record([
       ['valid', result.valid],
