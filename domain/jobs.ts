@@ -122,6 +122,8 @@ export const JOBS = {
     backoff: WEBHOOK_BACKOFF,
     removeOnComplete: true,
   },
+  /** Enqueues again the pending webhook deliveries whose job was lost. */
+  'webhooks.sweep': { queue: QUEUES.maintenance, payload: periodic, everyMs: 60_000 },
   /** Returns reservations whose job died and requeues invocations whose job was lost. */
   'invocations.reap': { queue: QUEUES.maintenance, payload: periodic, everyMs: 10_000 },
   /** Records open sessions past their expiry as expired (they already refuse invokes). */

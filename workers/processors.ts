@@ -9,7 +9,7 @@ import {
   runProcessor,
   type JobInfo,
 } from './invocation-processors';
-import { webhookProcessor } from './webhook-processor';
+import { sweepWebhooks, webhookProcessor } from './webhook-processor';
 
 export type Processor<N extends JobName> = (
   payload: JobPayload<N>,
@@ -25,6 +25,7 @@ export const PROCESSORS: { [N in JobName]: Processor<N> } = {
   'approval.expire': (payload, infra) => expireApproval(payload, infra),
   'approvals.sweep': async (_payload, infra) => sweepApprovals(infra),
   'webhook.deliver': (payload, infra, job) => webhookProcessor(payload, infra, job),
+  'webhooks.sweep': async (_payload, infra) => ({ requeued: await sweepWebhooks(infra) }),
   'invocations.reap': async (_payload, infra) => reapProcessor(infra),
   'sessions.expire': async (_payload, infra) => ({ expired: await expireProcessor(infra) }),
   'audit.seal': async (_payload, infra) => ({ sealed: await infra.auditLog.sealAll() }),

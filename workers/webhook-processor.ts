@@ -1,8 +1,10 @@
 import type { Job } from 'bullmq';
 import type { WebhookJob } from '../domain/jobs';
 import { deliverWebhook } from '../domain/webhooks/deliver-webhook';
+import { requeueLostDeliveries } from '../domain/webhooks/requeue-lost-deliveries';
 import { retryDelayMs } from '../domain/webhooks/retry-schedule';
 import type { Infra } from '../infra/container';
+import { deliveryJobs } from '../infra/webhooks/queued-webhook-publisher';
 import type { JobInfo } from './invocation-processors';
 
 /** One attempt at a webhook delivery; a failed one that may be retried throws (RetryDelivery). */
@@ -23,3 +25,11 @@ export const webhookProcessor = (payload: WebhookJob, infra: Infra, job: JobInfo
 /** The queue's wait before the next attempt, from the job's base delay (CP_WEBHOOK_BACKOFF_MS). */
 export const webhookBackoff = (attemptsMade: number, job: Pick<Job, 'opts'> | undefined): number =>
   retryDelayMs(attemptsMade, (job?.opts.backoff as { delay?: number } | undefined)?.delay ?? 5000);
+
+/** The sweep of deliveries whose job was lost. */
+export const sweepWebhooks = (infra: Infra) =>
+  requeueLostDeliveries({
+    deliveries: infra.webhookStore,
+    queue: deliveryJobs(infra.queues),
+    clock: infra.clock,
+  });

@@ -82,9 +82,17 @@ export interface DeliveryStore {
   recordAttempt(orgId: string, deliveryId: string, attempt: AttemptRecord): Promise<boolean>;
   /** Ends a pending delivery as failed without an attempt (it cannot be sent). */
   end(orgId: string, deliveryId: string, error: string): Promise<void>;
+  /** Pending deliveries created before `before`, by id after `after` (a page of `limit`). */
+  pendingBefore(
+    before: Date,
+    after: string | null,
+    limit: number,
+  ): Promise<Pick<NewDelivery, 'id' | 'orgId'>[]>;
 }
 
 /** Hands a delivery to the queue that runs its attempts; its job id is the delivery id. */
 export interface DeliveryQueue {
   enqueue(delivery: Pick<NewDelivery, 'id' | 'orgId'>): Promise<void>;
+  /** Whether the delivery's job is still in the queue, in any state. */
+  has(deliveryId: string): Promise<boolean>;
 }

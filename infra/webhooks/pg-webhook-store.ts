@@ -148,6 +148,18 @@ export class PgWebhookStore implements WebhookStore, DeliveryStore, WebhookSecre
     );
   }
 
+  async pendingBefore(before: Date, after: string | null, limit: number) {
+    const query = this.knex('webhook_deliveries')
+      .select('id', 'org_id')
+      .where('status', 'pending')
+      .andWhere('created_at', '<', before)
+      .orderBy('id')
+      .limit(limit);
+    if (after) query.andWhere('id', '>', after);
+    const rows: { id: string; org_id: string }[] = await query;
+    return rows.map((r) => ({ id: r.id, orgId: r.org_id }));
+  }
+
   async target(orgId: string, deliveryId: string): Promise<DeliveryTarget | null> {
     const row = (await this.knex('webhook_deliveries as d')
       .join('webhooks as w', 'w.id', 'd.webhook_id')

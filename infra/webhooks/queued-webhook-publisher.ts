@@ -1,3 +1,4 @@
+import { JOBS } from '../../domain/jobs';
 import { fanOutEvent, type FanOutDeps } from '../../domain/webhooks/fan-out-event';
 import type { WebhookEventType, WebhookPublisher } from '../../domain/webhooks/webhook-publisher';
 import type { DeliveryQueue, Subscription } from '../../domain/webhooks/webhook-store.port';
@@ -12,6 +13,7 @@ const MAX_REMEMBERED = 10_000;
 /** Each delivery is one `webhook.deliver` job whose id is the delivery id. */
 export const deliveryJobs = (queues: JobQueues): DeliveryQueue => ({
   enqueue: (d) => queues.enqueue('webhook.deliver', { delivery_id: d.id, org_id: d.orgId }, d.id),
+  has: async (id) => (await queues.queue(JOBS['webhook.deliver'].queue).getJob(id)) !== undefined,
 });
 
 /** A look-up of an org's webhooks: shared while in flight, kept briefly when it found none. */

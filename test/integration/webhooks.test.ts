@@ -2,8 +2,10 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { newId } from '../../domain/ids';
+import { LOST_AFTER_MS } from '../../domain/webhooks/requeue-lost-deliveries';
 import { DELIVERY_WINDOW_MS, MAX_RETRY_DELAY_MS, retryDelayMs } from '../../domain/webhooks/retry-schedule';
 import { HttpWebhookSender } from '../../infra/webhooks/http-webhook-sender';
+import { sweepWebhooks } from '../../workers/webhook-processor';
 import { eventually } from '../support/eventually';
 import { mintKey, signupOrg, type SignedUpOrg } from '../support/factories';
 import { startTestApp, type TestApp } from '../support/test-app';
@@ -541,6 +543,54 @@ describe('webhooks: deliveries', () => {
     expect(failed).toMatchObject({ attempts: 1, last_status_code: 500, last_error: 'receiver answered 500' });
     await sleep(500);
     expect(receiver.at(url)).toHaveLength(1);
+    await app.http.delete(`/v1/webhooks/${w.id}`, org.adminKey);
+  });
+
+  it('delivers, once, a pending delivery whose job was lost, when the sweep runs', async () => {
+    const url = receiver.url();
+    const w = await subscribe(url, ['invocation.finished']);
+    const delivery = (id: string, ageMs: number) => ({
+      id,
+      orgId: org.orgId,
+      webhookId: w.id,
+      type: 'invocation.finished' as const,
+      data: { invocation_id: id },
+      createdAt: new Date(Date.now() - ageMs),
+    });
+    // Rows written without their jobs, as by a process that died in between: one old enough to be
+    // lost, one that may still be on its way (the fan-out enqueues right after writing).
+    const lost = newId('msg');
+    const recent = newId('msg');
+    await app.infra.webhookStore.addDeliveries([delivery(lost, LOST_AFTER_MS + 1000), delivery(recent, 0)]);
+    const sweep = () => sweepWebhooks(app.infra);
+    expect(await sweep()).toBe(1);
+    await deliveryWhen(w.id, (d) => d.id === lost && d.status === 'delivered');
+    expect(await sweep()).toBe(0); // delivered: nothing pending is lost
+    await sleep(300);
+    expect(receiver.at(url).map((r) => r.headers['webhook-id'])).toEqual([lost]);
+    expect((await deliveriesOf(w.id)).find((d) => d.id === recent)?.status).toBe('pending');
+    await app.http.delete(`/v1/webhooks/${w.id}`, org.adminKey);
+  });
+
+  it('leaves alone a pending delivery whose job is waiting for its retry', async () => {
+    // Four failures: pending, with its job delayed or running, for over a second (backoff from 100 ms).
+    const url = receiver.url([500, 500, 500, 500], 200);
+    const w = await subscribe(url, ['invocation.finished']);
+    app.infra.webhooks.publish(org.orgId, 'invocation.finished', { invocation_id: 'inv_retry' });
+    const pending = await deliveryWhen(w.id, (d) => d.status === 'pending' && d.attempts === 1);
+    await app.infra
+      .knex('webhook_deliveries')
+      .where({ id: pending?.id })
+      .update({ created_at: new Date(Date.now() - LOST_AFTER_MS - 1000) }); // old enough to look lost
+    const jobs = jest.spyOn(app.infra.queues, 'enqueue');
+    try {
+      expect(await sweepWebhooks(app.infra)).toBe(0);
+      expect(jobs).not.toHaveBeenCalled();
+    } finally {
+      jobs.mockRestore();
+    }
+    await deliveryWhen(w.id, (d) => d.status === 'delivered');
+    expect(receiver.at(url)).toHaveLength(5);
     await app.http.delete(`/v1/webhooks/${w.id}`, org.adminKey);
   });
 

@@ -11,6 +11,7 @@ import { Migration20261126000002DecisionLog } from './Migration20261126000002Dec
 import { Migration20261126000001Policies } from './Migration20261126000001Policies';
 import { Migration20261127000001Approvals } from './Migration20261127000001Approvals';
 import { Migration20261127000002Webhooks } from './Migration20261127000002Webhooks';
+import { Migration20261128000001PendingDeliveries } from './Migration20261128000001PendingDeliveries';
 
 /** Every migration, in order. Listed explicitly so the same code runs under tsx, swc and tsc. */
 export const MIGRATIONS: MigrationObject[] = [
@@ -26,4 +27,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261126000002DecisionLog', class: Migration20261126000002DecisionLog },
   { name: 'Migration20261127000001Approvals', class: Migration20261127000001Approvals },
   { name: 'Migration20261127000002Webhooks', class: Migration20261127000002Webhooks },
+  { name: 'Migration20261128000001PendingDeliveries', class: Migration20261128000001PendingDeliveries },
 ];

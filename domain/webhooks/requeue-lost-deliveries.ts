@@ -1,0 +1,36 @@
+import type { Clock } from '../clock';
+import type { DeliveryQueue, DeliveryStore } from './webhook-store.port';
+
+/**
+ * A pending delivery always has its job (waiting, delayed for a retry, or running), except when
+ * the process died between writing its row and enqueueing it, or Redis lost the job. Past this
+ * age such a delivery is taken as lost: the fan-out writes both within milliseconds.
+ */
+export const LOST_AFTER_MS = 2 * 60_000;
+const PAGE = 500;
+
+export interface RequeueDeps {
+  deliveries: Pick<DeliveryStore, 'pendingBefore'>;
+  queue: DeliveryQueue;
+  clock: Clock;
+}
+
+/**
+ * The `webhooks.sweep` job: enqueues again every pending delivery with no job, so each event is
+ * still delivered (at least once: receivers drop repeats by `webhook-id`). Returns how many.
+ */
+export async function requeueLostDeliveries(deps: RequeueDeps): Promise<number> {
+  const before = new Date(deps.clock.now().getTime() - LOST_AFTER_MS);
+  let requeued = 0;
+  let after: string | null = null;
+  for (;;) {
+    const page = await deps.deliveries.pendingBefore(before, after, PAGE);
+    for (const delivery of page) {
+      if (await deps.queue.has(delivery.id)) continue;
+      await deps.queue.enqueue(delivery);
+      requeued++;
+    }
+    if (page.length < PAGE) return requeued;
+    after = page[page.length - 1]!.id;
+  }
+}
