@@ -78,7 +78,10 @@ export interface JobSpec {
 export type JobOverrides = Partial<Record<JobName, Pick<JobSpec, 'attempts' | 'backoffMs'>>>;
 
 export const JOBS = {
-  /** The guardian decides an invocation: allowed ones go on to `invocation.run`. */
+  /**
+   * The guardian decides an invocation: allowed ones go on to `invocation.run`. An invoke's own job
+   * is `invocation.run`, which decides first; this one runs for the reaper's requeues.
+   */
   'invocation.evaluate': {
     queue: QUEUES.guardian,
     payload: invocationJob,
@@ -94,7 +97,10 @@ export const JOBS = {
     backoffMs: 100,
     removeOnComplete: true,
   },
-  /** Reserve, call the provider, settle, record: one attempt per provider call. */
+  /**
+   * Decide a queued invocation (the guardian stage, in this job), then reserve, call the provider,
+   * settle, record: one attempt per provider call.
+   */
   'invocation.run': {
     queue: QUEUES.invoke,
     payload: invocationJob,

@@ -1,6 +1,7 @@
 import { evaluateInvocation, type StageJob } from '../domain/invocations/evaluate-invocation';
 import { reapInvocations } from '../domain/invocations/reap-invocations';
 import { runInvocation } from '../domain/invocations/run-invocation';
+import type { StageQueue } from '../domain/invocations/signals';
 import type { InvocationJob } from '../domain/jobs';
 import { expireSessions } from '../domain/sessions/session-use-cases';
 import type { Infra } from '../infra/container';
@@ -19,8 +20,11 @@ const stageJob = (payload: InvocationJob, trace: Record<string, string>): StageJ
   trace,
 });
 
-/** The guardian stage, in a span under the request's trace; the invoke job continues that trace. */
-export const evaluateProcessor = (payload: InvocationJob, infra: Infra) =>
+/**
+ * The guardian stage, in a span under the request's trace; the invoke stage continues that trace.
+ * `queue` is where an admitted invocation is handed on (see handOverHere).
+ */
+export const evaluateProcessor = (payload: InvocationJob, infra: Infra, queue = infra.queues.stages) =>
   inSpan(
     'invocation.evaluate',
     'consumer',
@@ -29,7 +33,7 @@ export const evaluateProcessor = (payload: InvocationJob, infra: Infra) =>
       evaluateInvocation(
         {
           store: infra.invocations,
-          queue: infra.queues.stages,
+          queue,
           signal: infra.signal,
           guardian: infra.guardian,
           timers: infra.queues.approvalTimers,
@@ -41,9 +45,34 @@ export const evaluateProcessor = (payload: InvocationJob, infra: Infra) =>
     { 'invocation.id': payload.invocation_id },
   );
 
-/** The invoke stage: its span is the parent of the provider call's. */
+/**
+ * Inside the invoke job, handing an admitted invocation to the invoke stage means running it
+ * next, in this job: the queue records the hand-over instead of enqueueing it.
+ */
+function handOverHere(queue: StageQueue): { queue: StageQueue; handedOver(): InvocationJob | null } {
+  let next: InvocationJob | null = null;
+  const here: StageQueue = {
+    ...queue,
+    enqueue: async (stage, job) => {
+      if (stage === 'invocation.run') next = job;
+      else await queue.enqueue(stage, job);
+    },
+  };
+  return { queue: here, handedOver: () => next };
+}
+
+/**
+ * The invoke job: one queue hop per invocation. A queued invocation is decided here first by the
+ * guardian stage (the same code the guardian queue runs), and an admitted one runs at once; a
+ * retry or an approved resume finds it running and goes straight on. Its span is the parent of
+ * the provider call's.
+ */
 export const runProcessor = async (payload: InvocationJob, infra: Infra, job: JobInfo) => {
-  const outcome = await runStage(payload, infra, job);
+  const stage = handOverHere(infra.queues.stages);
+  const decided = await evaluateProcessor(payload, infra, stage.queue);
+  const next = stage.handedOver();
+  if (!next) return decided;
+  const outcome = await runStage(next, infra, job);
   infra.logger.debug(
     { invocation_id: payload.invocation_id, outcome, attempt: job.attemptsMade + 1 },
     'invocation run',

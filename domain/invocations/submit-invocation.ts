@@ -195,7 +195,7 @@ export async function invoke(
   const invocation = await admit(deps, ctx, input);
   // Registered before the job exists, so even an instant finish is not missed.
   const waiting = waitMs > 0 ? deps.waiter.wait(invocation.id, waitMs) : null;
-  if (!(await wakeGuardian(deps, invocation, input.trace))) {
+  if (!(await enqueueInvocation(deps, invocation, input.trace))) {
     waiting?.cancel();
     return invocation;
   }
@@ -204,21 +204,21 @@ export async function invoke(
 }
 
 /**
- * Enqueues the guardian job. The queued row, already committed, is what the client is promised;
+ * Enqueues the invoke job (which decides first). The queued row, already committed, is what the client is promised;
  * the job only wakes a worker. If Redis refuses it (e.g. just after a restart), the reaper enqueues
  * every queued invocation whose job is missing, so the client is answered 202 with an invocation
  * that will run, never 503 for one that would (or a failed one it was not told about).
  */
-async function wakeGuardian(deps: InvokeDeps, invocation: Invocation, trace: Record<string, string>) {
+async function enqueueInvocation(deps: InvokeDeps, invocation: Invocation, trace: Record<string, string>) {
   try {
-    await deps.queue.enqueue('invocation.evaluate', {
+    await deps.queue.enqueue('invocation.run', {
       invocation_id: invocation.id,
       org_id: invocation.orgId,
       trace,
     });
     return true;
   } catch (err) {
-    deps.warn('the guardian job could not be enqueued; the reaper will enqueue it', {
+    deps.warn('the invoke job could not be enqueued; the reaper will enqueue it', {
       invocation_id: invocation.id,
       err,
     });

@@ -107,10 +107,17 @@ export class JobQueues {
       ),
   };
 
+  /**
+   * A queued invocation is decided by its invoke job (the guardian stage runs inside it), or by a
+   * guardian job the reaper enqueued: it waits on whichever of the two is alive.
+   */
   private async stageState(stage: InvocationStage, invocationId: string): Promise<JobState> {
-    const state = await this.queue(JOBS[stage].queue).getJobState(invocationJobId(invocationId));
-    if (state === 'unknown') return 'gone';
-    return ALIVE.has(state) ? 'alive' : 'ended';
+    const jobs: InvocationStage[] = stage === 'invocation.evaluate' ? [stage, 'invocation.run'] : [stage];
+    const states = await Promise.all(
+      jobs.map((name) => this.queue(JOBS[name].queue).getJobState(invocationJobId(invocationId))),
+    );
+    if (states.some((state) => ALIVE.has(state))) return 'alive';
+    return states.every((state) => state === 'unknown') ? 'gone' : 'ended';
   }
 
   private async requeue(stage: InvocationStage, job: InvocationJob): Promise<void> {

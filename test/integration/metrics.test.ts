@@ -97,10 +97,7 @@ describe('GET /metrics', () => {
     expect(valueOf(after, 'cp_cost_settled_usd_total')).toBeCloseTo(invocation.cost_usd, 9);
     const calls = { provider: 'mock', outcome: 'ok' };
     expect(valueOf(after, 'cp_provider_request_duration_seconds_count', calls)).toBeGreaterThanOrEqual(1);
-    for (const [queue, job] of [
-      ['guardian', 'invocation.evaluate'],
-      ['invoke', 'invocation.run'],
-    ] as const)
+    for (const [queue, job] of [['invoke', 'invocation.run']] as const)
       expect(
         valueOf(after, 'cp_job_duration_seconds_count', { queue, job, outcome: 'completed' }),
       ).toBeGreaterThanOrEqual(1);
@@ -148,7 +145,11 @@ describe('GET /metrics', () => {
       });
       const pending = async () => Number((await app.infra.knex('audit_outbox').count('* as n'))[0]?.n);
       const least = await pending();
-      const backlog = valueOf(await scrape(), 'cp_audit_backlog') ?? NaN;
+      // On a loaded machine a scrape's 1 s budget for the count can run out (NaN): scrape again.
+      const backlog = await eventually(async () => {
+        const value = valueOf(await scrape(), 'cp_audit_backlog');
+        return value === undefined || Number.isNaN(value) ? null : value;
+      });
       expect(least).toBeGreaterThanOrEqual(1);
       expect(backlog).toBeGreaterThanOrEqual(least);
       expect(backlog).toBeLessThanOrEqual(await pending());

@@ -182,12 +182,12 @@ describe('an invoke while the job queue is still reconnecting (Redis just came b
   const theApp = () => app as TestApp;
 
   /**
-   * Drops the API's guardian-queue producer connection on the server side, as a Redis restart
+   * Drops the API's invoke-queue producer connection on the server side, as a Redis restart
    * does. BullMQ waits at least a second before it reconnects, and its producers have no offline
    * queue, so an enqueue fails in that second while the rest of the API (auth, rate limits) works.
    */
   async function dropQueueProducer(): Promise<void> {
-    const producer = (await theApp().infra.queues.queue(QUEUES.guardian).backend.client) as unknown as Redis;
+    const producer = (await theApp().infra.queues.queue(QUEUES.invoke).backend.client) as unknown as Redis;
     const id = await producer.client('ID');
     await theApp().infra.redis.client('KILL', 'ID', String(id));
     for (let i = 0; i < 100 && producer.status === 'ready'; i++) await sleep(5);

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Worker } from 'bullmq';
 import { bullConnectionOptions } from '../../infra/redis/connections';
-import { startWorkers, type RunningWorkers } from '../../workers/start-workers';
 import { signupOrg, type SignedUpOrg } from '../support/factories';
 import { eventually, invoke, openSession } from '../support/invoke-fixtures';
 import { startTestApp, type TestApp } from '../support/test-app';
@@ -120,9 +119,6 @@ describe('with CP_QUEUE_DASHBOARD_TOKEN', () => {
 });
 
 describe('what the dashboard shows of jobs', () => {
-  let workers: RunningWorkers | null = null;
-  afterAll(() => workers?.close());
-
   /** An org whose agent invokes through a credential holding CREDENTIAL_SECRET. */
   async function invokingSession(): Promise<{ sessionId: string }> {
     const credential = await app.http.post<{ credential_ref: string }>(
@@ -145,8 +141,7 @@ describe('what the dashboard shows of jobs', () => {
 
   it('carries the invocation id and never the prompt or the credential secret', async () => {
     const { sessionId } = await invokingSession();
-    // Only the guardian works: the invocation passes it and its run job waits in the invoke queue.
-    workers = await startWorkers(app.infra, ['guardian']);
+    // No invoke worker: the invocation's job waits in the invoke queue.
     const body = {
       session_id: sessionId,
       model: 'mock-1',

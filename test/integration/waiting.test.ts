@@ -37,8 +37,8 @@ const queue = async (n: number) => {
 describe('jobs', () => {
   it('carry only ids and the trace context: no message text, no secret', async () => {
     const [id] = await queue(1);
-    const job = await app.infra.queues.queue('guardian').getJob(id as string);
-    expect(job?.name).toBe('invocation.evaluate');
+    const job = await app.infra.queues.queue('invoke').getJob(id as string);
+    expect(job?.name).toBe('invocation.run');
     expect(Object.keys(job?.data ?? {}).sort()).toEqual(['invocation_id', 'org_id', 'trace']);
     expect(job?.data.invocation_id).toBe(id);
     expect(job?.data.trace.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/);
@@ -53,7 +53,7 @@ describe('jobs', () => {
       headers: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', tracestate },
     });
     expect(res.status).toBe(202);
-    const job = await app.infra.queues.queue('guardian').getJob(res.body.id);
+    const job = await app.infra.queues.queue('invoke').getJob(res.body.id);
     expect(job?.data.trace.traceparent).toMatch(/^00-0af7651916cd43dd8448eb211c80319c-/);
     // The propagator keeps what fits the W3C limit of 512 characters.
     expect(tracestate.startsWith(job?.data.trace.tracestate)).toBe(true);
@@ -62,13 +62,13 @@ describe('jobs', () => {
 
   it('are one per invocation and stage: the job id is the invocation id', async () => {
     const [id] = await queue(1);
-    await app.infra.queues.stages.enqueue('invocation.evaluate', {
+    await app.infra.queues.stages.enqueue('invocation.run', {
       invocation_id: id as string,
       org_id: setup.org.orgId,
       trace: {},
     });
-    const counts = await app.infra.queues.queue('guardian').getJobCounts('waiting');
-    const jobs = await app.infra.queues.queue('guardian').getJobs(['waiting']);
+    const counts = await app.infra.queues.queue('invoke').getJobCounts('waiting');
+    const jobs = await app.infra.queues.queue('invoke').getJobs(['waiting']);
     expect(jobs.filter((j) => j.id === id)).toHaveLength(1);
     expect(counts.waiting).toBe(jobs.length);
   });
