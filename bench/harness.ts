@@ -27,7 +27,7 @@ export const MODEL = 'bench-model';
  */
 export function benchArgs(usage: string) {
   handleHelp(usage);
-  let values: Record<string, string | undefined>;
+  let values: Record<string, string | boolean | undefined>;
   try {
     ({ values } = parseArgs({
       options: {
@@ -36,17 +36,20 @@ export function benchArgs(usage: string) {
         workers: { type: 'string' },
         only: { type: 'string' },
         runtime: { type: 'string' },
+        'open-loop': { type: 'boolean' },
       },
     }));
   } catch (err) {
     exitWithUsage(usage, (err as Error).message);
   }
+  const text = (name: string) => values[name] as string | undefined;
   return {
-    seconds: positiveInt(usage, '--seconds', values.seconds, 10),
-    concurrency: positiveInt(usage, '--concurrency', values.concurrency, 50),
-    workers: positiveInt(usage, '--workers', values.workers, 1),
-    only: values.only,
-    runtime: runtimeOf(usage, values.runtime),
+    seconds: positiveInt(usage, '--seconds', text('seconds'), 10),
+    concurrency: positiveInt(usage, '--concurrency', text('concurrency'), 50),
+    workers: positiveInt(usage, '--workers', text('workers'), 1),
+    only: text('only'),
+    runtime: runtimeOf(usage, text('runtime')),
+    openLoop: values['open-loop'] === true,
   };
 }
 
@@ -140,6 +143,8 @@ function cpuSnapshot(components: Components): Record<string, number> {
 export interface Result {
   label: string;
   callers: number;
+  /** Open loop: the arrival rate offered, per second (callers is then 0). */
+  offered?: number;
   done: number;
   errors: number;
   seconds: number;
@@ -188,10 +193,60 @@ export async function measure(
   return { label, callers, done: latencies.length, errors, seconds: elapsed, latencies, cpuPerCall };
 }
 
+/**
+ * Open loop: calls start at a fixed rate whatever the answers do, and each latency counts from
+ * when its call was due, so queueing shows (a closed loop slows its callers down and hides it).
+ */
+export async function measureOpenLoop(
+  service: Service,
+  seconds: number,
+  label: string,
+  perSecond: number,
+  once: () => Promise<boolean>,
+): Promise<Result> {
+  const latencies: number[] = [];
+  let errors = 0;
+  const calls: Promise<void>[] = [];
+  const cpuBefore = cpuSnapshot(service.components);
+  const started = performance.now();
+  for (let i = 0; i < Math.round(perSecond * seconds); i++) {
+    const due = started + (i * 1000) / perSecond;
+    const early = due - performance.now();
+    if (early >= 1) await new Promise((r) => setTimeout(r, early));
+    calls.push(
+      once().then(
+        (ok) => (ok ? void latencies.push(performance.now() - due) : void errors++),
+        () => void errors++,
+      ),
+    );
+  }
+  await Promise.all(calls);
+  const elapsed = (performance.now() - started) / 1000;
+  const cpuAfter = cpuSnapshot(service.components);
+  latencies.sort((a, b) => a - b);
+  const cpuPerCall = Object.fromEntries(
+    Object.keys(cpuAfter).map((k) => [
+      k,
+      ((cpuAfter[k] ?? 0) - (cpuBefore[k] ?? 0)) / Math.max(1, latencies.length),
+    ]),
+  );
+  return {
+    label,
+    callers: 0,
+    offered: perSecond,
+    done: latencies.length,
+    errors,
+    seconds: elapsed,
+    latencies,
+    cpuPerCall,
+  };
+}
+
 export function report(r: Result): void {
   const ms = (v: number) => v.toFixed(2).padStart(8);
+  const load = r.offered ? `at ${Math.round(r.offered)}/s` : `${r.callers} callers`;
   console.log(
-    `${r.label.padEnd(34)} ${String(r.callers).padStart(3)} callers ${Math.round(r.done / r.seconds)
+    `${r.label.padEnd(34)} ${load.padStart(11)} ${Math.round(r.done / r.seconds)
       .toString()
       .padStart(
         6,

@@ -9,18 +9,30 @@
  * and p50/p99 latency of each, and cleans up.
  */
 import { Pool } from 'undici';
-import { benchArgs, measure, MODEL, report, setUpOrg, syncInvoker, withService } from './harness';
+import {
+  benchArgs,
+  measure,
+  measureOpenLoop,
+  MODEL,
+  report,
+  setUpOrg,
+  syncInvoker,
+  withService,
+  type Service,
+} from './harness';
 import { NEEDS_STORES } from './bench-cli';
 
 // --only a, b or c runs those rows only (for profiling one scenario)
 const args = benchArgs(`
 npm run bench -- [--seconds 10] [--concurrency 50] [--workers 1] [--only a|b|c] [--runtime node|tsx]
+  [--open-loop]
 
 The governed invoke path against a local zero-latency stub: (a) direct to the stub, (b) governed
 invoke with wait, (c) invoke then poll; at 1 caller and at --concurrency callers, with --workers
 worker processes. Prints req/s, p50/p99 and CPU per call of every process. The service runs
 compiled (node dist/main.js, as npm start does; run npm run build first) or, with --runtime tsx,
-from the sources.
+from the sources. --open-loop then offers (b) at fixed arrival rates of 50% and 80% of the most
+the closed loop reached, each latency counted from when its call was due.
 
 ${NEEDS_STORES}`);
 const SECONDS = args.seconds;
@@ -29,7 +41,7 @@ const WORKERS = args.workers;
 
 async function main(): Promise<void> {
   await withService(
-    { workers: WORKERS, connections: CONCURRENCY + 10, runtime: args.runtime },
+    { workers: WORKERS, connections: args.openLoop ? 512 : CONCURRENCY + 10, runtime: args.runtime },
     async (service) => {
       const { api } = service;
       const direct = new Pool(service.stubUrl, { connections: CONCURRENCY + 10, pipelining: 1 });
@@ -80,9 +92,24 @@ async function main(): Promise<void> {
         if (args.only && !label.startsWith(`(${args.only})`)) continue;
         for (const callers of [1, CONCURRENCY]) report(await measure(service, SECONDS, label, callers, call));
       }
+      if (args.openLoop) await openLoop(service, syncInvoker(api, token, sessionId));
       await direct.close();
     },
   );
+}
+
+/**
+ * The governed sync invoke at fixed arrival rates of 50% and 80% of the most the closed loop
+ * reached at --concurrency callers, measured first.
+ */
+async function openLoop(service: Service, call: () => Promise<boolean>): Promise<void> {
+  const closed = await measure(service, SECONDS, '(b) closed loop, for the maximum', CONCURRENCY, call);
+  report(closed);
+  const maximum = closed.done / closed.seconds;
+  for (const share of [0.5, 0.8])
+    report(
+      await measureOpenLoop(service, SECONDS, `(b) open loop, ${share * 100}% of it`, maximum * share, call),
+    );
 }
 
 main().catch((err: unknown) => {

@@ -16,6 +16,7 @@ const SCRIPTS: [string, string[]][] = [
   ['bench/invoke.ts', ['--seconds', 'many']],
   ['bench/chat.ts', ['--concurrency', '0']],
   ['bench/invoke.ts', ['--runtime', 'deno']],
+  ['bench/invoke.ts', ['--open-loop=yes']],
   ['bench/evaluate.ts', ['--nope']],
   ['bench/audit-writers.ts', ['fifty']],
   ['bench/provider-client.ts', ['-3']],
