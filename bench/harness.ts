@@ -56,7 +56,7 @@ export function benchArgs(usage: string) {
 /** How the service runs: `node` the compiled build (as `npm start` does), `tsx` the sources. */
 export type Runtime = 'node' | 'tsx';
 
-function runtimeOf(usage: string, text: string | undefined): Runtime {
+export function runtimeOf(usage: string, text: string | undefined): Runtime {
   if (text !== undefined && text !== 'node' && text !== 'tsx')
     exitWithUsage(usage, `--runtime must be node or tsx, not "${text}"`);
   const runtime = (text ?? 'node') as Runtime;
@@ -157,6 +157,12 @@ export const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;
 
 /** `callers` closed loops calling `once` for `seconds` after 1 s of warm-up; false or a throw is an error. */
+/** CPU milliseconds each component spent per completed call between two snapshots. */
+const perCall = (before: Record<string, number>, after: Record<string, number>, calls: number) =>
+  Object.fromEntries(
+    Object.keys(after).map((k) => [k, ((after[k] ?? 0) - (before[k] ?? 0)) / Math.max(1, calls)]),
+  );
+
 export async function measure(
   service: Service,
   seconds: number,
@@ -184,12 +190,7 @@ export async function measure(
   const elapsed = (performance.now() - started) / 1000;
   const cpuAfter = cpuSnapshot(service.components);
   latencies.sort((a, b) => a - b);
-  const cpuPerCall = Object.fromEntries(
-    Object.keys(cpuAfter).map((k) => [
-      k,
-      ((cpuAfter[k] ?? 0) - (cpuBefore[k] ?? 0)) / Math.max(1, latencies.length),
-    ]),
-  );
+  const cpuPerCall = perCall(cpuBefore, cpuAfter, latencies.length);
   return { label, callers, done: latencies.length, errors, seconds: elapsed, latencies, cpuPerCall };
 }
 
@@ -224,12 +225,7 @@ export async function measureOpenLoop(
   const elapsed = (performance.now() - started) / 1000;
   const cpuAfter = cpuSnapshot(service.components);
   latencies.sort((a, b) => a - b);
-  const cpuPerCall = Object.fromEntries(
-    Object.keys(cpuAfter).map((k) => [
-      k,
-      ((cpuAfter[k] ?? 0) - (cpuBefore[k] ?? 0)) / Math.max(1, latencies.length),
-    ]),
-  );
+  const cpuPerCall = perCall(cpuBefore, cpuAfter, latencies.length);
   return {
     label,
     callers: 0,

@@ -17,6 +17,7 @@ const SCRIPTS: [string, string[]][] = [
   ['bench/chat.ts', ['--concurrency', '0']],
   ['bench/invoke.ts', ['--runtime', 'deno']],
   ['bench/invoke.ts', ['--open-loop=yes']],
+  ['bench/memory.ts', ['--invokes', 'lots']],
   ['bench/evaluate.ts', ['--nope']],
   ['bench/audit-writers.ts', ['fifty']],
   ['bench/provider-client.ts', ['-3']],
