@@ -204,10 +204,11 @@ export async function invoke(
 }
 
 /**
- * Enqueues the invoke job (which decides first). The queued row, already committed, is what the client is promised;
- * the job only wakes a worker. If Redis refuses it (e.g. just after a restart), the reaper enqueues
- * every queued invocation whose job is missing, so the client is answered 202 with an invocation
- * that will run, never 503 for one that would (or a failed one it was not told about).
+ * Enqueues the invoke job (its guardian stage decides first). The queued row, already committed,
+ * is what the client is promised; the job only wakes a worker. If Redis refuses it (e.g. just after
+ * a restart), the reaper enqueues every queued invocation whose job is missing, so the client is
+ * answered 202 with an invocation that will run, never 503 for one that would (or a failed one it
+ * was not told about).
  */
 async function enqueueInvocation(deps: InvokeDeps, invocation: Invocation, trace: Record<string, string>) {
   try {
