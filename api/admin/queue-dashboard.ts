@@ -2,7 +2,7 @@ import type { Context, Middleware } from 'koa';
 import type { ErrorCode } from '../../domain/errors';
 import type { Infra } from '../../infra/container';
 import { ERROR_STATUS } from '../http/error-status';
-import { isDashboardToken, presentedToken } from './dashboard-token';
+import { basicPassword, bearerToken, isSameSecret } from '../../infra/auth/presented-secret';
 import { DASHBOARD_PATH, queueBoard } from './queue-board';
 
 const isDashboardPath = (path: string): boolean =>
@@ -34,9 +34,11 @@ export function queueDashboard(infra: Infra): Middleware {
     ctx.set('X-Content-Type-Options', 'nosniff');
     ctx.set('X-Frame-Options', 'DENY');
     ctx.set('Referrer-Policy', 'no-referrer');
-    const presented = presentedToken(ctx.get('Authorization'));
+    // Bearer, or the password of HTTP Basic (any user name), so a browser's own sign-in prompt opens it.
+    const authorization = ctx.get('Authorization');
+    const presented = bearerToken(authorization) ?? basicPassword(authorization);
     if (presented === null) return refuse(ctx, 'missing_credentials', 'the queue dashboard needs its token');
-    if (!isDashboardToken(presented, token))
+    if (!isSameSecret(presented, token))
       return refuse(ctx, 'invalid_credentials', 'that is not the queue dashboard token');
     await board(ctx, next);
   };

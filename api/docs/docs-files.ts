@@ -1,6 +1,5 @@
-import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import type { StaticFile } from './static-file';
+import { readStaticFile, type StaticFile } from '../http/static-file';
 
 const HTML = 'text/html; charset=utf-8';
 const JS = 'text/javascript; charset=utf-8';
@@ -12,17 +11,11 @@ const SWAGGER_UI_DIR = dirname(require.resolve('swagger-ui-dist/package.json'));
 // Swagger UI's files change only with its version; a day's caching spares the 1.7 MB bundle.
 const VENDOR_CACHE = 'public, max-age=86400';
 
-const ours = (name: string, type: string): StaticFile => ({
-  body: readFileSync(join(__dirname, 'assets', name)),
-  type,
-  cacheControl: 'no-cache',
-});
+const ours = (name: string, type: string): StaticFile =>
+  readStaticFile(join(__dirname, 'assets', name), type);
 
-const swaggerUi = (name: string, type: string): StaticFile => ({
-  body: readFileSync(join(SWAGGER_UI_DIR, name)),
-  type,
-  cacheControl: VENDOR_CACHE,
-});
+const swaggerUi = (name: string, type: string): StaticFile =>
+  readStaticFile(join(SWAGGER_UI_DIR, name), type, VENDOR_CACHE);
 
 /** The API reference's files by path: our page and initializer, and only the Swagger UI files they load. */
 export const loadDocsFiles = (): Map<string, StaticFile> =>

@@ -1,4 +1,5 @@
 import type { Context } from 'koa';
+import { setSecurityHeaders } from '../page/page-headers';
 
 /**
  * As the approver's page: this origin's own script, style, images and API only. `data:` images are
@@ -17,9 +18,4 @@ export const DOCS_CONTENT_SECURITY_POLICY = [
 ].join('; ');
 
 /** On every response under /docs and on GET /, errors included. */
-export function setDocsHeaders(ctx: Context): void {
-  ctx.set('Content-Security-Policy', DOCS_CONTENT_SECURITY_POLICY);
-  ctx.set('X-Content-Type-Options', 'nosniff');
-  ctx.set('Referrer-Policy', 'no-referrer');
-  ctx.set('X-Frame-Options', 'DENY');
-}
+export const setDocsHeaders = (ctx: Context): void => setSecurityHeaders(ctx, DOCS_CONTENT_SECURITY_POLICY);

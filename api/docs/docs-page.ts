@@ -2,7 +2,7 @@ import type { Middleware } from 'koa';
 import { DomainError } from '../../domain/errors';
 import { setDocsHeaders } from './docs-headers';
 import { loadDocsFiles } from './docs-files';
-import { sendFile } from './static-file';
+import { sendFile } from '../http/static-file';
 
 const isDocsPath = (path: string): boolean => path === '/docs' || path.startsWith('/docs/');
 

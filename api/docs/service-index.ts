@@ -1,7 +1,7 @@
 import type { Middleware } from 'koa';
 import { setDocsHeaders } from './docs-headers';
 import { loadIndexPage } from './docs-files';
-import { allowOnlyReads, sendFile } from './static-file';
+import { allowOnlyReads, sendFile } from '../http/static-file';
 
 const V1 = { api_version: 'v1', openapi: '/v1/openapi.json', docs: '/docs' };
 

@@ -2,16 +2,16 @@ import type { Context } from 'koa';
 import { DomainError } from '../../domain/errors';
 import type { Principal } from '../../domain/principal';
 import { grants, type Scope } from '../../domain/scopes';
+import { bearerToken } from '../../infra/auth/presented-secret';
 import type { Infra } from '../../infra/container';
 import type { Access } from './route';
 
-function bearerToken(ctx: Context): string {
+function presentedKey(ctx: Context): string {
   const header = ctx.get('Authorization');
   if (!header) throw new DomainError('missing_credentials', 'send Authorization: Bearer <API key>');
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (!match?.[1])
-    throw new DomainError('invalid_api_key', 'the Authorization header must be "Bearer <API key>"');
-  return match[1];
+  const token = bearerToken(header);
+  if (!token) throw new DomainError('invalid_api_key', 'the Authorization header must be "Bearer <API key>"');
+  return token;
 }
 
 /** 403 naming the scope the route requires (or, for a route that takes any of several, all of them). */
@@ -34,7 +34,7 @@ function insufficientScope([first, ...others]: [Scope, ...Scope[]]): DomainError
 export async function authorize(ctx: Context, access: Access, infra: Infra): Promise<Principal | null> {
   if (access.kind === 'public') return null;
   // Failed tokens are counted per client address (X-Forwarded-For's when CP_TRUST_PROXY is on).
-  const principal = await infra.authenticator.authenticate(bearerToken(ctx), ctx.ip);
+  const principal = await infra.authenticator.authenticate(presentedKey(ctx), ctx.ip);
   if (access.kind === 'scope' && !access.scopes.some((s) => grants(principal.scopes, s)))
     throw insufficientScope(access.scopes);
   if (principal.kind === 'api_key') infra.keyUsage.touch(principal.id);

@@ -2,6 +2,7 @@ import type { Middleware } from 'koa';
 import { DomainError } from '../../domain/errors';
 import type { Infra } from '../../infra/container';
 import { metricsAccess, refusal } from '../../infra/metrics/metrics-access';
+import { allowOnlyReads } from './static-file';
 
 const PATH = '/metrics';
 
@@ -17,10 +18,7 @@ export function metricsRoute(infra: Infra): Middleware {
     ctx.state.metricsRoute = PATH;
     const refused = refusal(metricsAccess(HOST, CP_METRICS_TOKEN, ctx.get('Authorization') || undefined));
     if (refused) throw new DomainError(refused.code, refused.message);
-    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
-      ctx.set('Allow', 'GET, HEAD');
-      throw new DomainError('method_not_allowed', `${ctx.method} is not allowed on ${PATH}; use GET`);
-    }
+    allowOnlyReads(ctx);
     ctx.set('Cache-Control', 'no-store');
     ctx.type = infra.metrics.contentType;
     ctx.body = await infra.metrics.scrape();

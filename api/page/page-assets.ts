@@ -1,15 +1,7 @@
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { readStaticFile } from '../http/static-file';
 
-export interface Asset {
-  body: Buffer;
-  type: string;
-}
-
-const read = (name: string, type: string): Asset => ({
-  body: readFileSync(join(__dirname, 'assets', name)),
-  type,
-});
+const read = (name: string, type: string) => readStaticFile(join(__dirname, 'assets', name), type);
 
 /** The page's files, read once at start: no template, nothing from a request is ever spliced in. */
 export const loadPageAssets = () => ({

@@ -15,10 +15,13 @@ export const CONTENT_SECURITY_POLICY = [
   "base-uri 'none'",
 ].join('; ');
 
-/** On every response under /approvals, errors included. */
-export function setPageHeaders(ctx: Context): void {
-  ctx.set('Content-Security-Policy', CONTENT_SECURITY_POLICY);
+/** The headers of every page this API serves (errors included), under its own CSP. */
+export function setSecurityHeaders(ctx: Context, contentSecurityPolicy: string): void {
+  ctx.set('Content-Security-Policy', contentSecurityPolicy);
   ctx.set('X-Content-Type-Options', 'nosniff');
   ctx.set('Referrer-Policy', 'no-referrer');
   ctx.set('X-Frame-Options', 'DENY');
 }
+
+/** On every response under /approvals, errors included. */
+export const setPageHeaders = (ctx: Context): void => setSecurityHeaders(ctx, CONTENT_SECURITY_POLICY);

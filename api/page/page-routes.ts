@@ -27,7 +27,8 @@ import {
   requireScope,
   requireSessionToken,
 } from './page-auth';
-import { loadPageAssets, type Asset } from './page-assets';
+import { sendFile, type StaticFile } from '../http/static-file';
+import { loadPageAssets } from './page-assets';
 import { clearSessionCookie, setSessionCookie } from './session-cookie';
 
 interface Signed {
@@ -36,12 +37,9 @@ interface Signed {
 }
 
 const serve =
-  (asset: Asset) =>
-  (ctx: Context): void => {
-    ctx.set('Cache-Control', 'no-cache');
-    ctx.type = asset.type;
-    ctx.body = asset.body;
-  };
+  (asset: StaticFile) =>
+  (ctx: Context): void =>
+    sendFile(ctx, asset);
 
 /** Reads a JSON body by the API's own rules: 415, 413, 400 invalid_json, unstorable text, the schema. */
 async function readBody<S extends z.ZodType>(ctx: Context, infra: Infra, schema: S): Promise<z.infer<S>> {

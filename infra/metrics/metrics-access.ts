@@ -1,5 +1,5 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { ErrorCode } from '../../domain/errors';
+import { bearerToken, isSameSecret } from '../auth/presented-secret';
 
 /** Who may read /metrics: `open`, `off` (answer 404), or a bearer token's verdict. */
 export type MetricsAccess = 'open' | 'off' | 'missing_token' | 'wrong_token' | 'token_ok';
@@ -8,12 +8,9 @@ const LOOPBACK = /^(localhost|::1|127(\.\d{1,3}){3}|::ffff:127(\.\d{1,3}){3})$/i
 
 export const isLoopback = (host: string): boolean => LOOPBACK.test(host.trim());
 
-const digest = (text: string): Buffer => createHash('sha256').update(text).digest();
-
 /**
  * A token, when configured, is always required. Without one, /metrics is open only on a loopback
- * bind (nothing else can reach it) and off otherwise. Digests are compared, so the comparison
- * takes the same time whatever the lengths.
+ * bind (nothing else can reach it) and off otherwise.
  */
 export function metricsAccess(
   host: string,
@@ -21,9 +18,9 @@ export function metricsAccess(
   authorization: string | undefined,
 ): MetricsAccess {
   if (!token) return isLoopback(host) ? 'open' : 'off';
-  const sent = /^Bearer\s+(.+)$/i.exec(authorization ?? '')?.[1]?.trim();
+  const sent = bearerToken(authorization);
   if (!sent) return 'missing_token';
-  return timingSafeEqual(digest(sent), digest(token)) ? 'token_ok' : 'wrong_token';
+  return isSameSecret(sent, token) ? 'token_ok' : 'wrong_token';
 }
 
 /** The contract's answer to a refused scrape: its status, error code and message. */

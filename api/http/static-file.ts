@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { Context } from 'koa';
 import { DomainError } from '../../domain/errors';
 
@@ -8,7 +9,13 @@ export interface StaticFile {
   cacheControl: string;
 }
 
-/** These pages only answer reads: anything else is 405 with the methods they do answer. */
+export const readStaticFile = (path: string, type: string, cacheControl = 'no-cache'): StaticFile => ({
+  body: readFileSync(path),
+  type,
+  cacheControl,
+});
+
+/** Pages and /metrics only answer reads: anything else is 405 with the methods they do answer. */
 export function allowOnlyReads(ctx: Context): void {
   if (ctx.method === 'GET' || ctx.method === 'HEAD') return;
   ctx.set('Allow', 'GET, HEAD');
