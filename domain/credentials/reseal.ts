@@ -1,6 +1,7 @@
 import { SYSTEM_ACTOR } from '../audit/audit-event';
 import { newAuditEvent } from '../audit/new-event';
 import type { Clock } from '../clock';
+import { drainInBatches } from '../drain-in-batches';
 import type { Credential } from '../model';
 import type { SecretSealer, Tx, UnitOfWork } from '../ports';
 import { AAD_VERSION, legacySealingContext, sealingContext } from './credential-use-cases';
@@ -57,18 +58,14 @@ export async function resealCredentials(
   deps: ResealDeps,
   onProgress: (done: number) => void = () => {},
 ): Promise<number> {
-  let done = 0;
-  for (;;) {
-    const moved = await deps.uow.transaction(async (tx) => {
+  const batch = () =>
+    deps.uow.transaction(async (tx) => {
       const rows = await tx.credentials.sealedUnderOtherKeys(deps.sealer.currentKeyId, BATCH);
       const now = deps.clock.now();
       for (const c of rows) resealRow(tx, deps.sealer, c, now);
       return rows.length;
     });
-    done += moved;
-    if (moved > 0) onProgress(done);
-    if (moved < BATCH) return done;
-  }
+  return drainInBatches(BATCH, batch, onProgress);
 }
 
 export interface LegacyReseal {

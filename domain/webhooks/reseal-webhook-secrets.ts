@@ -1,6 +1,7 @@
 import { SYSTEM_ACTOR } from '../audit/audit-event';
 import { newAuditEvent } from '../audit/new-event';
 import type { Clock } from '../clock';
+import { drainInBatches } from '../drain-in-batches';
 import type { SecretSealer } from '../ports';
 import { webhookSealingContext } from './webhook';
 import type { StoredWebhookSecret, WebhookSecretStore } from './webhook-store.port';
@@ -39,13 +40,7 @@ export async function resealWebhookSecrets(
   deps: WebhookResealDeps,
   onProgress: (done: number) => void = () => {},
 ): Promise<number> {
-  let done = 0;
-  for (;;) {
-    const moved = await deps.store.resealBatch(deps.sealer.currentKeyId, BATCH, (stored) =>
-      resealOne(deps, stored),
-    );
-    done += moved;
-    if (moved > 0) onProgress(done);
-    if (moved < BATCH) return done;
-  }
+  const batch = () =>
+    deps.store.resealBatch(deps.sealer.currentKeyId, BATCH, (stored) => resealOne(deps, stored));
+  return drainInBatches(BATCH, batch, onProgress);
 }
