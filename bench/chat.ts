@@ -7,7 +7,7 @@
  * Needs PostgreSQL on 127.0.0.1:5432 and Redis on 127.0.0.1:6379 (BENCH_DATABASE_ADMIN_URL,
  * BENCH_REDIS_URL point elsewhere).
  */
-import { Pool } from 'undici';
+import { Pool, type Dispatcher } from 'undici';
 import { benchArgs, measure, MODEL, percentile, report, setUpOrg, withService } from './harness';
 import { NEEDS_STORES } from './bench-cli';
 
@@ -28,7 +28,13 @@ const body = (stream: boolean) =>
   });
 
 /** One Chat Completions call; for a stream, records when its first event arrived. */
-function caller(pool: Pool, path: string, headers: Record<string, string>, stream: boolean, ttfb: number[]) {
+function caller(
+  pool: Dispatcher,
+  path: string,
+  headers: Record<string, string>,
+  stream: boolean,
+  ttfb: number[],
+) {
   return async () => {
     const t0 = performance.now();
     const res = await pool.request({ method: 'POST', path, headers, body: body(stream) });

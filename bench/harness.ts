@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import Redis from 'ioredis';
 import { Client } from 'pg';
-import { Pool } from 'undici';
+import { BalancedPool, Pool, type Dispatcher } from 'undici';
 import { freePort } from '../infra/embedded/free-port';
 import { exitWithUsage, handleHelp, positiveInt } from './bench-cli';
 
@@ -23,7 +23,7 @@ export const MODEL = 'bench-model';
 
 /**
  * The options every bench takes: `--seconds` per row, `--concurrency` callers, `--workers` worker
- * processes, and `--only` to run one part (for profiling it).
+ * and `--apis` API processes, and `--only` to run one part (for profiling it).
  */
 export function benchArgs(usage: string) {
   handleHelp(usage);
@@ -34,6 +34,7 @@ export function benchArgs(usage: string) {
         seconds: { type: 'string' },
         concurrency: { type: 'string' },
         workers: { type: 'string' },
+        apis: { type: 'string' },
         only: { type: 'string' },
         runtime: { type: 'string' },
         'open-loop': { type: 'boolean' },
@@ -47,6 +48,7 @@ export function benchArgs(usage: string) {
     seconds: positiveInt(usage, '--seconds', text('seconds'), 10),
     concurrency: positiveInt(usage, '--concurrency', text('concurrency'), 50),
     workers: positiveInt(usage, '--workers', text('workers'), 1),
+    apis: positiveInt(usage, '--apis', text('apis'), 1),
     only: text('only'),
     runtime: runtimeOf(usage, text('runtime')),
     openLoop: values['open-loop'] === true,
@@ -259,7 +261,7 @@ export function report(r: Result): void {
 // --- the API --------------------------------------------------------------------------------------------
 
 export async function json(
-  pool: Pool,
+  pool: Dispatcher,
   method: 'GET' | 'POST' | 'PUT',
   path: string,
   token: string | null,
@@ -311,7 +313,7 @@ export async function setUpOrg(service: Service) {
 }
 
 /** A governed invoke with `wait` (sync) that must succeed: `npm run bench`'s row (b). */
-export function syncInvoker(api: Pool, token: string, sessionId: string): () => Promise<boolean> {
+export function syncInvoker(api: Dispatcher, token: string, sessionId: string): () => Promise<boolean> {
   const body = JSON.stringify({
     session_id: sessionId,
     model: MODEL,
@@ -329,18 +331,19 @@ export function syncInvoker(api: Pool, token: string, sessionId: string): () => 
 // --- one run: the processes, then the cleanup ----------------------------------------------------------
 
 export interface Service {
-  /** A keep-alive pool to the API, sized for the callers. */
-  api: Pool;
+  /** Keep-alive connections to the API processes (requests spread over them), sized for the callers. */
+  api: Dispatcher;
   stubUrl: string;
   components: Components;
 }
 
 /**
- * Runs `body` against a fresh stack: the stub, one API and `workers` worker processes on a new
- * database and Redis prefix; afterwards stops them and drops the database and the prefix's keys.
+ * Runs `body` against a fresh stack: the stub, `apis` API processes (1 unless told) and `workers`
+ * worker processes on a new database and Redis prefix; afterwards stops them and drops the
+ * database and the prefix's keys.
  */
 export async function withService(
-  options: { workers: number; connections: number; runtime: Runtime },
+  options: { workers: number; connections: number; runtime: Runtime; apis?: number },
   body: (service: Service) => Promise<void>,
 ): Promise<void> {
   const database = `cp_bench_${randomBytes(5).toString('hex')}`;
@@ -354,12 +357,11 @@ export async function withService(
   try {
     const stub = await startStub();
     children.push(stub.child);
-    const port = await freePort();
+    const apis = options.apis ?? 1;
     const env = {
       DATABASE_URL: dbUrl.toString(),
       REDIS_URL,
       CP_REDIS_PREFIX: prefix,
-      PORT: String(port),
       LOG_LEVEL: 'info',
       NODE_ENV: 'development',
       CP_MASTER_KEY: randomBytes(32).toString('base64'),
@@ -367,23 +369,36 @@ export async function withService(
       CP_RATE_LIMIT_PER_MINUTE: '1000000',
     };
     console.log(
-      `starting the stub, 1 API and ${options.workers} worker process(es) (${options.runtime === 'node' ? 'node dist/main.js' : 'tsx main.ts'}) on ${database} ...`,
+      `starting the stub, ${apis} API and ${options.workers} worker process(es) (${options.runtime === 'node' ? 'node dist/main.js' : 'tsx main.ts'}) on ${database} ...`,
     );
-    // The API first: it applies migrations before workers connect.
-    const apiProcess = await startRole('api', env, options.runtime);
-    children.push(apiProcess);
+    // One API first: it applies migrations before the others connect.
+    const apiProcesses: ChildProcess[] = [];
+    const apiUrls: string[] = [];
+    for (let i = 0; i < apis; i++) {
+      const port = await freePort();
+      const child = await startRole('api', { ...env, PORT: String(port) }, options.runtime);
+      apiProcesses.push(child);
+      children.push(child);
+      apiUrls.push(`http://127.0.0.1:${port}`);
+    }
     const workerProcesses: ChildProcess[] = [];
-    for (let i = 0; i < options.workers; i++)
-      workerProcesses.push(await startRole('worker', env, options.runtime));
-    children.push(...workerProcesses);
+    for (let i = 0; i < options.workers; i++) {
+      const child = await startRole('worker', env, options.runtime);
+      workerProcesses.push(child);
+      children.push(child);
+    }
     const components: Components = {
       stub: () => [stub.child.pid ?? 0],
-      api: () => [apiProcess.pid ?? 0],
+      api: () => apiProcesses.map((a) => a.pid ?? 0),
       worker: () => workerProcesses.map((w) => w.pid ?? 0),
       postgres: () => pidsOf('postgres'),
       redis: () => pidsOf('redis-server'),
     };
-    const api = new Pool(`http://127.0.0.1:${port}`, { connections: options.connections, pipelining: 1 });
+    const poolOptions = { connections: options.connections, pipelining: 1 };
+    const api =
+      apis === 1
+        ? new Pool(apiUrls[0] as string, poolOptions)
+        : new BalancedPool(apiUrls, { ...poolOptions, connections: Math.ceil(options.connections / apis) });
     try {
       await body({ api, stubUrl: stub.url, components });
     } finally {

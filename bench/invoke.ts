@@ -1,8 +1,8 @@
 /**
- * `npm run bench -- [--seconds 10] [--concurrency 50] [--workers 1]`: the governed invoke path
+ * `npm run bench -- [--seconds 10] [--concurrency 50] [--workers 1] [--apis 1]`: the governed invoke path
  * against a local OpenAI-compatible stub with zero latency, everything on this machine.
  *
- * Starts the stub (own process), one API process and N worker processes (`tsx main.ts --role
+ * Starts the stub (own process), the API process(es) and N worker processes (`node dist/main.js --role
  * api|worker`) on a fresh database and Redis prefix, then measures, at 1 caller and at
  * `concurrency` callers: (a) direct calls to the stub, the floor; (b) governed invokes with
  * `wait` (sync); (c) async invokes (202, then GET with wait until finished). Prints throughput
@@ -24,12 +24,12 @@ import { NEEDS_STORES } from './bench-cli';
 
 // --only a, b or c runs those rows only (for profiling one scenario)
 const args = benchArgs(`
-npm run bench -- [--seconds 10] [--concurrency 50] [--workers 1] [--only a|b|c] [--runtime node|tsx]
-  [--open-loop]
+npm run bench -- [--seconds 10] [--concurrency 50] [--workers 1] [--apis 1] [--only a|b|c]
+  [--runtime node|tsx] [--open-loop]
 
 The governed invoke path against a local zero-latency stub: (a) direct to the stub, (b) governed
 invoke with wait, (c) invoke then poll; at 1 caller and at --concurrency callers, with --workers
-worker processes. Prints req/s, p50/p99 and CPU per call of every process. The service runs
+worker processes behind --apis API processes (requests spread over them). Prints req/s, p50/p99 and CPU per call of every process. The service runs
 compiled (node dist/main.js, as npm start does; run npm run build first) or, with --runtime tsx,
 from the sources. --open-loop then offers (b) at fixed arrival rates of 50% and 80% of the most
 the closed loop reached, each latency counted from when its call was due.
@@ -41,7 +41,12 @@ const WORKERS = args.workers;
 
 async function main(): Promise<void> {
   await withService(
-    { workers: WORKERS, connections: args.openLoop ? 512 : CONCURRENCY + 10, runtime: args.runtime },
+    {
+      workers: WORKERS,
+      apis: args.apis,
+      connections: args.openLoop ? 512 : CONCURRENCY + 10,
+      runtime: args.runtime,
+    },
     async (service) => {
       const { api } = service;
       const direct = new Pool(service.stubUrl, { connections: CONCURRENCY + 10, pipelining: 1 });

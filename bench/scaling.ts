@@ -1,0 +1,73 @@
+/**
+ * `npm run bench:scaling -- [--seconds 8] [--concurrency 50] [--runtime node|tsx]`: the governed
+ * sync invoke at `concurrency` callers on 1, 2 and 4 worker processes with 1 and 2 API processes,
+ * each layout on a fresh stack, then one table: req/s, p50/p99 and CPU per call of each component.
+ */
+import { parseArgs } from 'node:util';
+import { exitWithUsage, handleHelp, NEEDS_STORES, positiveInt } from './bench-cli';
+import { measure, percentile, runtimeOf, setUpOrg, syncInvoker, withService, type Result } from './harness';
+
+const USAGE = `
+npm run bench:scaling -- [--seconds 8] [--concurrency 50] [--runtime node|tsx]
+
+The governed sync invoke at --concurrency callers with 1, 2 and 4 worker processes behind 1 and
+2 API processes (six fresh stacks, --seconds each after 1 s of warm-up), then a table of req/s,
+p50/p99 and CPU per call of the API, the workers, PostgreSQL and Redis.
+
+${NEEDS_STORES}`;
+
+function args() {
+  handleHelp(USAGE);
+  let values: Record<string, string | undefined> = {};
+  try {
+    ({ values } = parseArgs({
+      options: { seconds: { type: 'string' }, concurrency: { type: 'string' }, runtime: { type: 'string' } },
+    }));
+  } catch (err) {
+    exitWithUsage(USAGE, (err as Error).message);
+  }
+  return {
+    seconds: positiveInt(USAGE, '--seconds', values.seconds, 8),
+    concurrency: positiveInt(USAGE, '--concurrency', values.concurrency, 50),
+    runtime: runtimeOf(USAGE, values.runtime),
+  };
+}
+
+const LAYOUTS = [1, 2].flatMap((apis) => [1, 2, 4].map((workers) => ({ apis, workers })));
+
+const ms = (v: number) => v.toFixed(1);
+const µs = (r: Result, ...names: string[]) =>
+  Math.round(names.reduce((sum, name) => sum + (r.cpuPerCall[name] ?? 0), 0) * 1000);
+
+async function main(): Promise<void> {
+  const { seconds, concurrency, runtime } = args();
+  const lines: string[] = [
+    '| APIs | workers | req/s | p50 ms | p99 ms | errors | CPU µs per call: API | workers | PostgreSQL | Redis | all four |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
+  ];
+  for (const [i, { apis, workers }] of LAYOUTS.entries()) {
+    console.log(`[${i + 1}/${LAYOUTS.length}] ${apis} API, ${workers} worker(s): ${seconds + 1} s of load`);
+    await withService({ apis, workers, connections: concurrency + 10, runtime }, async (service) => {
+      const { admin, sessionId } = await setUpOrg(service);
+      const r = await measure(
+        service,
+        seconds,
+        'sync invoke',
+        concurrency,
+        syncInvoker(service.api, admin, sessionId),
+      );
+      lines.push(
+        `| ${apis} | ${workers} | ${Math.round(r.done / r.seconds)} | ${ms(percentile(r.latencies, 0.5))} | ` +
+          `${ms(percentile(r.latencies, 0.99))} | ${r.errors} | ${µs(r, 'api')} | ${µs(r, 'worker')} | ` +
+          `${µs(r, 'postgres')} | ${µs(r, 'redis')} | ${µs(r, 'api', 'worker', 'postgres', 'redis')} |`,
+      );
+    });
+  }
+  console.log(`\nnode ${process.version}, ${concurrency} callers, ${seconds} s per layout\n`);
+  console.log(lines.join('\n'));
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
