@@ -1,6 +1,7 @@
 import { evaluateInvocation, type StageJob } from '../domain/invocations/evaluate-invocation';
 import { reapInvocations } from '../domain/invocations/reap-invocations';
 import { runInvocation } from '../domain/invocations/run-invocation';
+import type { RunView } from '../domain/invocations/invocation-store';
 import type { StageQueue } from '../domain/invocations/signals';
 import type { InvocationJob } from '../domain/jobs';
 import { expireSessions } from '../domain/sessions/session-use-cases';
@@ -49,13 +50,15 @@ export const evaluateProcessor = (payload: InvocationJob, infra: Infra, queue = 
  * Inside the invoke job, handing an admitted invocation to the invoke stage means running it
  * next, in this job: the queue records the hand-over instead of enqueueing it.
  */
-function handOverHere(queue: StageQueue): { queue: StageQueue; handedOver(): InvocationJob | null } {
-  let next: InvocationJob | null = null;
+type HandOver = { job: InvocationJob; loaded: RunView | undefined };
+
+function handOverHere(queue: StageQueue): { queue: StageQueue; handedOver(): HandOver | null } {
+  let next: HandOver | null = null;
   const here: StageQueue = {
     ...queue,
-    enqueue: async (stage, job) => {
-      if (stage === 'invocation.run') next = job;
-      else await queue.enqueue(stage, job);
+    enqueue: async (stage, job, loaded) => {
+      if (stage === 'invocation.run') next = { job, loaded };
+      else await queue.enqueue(stage, job, loaded);
     },
   };
   return { queue: here, handedOver: () => next };
@@ -72,7 +75,7 @@ export const runProcessor = async (payload: InvocationJob, infra: Infra, job: Jo
   const decided = await evaluateProcessor(payload, infra, stage.queue);
   const next = stage.handedOver();
   if (!next) return decided;
-  const outcome = await runStage(next, infra, job);
+  const outcome = await runStage(next.job, infra, job, next.loaded);
   infra.logger.debug(
     { invocation_id: payload.invocation_id, outcome, attempt: job.attemptsMade + 1 },
     'invocation run',
@@ -80,7 +83,7 @@ export const runProcessor = async (payload: InvocationJob, infra: Infra, job: Jo
   return outcome;
 };
 
-const runStage = (payload: InvocationJob, infra: Infra, job: JobInfo) =>
+const runStage = (payload: InvocationJob, infra: Infra, job: JobInfo, loaded?: RunView) =>
   inSpan(
     'invocation.run',
     'consumer',
@@ -100,6 +103,7 @@ const runStage = (payload: InvocationJob, infra: Infra, job: JobInfo) =>
         },
         stageJob(payload, span.carrier),
         { number: job.attemptsMade + 1, max: job.attempts },
+        loaded,
       ),
     { 'invocation.id': payload.invocation_id, 'job.attempt': job.attemptsMade + 1 },
   );

@@ -13,8 +13,8 @@ import type { GuardedAction, Guardian, GuardianInput, GuardianVerdict } from '..
 import { newId } from '../ids';
 import { microsToUsd } from '../pricing/cost';
 import { statusAt } from '../sessions/session';
-import type { Invocation, InvocationRequest } from './invocation';
-import type { DecisionWrite, GuardianView, InvocationStore } from './invocation-store';
+import type { DecisionSummary, Invocation, InvocationRequest } from './invocation';
+import type { DecisionWrite, GuardianView, InvocationStore, RunView } from './invocation-store';
 import { statusesOf } from './lifecycle';
 import { endWithoutUsage, recordOutcome } from './outcomes';
 import type { CompletionSignal, StageQueue } from './signals';
@@ -195,7 +195,7 @@ export async function evaluateInvocation(deps: EvaluateDeps, job: StageJob): Pro
   const write = decisionWrite(invocation, await deps.guardian.decide(guardianInput(view)), at);
   if ((await deps.store.decide(write)) !== 'applied') return 'skipped';
   if (write.status === 'running') {
-    await deps.queue.enqueue('invocation.run', runJob(job));
+    await deps.queue.enqueue('invocation.run', runJob(job), admitted(view, write));
     return 'admitted';
   }
   if (write.approval) return awaitApproval(deps, write.approval);
@@ -232,11 +232,38 @@ const guardianInput = ({ invocation, agent, policyVersion }: GuardianView): Guar
   action: guardedAction(invocation),
 });
 
+const summaryOf = ({ decision }: DecisionWrite): DecisionSummary => ({
+  id: decision.id,
+  verdict: decision.verdict,
+  reasons: decision.reasons,
+});
+
+/**
+ * The row as an admitting decision left it (the columns the decide write sets), with the
+ * credential read alongside: what the invoke stage would read next, had it to.
+ */
+const admitted = ({ invocation, credential }: GuardianView, write: DecisionWrite): RunView => ({
+  invocation: {
+    ...invocation,
+    status: 'running',
+    decision: summaryOf(write),
+    request: write.request ?? invocation.request,
+    reservation: write.reservation
+      ? { costMicros: write.reservation.costMicros, tokens: write.reservation.tokens }
+      : invocation.reservation,
+    error: null,
+    updatedAt: write.at,
+    completedAt: null,
+  },
+  credential,
+  approvedDigest: null,
+});
+
 /** The invocation as the denial left it, for waiting clients. */
 const denied = (invocation: Invocation, write: DecisionWrite): Invocation => ({
   ...invocation,
   status: 'denied',
-  decision: { id: write.decision.id, verdict: write.decision.verdict, reasons: write.decision.reasons },
+  decision: summaryOf(write),
   error: write.error,
   updatedAt: write.at,
   completedAt: write.at,

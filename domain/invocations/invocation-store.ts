@@ -46,6 +46,8 @@ export interface GuardianView {
   session: { status: SessionStatus; expiresAt: Date };
   /** The org's policy_version as of this read. */
   policyVersion: number;
+  /** The invocation's credential, sealed: an invocation admitted here runs with it (run-invocation.ts). */
+  credential: SealedCredential | null;
 }
 
 /** A credential as the invoke worker needs it: sealed, opened only for the call. */

@@ -266,10 +266,16 @@ async function recordSuccess(run: AttemptRun, result: CompletionResult): Promise
  * the decrypted credential, then record the result, usage and audit entry in one transaction and
  * settle at the real cost. Idempotent by invocation id and attempt: a finished invocation is
  * skipped, a settled charge is never taken again, and a charge an earlier run reserved and never
- * settled is charged at its reservation without calling the provider again.
+ * settled is charged at its reservation without calling the provider again. `loaded` is the row
+ * as the guardian stage of this same job just wrote it, when it admitted the invocation.
  */
-export async function runInvocation(deps: RunDeps, job: StageJob, attempt: Attempt): Promise<RunOutcome> {
-  const view = await deps.store.forRun(job.invocationId);
+export async function runInvocation(
+  deps: RunDeps,
+  job: StageJob,
+  attempt: Attempt,
+  loaded?: RunView,
+): Promise<RunOutcome> {
+  const view = loaded ?? (await deps.store.forRun(job.invocationId));
   if (!view || !RUN_STATUSES.includes(view.invocation.status)) return 'skipped';
   const { invocation } = view;
   const number = invocation.providerAttempts + 1;

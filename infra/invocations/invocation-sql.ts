@@ -136,18 +136,22 @@ export const FINISH = statement(
 
 /**
  * $1 ids. With what the guardian decides on: the agent, the session's status and the org's
- * policy_version (so the compiled policies are those of this read, without a second query).
+ * policy_version (so the compiled policies are those of this read, without a second query); and
+ * the sealed credential, so an invocation admitted in the invoke job runs without reading again.
  */
 export const FOR_GUARDIAN = statement(
   'for_guardian',
   `
   select i.*, s.status as session_status, s.expires_at as session_expires_at,
     a.id as gate_id, a.status as gate_status, a.allowed_models as gate_allowed_models,
-    a.credential_refs as gate_credential_refs, o.policy_version as org_policy_version
+    a.credential_refs as gate_credential_refs, o.policy_version as org_policy_version,
+    c.ref as cred_ref, c.provider as cred_provider, c.base_url as cred_base_url,
+    c.version as cred_version, c.sealed_secret as cred_sealed_secret, c.key_id as cred_key_id
   from invocations i
   join sessions s on s.id = i.session_id
   join orgs o on o.id = i.org_id
   left join agents a on a.id = i.agent_id and a.org_id = i.org_id
+  left join credentials c on c.org_id = i.org_id and c.ref = i.credential_ref
   where i.id = any($1::text[])`,
 );
 

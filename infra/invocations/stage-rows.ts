@@ -1,4 +1,9 @@
-import type { GuardianView, InvokeContext, RunView } from '../../domain/invocations/invocation-store';
+import type {
+  GuardianView,
+  InvokeContext,
+  RunView,
+  SealedCredential,
+} from '../../domain/invocations/invocation-store';
 import type { AgentGate } from '../../domain/policy/guardian';
 import type { AgentStatus, ModelPrice } from '../../domain/model';
 import type { Provider } from '../../domain/providers';
@@ -33,7 +38,7 @@ export const priceOf = (p: ContextRow['price']): ModelPrice | null =>
       }
     : null;
 
-export interface GuardianRow extends InvocationRow {
+export interface GuardianRow extends CredentialRow {
   session_status: string;
   session_expires_at: Date | string;
   gate_id: string | null;
@@ -43,15 +48,31 @@ export interface GuardianRow extends InvocationRow {
   org_policy_version: number | string;
 }
 
-export interface RunRow extends InvocationRow {
+/** An invocation with its sealed credential's columns (null when it is gone). */
+interface CredentialRow extends InvocationRow {
   cred_ref: string | null;
   cred_provider: string | null;
   cred_base_url: string | null;
   cred_version: number | null;
   cred_sealed_secret: string | null;
   cred_key_id: string | null;
+}
+
+export interface RunRow extends CredentialRow {
   approved_digest: string | null;
 }
+
+const credentialOf = (r: CredentialRow): SealedCredential | null =>
+  r.cred_ref
+    ? {
+        ref: r.cred_ref,
+        provider: r.cred_provider as Provider,
+        baseUrl: r.cred_base_url,
+        version: r.cred_version ?? 0,
+        sealedSecret: r.cred_sealed_secret,
+        keyId: r.cred_key_id ?? '',
+      }
+    : null;
 
 export const gateOf = (r: {
   id: string;
@@ -80,20 +101,12 @@ export const toGuardianView = (r: GuardianRow): GuardianView => ({
     expiresAt: new Date(r.session_expires_at),
   },
   policyVersion: Number(r.org_policy_version),
+  credential: credentialOf(r),
 });
 
 export const toRunView = (r: RunRow): RunView => ({
   invocation: toInvocation(r),
-  credential: r.cred_ref
-    ? {
-        ref: r.cred_ref,
-        provider: r.cred_provider as Provider,
-        baseUrl: r.cred_base_url,
-        version: r.cred_version ?? 0,
-        sealedSecret: r.cred_sealed_secret,
-        keyId: r.cred_key_id ?? '',
-      }
-    : null,
+  credential: credentialOf(r),
   approvedDigest: r.approved_digest,
 });
 

@@ -3,7 +3,13 @@ import { worstCase } from '../../domain/budget/charges';
 import { Guardian, type GuardianVerdict } from '../../domain/policy/guardian';
 import { evaluateInvocation, type EvaluateDeps } from '../../domain/invocations/evaluate-invocation';
 import type { Invocation } from '../../domain/invocations/invocation';
-import type { DecisionWrite, GuardianView, InvocationStore } from '../../domain/invocations/invocation-store';
+import type {
+  DecisionWrite,
+  GuardianView,
+  InvocationStore,
+  RunView,
+  SealedCredential,
+} from '../../domain/invocations/invocation-store';
 import type { InvocationStage } from '../../domain/invocations/signals';
 
 const now = new Date('2026-11-22T12:00:00Z');
@@ -41,6 +47,7 @@ const invocation: Invocation = {
 function fakes(verdict: GuardianVerdict, credentialRefs = ['cred_1']) {
   const decisions: DecisionWrite[] = [];
   const enqueued: InvocationStage[] = [];
+  const handedOver: (RunView | undefined)[] = [];
   const timers: { id: string; expiresAt: Date }[] = [];
   const published: string[] = [];
   const view: GuardianView = {
@@ -48,6 +55,7 @@ function fakes(verdict: GuardianVerdict, credentialRefs = ['cred_1']) {
     agent: { id: 'agt_1', status: 'active', allowedModels: ['m'], credentialRefs },
     session: { status: 'open', expiresAt: new Date(now.getTime() + 60_000) },
     policyVersion: 3,
+    credential,
   };
   const store = {
     forGuardian: async () => view,
@@ -56,7 +64,7 @@ function fakes(verdict: GuardianVerdict, credentialRefs = ['cred_1']) {
   const deps: EvaluateDeps = {
     store,
     queue: {
-      enqueue: async (stage) => void enqueued.push(stage),
+      enqueue: async (stage, _job, loaded) => void (enqueued.push(stage), handedOver.push(loaded)),
       state: async () => 'alive',
       requeue: async () => undefined,
     },
@@ -66,15 +74,24 @@ function fakes(verdict: GuardianVerdict, credentialRefs = ['cred_1']) {
     webhooks: { publish: (_org, type) => void published.push(type) },
     clock: { now: () => now },
   };
-  return { deps, decisions, enqueued, timers, published };
+  return { deps, decisions, enqueued, handedOver, timers, published };
 }
+
+const credential: SealedCredential = {
+  ref: 'cred_1',
+  provider: 'mock',
+  baseUrl: null,
+  version: 1,
+  sealedSecret: 'sealed',
+  keyId: 'k1',
+};
 
 const job = { invocationId: 'inv_1', orgId: 'org_1', trace: {} };
 
 describe('the guardian stage', () => {
   it('runs a modify verdict as modified: new request, new worst case reserved, then the invoke queue', async () => {
     const smaller = [{ role: 'user' as const, content: '[redacted]' }];
-    const { deps, decisions, enqueued } = fakes({
+    const { deps, decisions, enqueued, handedOver } = fakes({
       verdict: 'modify',
       reasons: [{ policyId: 'pol_1', code: 'max_tokens', message: 'clamped' }],
       shadowReasons: [],
@@ -96,6 +113,19 @@ describe('the guardian stage', () => {
     expect(write.decision).toMatchObject({ verdict: 'modify', policyVersion: 3 });
     expect(write.events.map((e) => e.action)).toEqual(['llm.invoke.allowed']);
     expect(enqueued).toEqual(['invocation.run']);
+    // What the invoke stage runs without reading the row again: the row as the decision wrote it.
+    expect(handedOver[0]).toEqual({
+      invocation: {
+        ...invocation,
+        status: 'running',
+        request: { messages: smaller, maxTokens: 100 },
+        reservation: { costMicros: write.reservation?.costMicros, tokens: write.reservation?.tokens },
+        decision: { id: write.decision.id, verdict: 'modify', reasons: write.decision.reasons },
+        updatedAt: now,
+      },
+      credential,
+      approvedDigest: null,
+    });
   });
 
   it('pauses on require_approval: awaiting_approval, an approval bound to the request, its expiry scheduled', async () => {
