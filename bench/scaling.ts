@@ -5,14 +5,23 @@
  */
 import { parseArgs } from 'node:util';
 import { exitWithUsage, handleHelp, NEEDS_STORES, positiveInt } from './bench-cli';
-import { measure, percentile, runtimeOf, setUpOrg, syncInvoker, withService, type Result } from './harness';
+import {
+  DEFAULT_WARM_UP_SECONDS,
+  measure,
+  percentile,
+  runtimeOf,
+  setUpOrg,
+  syncInvoker,
+  withService,
+  type Result,
+} from './harness';
 
 const USAGE = `
-npm run bench:scaling -- [--seconds 8] [--concurrency 50] [--runtime node|tsx]
+npm run bench:scaling -- [--seconds 8] [--concurrency 50] [--runtime node|tsx] [--warmup 15]
 
 The governed sync invoke at --concurrency callers with 1, 2 and 4 worker processes behind 1 and
-2 API processes (six fresh stacks, --seconds each after 1 s of warm-up), then a table of req/s,
-p50/p99 and CPU per call of the API, the workers, PostgreSQL and Redis.
+2 API processes (six fresh stacks, each measured --seconds after --warmup seconds of load), then
+a table of req/s, p50/p99 and CPU per call of the API, the workers, PostgreSQL and Redis.
 
 ${NEEDS_STORES}`;
 
@@ -21,7 +30,12 @@ function args() {
   let values: Record<string, string | undefined> = {};
   try {
     ({ values } = parseArgs({
-      options: { seconds: { type: 'string' }, concurrency: { type: 'string' }, runtime: { type: 'string' } },
+      options: {
+        seconds: { type: 'string' },
+        concurrency: { type: 'string' },
+        runtime: { type: 'string' },
+        warmup: { type: 'string' },
+      },
     }));
   } catch (err) {
     exitWithUsage(USAGE, (err as Error).message);
@@ -30,6 +44,7 @@ function args() {
     seconds: positiveInt(USAGE, '--seconds', values.seconds, 8),
     concurrency: positiveInt(USAGE, '--concurrency', values.concurrency, 50),
     runtime: runtimeOf(USAGE, values.runtime),
+    warmUpSeconds: positiveInt(USAGE, '--warmup', values.warmup, DEFAULT_WARM_UP_SECONDS),
   };
 }
 
@@ -40,14 +55,17 @@ const µs = (r: Result, ...names: string[]) =>
   Math.round(names.reduce((sum, name) => sum + (r.cpuPerCall[name] ?? 0), 0) * 1000);
 
 async function main(): Promise<void> {
-  const { seconds, concurrency, runtime } = args();
+  const { seconds, concurrency, runtime, warmUpSeconds } = args();
   const lines: string[] = [
     '| APIs | workers | req/s | p50 ms | p99 ms | errors | CPU µs per call: API | workers | PostgreSQL | Redis | all four |',
     '|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const [i, { apis, workers }] of LAYOUTS.entries()) {
-    console.log(`[${i + 1}/${LAYOUTS.length}] ${apis} API, ${workers} worker(s): ${seconds + 1} s of load`);
-    await withService({ apis, workers, connections: concurrency + 10, runtime }, async (service) => {
+    console.log(
+      `[${i + 1}/${LAYOUTS.length}] ${apis} API, ${workers} worker(s): ${warmUpSeconds + seconds} s of load`,
+    );
+    const options = { apis, workers, connections: concurrency + 10, runtime, warmUpSeconds };
+    await withService(options, async (service) => {
       const { admin, sessionId } = await setUpOrg(service);
       const r = await measure(
         service,
@@ -63,7 +81,9 @@ async function main(): Promise<void> {
       );
     });
   }
-  console.log(`\nnode ${process.version}, ${concurrency} callers, ${seconds} s per layout\n`);
+  console.log(
+    `\nnode ${process.version}, ${concurrency} callers, ${seconds} s per layout after ${warmUpSeconds} s of warm-up\n`,
+  );
   console.log(lines.join('\n'));
 }
 

@@ -20,6 +20,7 @@ const SCRIPTS: [string, string[]][] = [
   ['bench/invoke.ts', ['--apis', 'two']],
   ['bench/memory.ts', ['--invokes', 'lots']],
   ['bench/scaling.ts', ['--seconds', '0']],
+  ['bench/scaling.ts', ['--warmup', 'long']],
   ['bench/evaluate.ts', ['--nope']],
   ['bench/audit-writers.ts', ['fifty']],
   ['bench/provider-client.ts', ['-3']],
