@@ -163,3 +163,11 @@ export const DEFAULT_JOB_OPTIONS = {
 
 /** Job ids are the invocation ids, so a duplicate enqueue of the same stage is one job. */
 export const invocationJobId = (invocationId: string): string => invocationId;
+
+/**
+ * The invoke job a submit enqueues (it decides, then runs) has an id of its own: the job an
+ * approval enqueues to resume the invocation must never be taken for the one that paused it, which
+ * may still hold its id for a few milliseconds after the pause, or until the lock of a worker that
+ * died lapses.
+ */
+export const submitJobId = (invocationId: string): string => `${invocationId}-submit`;

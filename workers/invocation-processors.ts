@@ -3,13 +3,15 @@ import { reapInvocations } from '../domain/invocations/reap-invocations';
 import { runInvocation } from '../domain/invocations/run-invocation';
 import type { RunView } from '../domain/invocations/invocation-store';
 import type { StageQueue } from '../domain/invocations/signals';
-import type { InvocationJob } from '../domain/jobs';
+import { submitJobId, type InvocationJob } from '../domain/jobs';
 import { expireSessions } from '../domain/sessions/session-use-cases';
 import type { Infra } from '../infra/container';
 import { inSpan } from '../infra/telemetry';
 
 /** What a processor knows of the BullMQ job running it. */
 export interface JobInfo {
+  /** The BullMQ job id (the submit's job has an id of its own: submitJobId). */
+  id: string;
   /** Attempts that already failed (0 on the first run). */
   attemptsMade: number;
   attempts: number;
@@ -46,18 +48,21 @@ export const evaluateProcessor = (payload: InvocationJob, infra: Infra, queue = 
     { 'invocation.id': payload.invocation_id },
   );
 
-/**
- * Inside the invoke job, handing an admitted invocation to the invoke stage means running it
- * next, in this job: the queue records the hand-over instead of enqueueing it.
- */
-type HandOver = { job: InvocationJob; loaded: RunView | undefined };
+type HandOver = { job: InvocationJob; loaded: RunView };
 
-function handOverHere(queue: StageQueue): { queue: StageQueue; handedOver(): HandOver | null } {
+/**
+ * Inside the submit's job, handing an invocation this job just admitted to the invoke stage means
+ * running it next, in this job: the queue records the hand-over instead of enqueueing it. One
+ * found already running (admitted by an earlier attempt of this job, or resumed by an approval)
+ * goes through the queue under the invocation's own job id, so it never runs beside the job an
+ * approval enqueued: that enqueue is then one job.
+ */
+export function handOverHere(queue: StageQueue): { queue: StageQueue; handedOver(): HandOver | null } {
   let next: HandOver | null = null;
   const here: StageQueue = {
     ...queue,
     enqueue: async (stage, job, loaded) => {
-      if (stage === 'invocation.run') next = { job, loaded };
+      if (stage === 'invocation.run' && loaded) next = { job, loaded };
       else await queue.enqueue(stage, job, loaded);
     },
   };
@@ -65,12 +70,13 @@ function handOverHere(queue: StageQueue): { queue: StageQueue; handedOver(): Han
 }
 
 /**
- * The invoke job: one queue hop per invocation. A queued invocation is decided here first by the
- * guardian stage (the same code the guardian queue runs), and an admitted one runs at once; a
- * retry or an approved resume finds it running and goes straight on. Its span is the parent of
- * the provider call's.
+ * The invoke job: one queue hop per invocation. In the submit's job, a queued invocation is
+ * decided first by the guardian stage (the same code the guardian queue runs), and one it admits
+ * runs at once (handOverHere). An invoke job an approval, the reaper or a guardian job enqueued
+ * runs an invocation that is running. Its span is the parent of the provider call's.
  */
 export const runProcessor = async (payload: InvocationJob, infra: Infra, job: JobInfo) => {
+  if (job.id !== submitJobId(payload.invocation_id)) return runStage(payload, infra, job);
   const stage = handOverHere(infra.queues.stages);
   const decided = await evaluateProcessor(payload, infra, stage.queue);
   const next = stage.handedOver();

@@ -49,7 +49,7 @@ const CONCURRENCY = (infra: Infra): Record<QueueName, number> => ({
 function processJob(job: Job, infra: Infra): Promise<unknown> {
   if (!isJobName(job.name)) throw new Error(`no processor for job ${job.name}`);
   const payload = JOBS[job.name].payload.parse(job.data);
-  const info = { attemptsMade: job.attemptsMade, attempts: job.opts.attempts ?? 1 };
+  const info = { id: job.id ?? '', attemptsMade: job.attemptsMade, attempts: job.opts.attempts ?? 1 };
   return (PROCESSORS[job.name] as (p: typeof payload, i: Infra, j: typeof info) => Promise<unknown>)(
     payload,
     infra,

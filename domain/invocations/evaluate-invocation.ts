@@ -185,8 +185,12 @@ export async function evaluateInvocation(deps: EvaluateDeps, job: StageJob): Pro
   if (!view) return 'skipped';
   const { invocation } = view;
   if (statusesOf('invocation.run').includes(invocation.status)) {
-    // Decided by an earlier run that stopped before it enqueued the next stage.
-    await deps.queue.enqueue('invocation.run', runJob(job));
+    // Admitted by an earlier attempt of this job that stopped before it ran it (the row as read is
+    // what the run needs); or resumed by an approval, whose own invoke job runs it.
+    const loaded = invocation.approvalId
+      ? undefined
+      : { invocation, credential: view.credential, approvedDigest: null };
+    await deps.queue.enqueue('invocation.run', runJob(job), loaded);
     return 'admitted';
   }
   if (!EVALUATE_STATUSES.includes(invocation.status)) return 'skipped';

@@ -10,6 +10,8 @@ export type JobState = 'alive' | 'gone' | 'ended';
 
 /** The queue, as the invoke pipeline uses it. */
 export interface StageQueue {
+  /** The invocation's first job (its own job id): the guardian stage, then, if admitted, the run. */
+  submit(job: InvocationJob): Promise<void>;
   /**
    * `loaded`: the row as the enqueuing stage's own write left it. A queue in Redis drops it (the
    * job carries ids only); the invoke job, handing over to itself, runs with it instead of

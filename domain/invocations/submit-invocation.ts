@@ -212,7 +212,7 @@ export async function invoke(
  */
 async function enqueueInvocation(deps: InvokeDeps, invocation: Invocation, trace: Record<string, string>) {
   try {
-    await deps.queue.enqueue('invocation.run', {
+    await deps.queue.submit({
       invocation_id: invocation.id,
       org_id: invocation.orgId,
       trace,

@@ -3,6 +3,7 @@ import type Redis from 'ioredis';
 import {
   DEFAULT_JOB_OPTIONS,
   invocationJobId,
+  submitJobId,
   JOBS,
   jobSpec,
   type InvocationJob,
@@ -89,8 +90,12 @@ export class JobQueues {
     return batch;
   }
 
-  /** The invoke pipeline's jobs: one per invocation and stage, whose job id is the invocation id. */
+  /**
+   * The invoke pipeline's jobs: one per invocation and stage, whose job id is the invocation id,
+   * and the submit's first job, under an id of its own.
+   */
   readonly stages: StageQueue = {
+    submit: (job) => this.enqueue('invocation.run', job, submitJobId(job.invocation_id)),
     enqueue: (stage, job) => this.enqueue(stage, job, invocationJobId(job.invocation_id)),
     state: (stage, invocationId) => this.stageState(stage, invocationId),
     requeue: (stage, job) => this.requeue(stage, job),
@@ -108,14 +113,16 @@ export class JobQueues {
   };
 
   /**
-   * A queued invocation is decided by its invoke job (the guardian stage runs inside it), or by a
-   * guardian job the reaper enqueued: it waits on whichever of the two is alive.
+   * The submit's job runs both stages, so an invocation in either waits on it too: a queued one is
+   * decided by it or by a guardian job the reaper enqueued, a running one runs in it or in the
+   * invoke job an approval or the reaper enqueued. It waits on whichever of the two is alive.
    */
   private async stageState(stage: InvocationStage, invocationId: string): Promise<JobState> {
-    const jobs: InvocationStage[] = stage === 'invocation.evaluate' ? [stage, 'invocation.run'] : [stage];
-    const states = await Promise.all(
-      jobs.map((name) => this.queue(JOBS[name].queue).getJobState(invocationJobId(invocationId))),
-    );
+    const invoke = this.queue(JOBS['invocation.run'].queue);
+    const states = await Promise.all([
+      invoke.getJobState(submitJobId(invocationId)),
+      this.queue(JOBS[stage].queue).getJobState(invocationJobId(invocationId)),
+    ]);
     if (states.some((state) => ALIVE.has(state))) return 'alive';
     return states.every((state) => state === 'unknown') ? 'gone' : 'ended';
   }

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Worker } from 'bullmq';
+import { submitJobId } from '../../domain/jobs';
 import { bullConnectionOptions } from '../../infra/redis/connections';
 import { signupOrg, type SignedUpOrg } from '../support/factories';
 import { eventually, invoke, openSession } from '../support/invoke-fixtures';
@@ -151,11 +152,12 @@ describe('what the dashboard shows of jobs', () => {
     const res = await invoke(app.http, org.adminKey, body, 0);
     expect(res.status).toBe(202);
     const id = res.body.id;
-    await eventually(async () => (await app.infra.queues.queue('invoke').getJob(id)) ?? null);
+    const jobId = submitJobId(id);
+    await eventually(async () => (await app.infra.queues.queue('invoke').getJob(jobId)) ?? null);
 
     const answers = await Promise.all([
       ...QUEUE_NAMES.map((q) => dashboard(`/api/queues?activeQueue=${q}&status=latest`, `Bearer ${TOKEN}`)),
-      dashboard(`/api/queues/invoke/${id}`, `Bearer ${TOKEN}`),
+      dashboard(`/api/queues/invoke/${jobId}`, `Bearer ${TOKEN}`),
     ]);
     for (const answer of answers) expect(answer.status).toBe(200);
     const shown = answers.map((a) => a.text).join('\n');

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { UnrecoverableError, Worker } from 'bullmq';
+import { submitJobId } from '../../domain/jobs';
 import { outcomeWrite } from '../../domain/invocations/outcomes';
 import { reapInvocations } from '../../domain/invocations/reap-invocations';
 import { bullConnectionOptions } from '../../infra/redis/connections';
@@ -142,9 +143,13 @@ describe('the reaper', () => {
     return amounts;
   }
 
-  /** Runs the guardian stage in this process, as a worker would: the invocation is then `running`. */
+  /**
+   * Runs the guardian stage in this process, as a guardian job would: the invocation is then
+   * `running`, its invoke job waits, and the submit's job (no worker took it) is gone.
+   */
   async function admitted(sessionId: string): Promise<InvocationBody> {
     const queued = await invoke(app.http, setup.org.adminKey, body(sessionId), 0);
+    await app.infra.queues.queue('invoke').remove(submitJobId(queued.body.id));
     await evaluateProcessor({ invocation_id: queued.body.id, org_id: setup.org.orgId, trace: {} }, app.infra);
     const job = await app.infra.queues.queue('invoke').getJob(queued.body.id);
     expect(job?.name).toBe('invocation.run');

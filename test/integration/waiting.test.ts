@@ -1,4 +1,5 @@
 import Redis from 'ioredis';
+import { submitJobId } from '../../domain/jobs';
 import { eventually } from '../support/eventually';
 import { TEST_REDIS_URL } from '../support/test-db';
 import { startTestApp, type TestApp } from '../support/test-app';
@@ -37,7 +38,7 @@ const queue = async (n: number) => {
 describe('jobs', () => {
   it('carry only ids and the trace context: no message text, no secret', async () => {
     const [id] = await queue(1);
-    const job = await app.infra.queues.queue('invoke').getJob(id as string);
+    const job = await app.infra.queues.queue('invoke').getJob(submitJobId(id as string));
     expect(job?.name).toBe('invocation.run');
     expect(Object.keys(job?.data ?? {}).sort()).toEqual(['invocation_id', 'org_id', 'trace']);
     expect(job?.data.invocation_id).toBe(id);
@@ -53,23 +54,25 @@ describe('jobs', () => {
       headers: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01', tracestate },
     });
     expect(res.status).toBe(202);
-    const job = await app.infra.queues.queue('invoke').getJob(res.body.id);
+    const job = await app.infra.queues.queue('invoke').getJob(submitJobId(res.body.id));
     expect(job?.data.trace.traceparent).toMatch(/^00-0af7651916cd43dd8448eb211c80319c-/);
     // The propagator keeps what fits the W3C limit of 512 characters.
     expect(tracestate.startsWith(job?.data.trace.tracestate)).toBe(true);
     expect(job?.data.trace.tracestate.length).toBeLessThanOrEqual(512);
   });
 
-  it('are one per invocation and stage: the job id is the invocation id', async () => {
+  it("are one per invocation and stage: the job id is the invocation id, the submit's job has its own", async () => {
     const [id] = await queue(1);
-    await app.infra.queues.stages.enqueue('invocation.run', {
-      invocation_id: id as string,
-      org_id: setup.org.orgId,
-      trace: {},
-    });
+    const job = { invocation_id: id as string, org_id: setup.org.orgId, trace: {} };
+    // Twice, as an approval's resume and a retried enqueue would: one job.
+    await app.infra.queues.stages.enqueue('invocation.run', job);
+    await app.infra.queues.stages.enqueue('invocation.run', job);
+    await app.infra.queues.stages.submit(job);
     const counts = await app.infra.queues.queue('invoke').getJobCounts('waiting');
     const jobs = await app.infra.queues.queue('invoke').getJobs(['waiting']);
     expect(jobs.filter((j) => j.id === id)).toHaveLength(1);
+    // The submit's job (its id its own) did not take the run job's place, nor it the submit's.
+    expect(jobs.filter((j) => j.id === submitJobId(id as string))).toHaveLength(1);
     expect(counts.waiting).toBe(jobs.length);
   });
 });

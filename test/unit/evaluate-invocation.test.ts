@@ -44,14 +44,14 @@ const invocation: Invocation = {
 };
 
 /** In-memory fakes of the ports the guardian stage uses (unit tests only). */
-function fakes(verdict: GuardianVerdict, credentialRefs = ['cred_1']) {
+function fakes(verdict: GuardianVerdict, credentialRefs = ['cred_1'], row: Partial<Invocation> = {}) {
   const decisions: DecisionWrite[] = [];
   const enqueued: InvocationStage[] = [];
   const handedOver: (RunView | undefined)[] = [];
   const timers: { id: string; expiresAt: Date }[] = [];
   const published: string[] = [];
   const view: GuardianView = {
-    invocation,
+    invocation: { ...invocation, ...row },
     agent: { id: 'agt_1', status: 'active', allowedModels: ['m'], credentialRefs },
     session: { status: 'open', expiresAt: new Date(now.getTime() + 60_000) },
     policyVersion: 3,
@@ -64,6 +64,7 @@ function fakes(verdict: GuardianVerdict, credentialRefs = ['cred_1']) {
   const deps: EvaluateDeps = {
     store,
     queue: {
+      submit: async () => undefined,
       enqueue: async (stage, _job, loaded) => void (enqueued.push(stage), handedOver.push(loaded)),
       state: async () => 'alive',
       requeue: async () => undefined,
@@ -181,5 +182,34 @@ describe('the guardian stage', () => {
     expect(write.decision.reasons.map((r) => r.code)).toEqual(['credential_not_allowed']);
     expect(write.error?.errorCode).toBe('guardian_denied');
     expect(enqueued).toEqual([]);
+  });
+
+  const allow: GuardianVerdict = {
+    verdict: 'allow',
+    reasons: [],
+    shadowReasons: [],
+    modifiedAction: null,
+    approval: null,
+    policyVersion: 0,
+  };
+
+  it('hands one its own earlier attempt admitted to the run as read, deciding nothing again', async () => {
+    const running = { status: 'running' as const, providerAttempts: 1 };
+    const { deps, decisions, enqueued, handedOver } = fakes(allow, ['cred_1'], running);
+    expect(await evaluateInvocation(deps, job)).toBe('admitted');
+    expect(decisions).toEqual([]);
+    expect(enqueued).toEqual(['invocation.run']);
+    expect(handedOver).toEqual([
+      { invocation: { ...invocation, ...running }, credential, approvedDigest: null },
+    ]);
+  });
+
+  it('leaves one an approval resumed to the invoke job the approval enqueued (no row handed over)', async () => {
+    const resumed = { status: 'running' as const, approvalId: 'apr_1' };
+    const { deps, decisions, enqueued, handedOver } = fakes(allow, ['cred_1'], resumed);
+    expect(await evaluateInvocation(deps, job)).toBe('admitted');
+    expect(decisions).toEqual([]);
+    expect(enqueued).toEqual(['invocation.run']);
+    expect(handedOver).toEqual([undefined]);
   });
 });
