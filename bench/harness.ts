@@ -20,6 +20,7 @@ const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ROOT = join(__dirname, '..');
 /** How long the first load on a fresh stack runs before anything is counted (see warmUp). */
 export const DEFAULT_WARM_UP_SECONDS = 15;
+const STACK_WARM_UP_CALLERS = 50;
 /** The model the stub answers as. */
 export const MODEL = 'bench-model';
 
@@ -171,10 +172,12 @@ export const percentile = (sorted: number[], p: number) =>
  */
 export async function warmUp(service: Service, callers: number, once: () => Promise<boolean>): Promise<void> {
   const ms = service.warm ? 1000 : service.warmUpSeconds * 1000;
+  // The stack warms under load whatever the first row's callers: 1 caller would take minutes.
+  const load = service.warm ? callers : Math.max(callers, STACK_WARM_UP_CALLERS);
   if (!service.warm) console.error(`... warming the stack up: ${service.warmUpSeconds} s of load`);
   service.warm = true;
   const until = performance.now() + ms;
-  while (performance.now() < until) await Promise.all(Array.from({ length: callers }, once));
+  while (performance.now() < until) await Promise.all(Array.from({ length: load }, once));
 }
 
 /** CPU milliseconds each component spent per completed call between two snapshots. */

@@ -87,6 +87,15 @@ const credential: SealedCredential = {
   keyId: 'k1',
 };
 
+const allow: GuardianVerdict = {
+  verdict: 'allow',
+  reasons: [],
+  shadowReasons: [],
+  modifiedAction: null,
+  approval: null,
+  policyVersion: 0,
+};
+
 const job = { invocationId: 'inv_1', orgId: 'org_1', trace: {} };
 
 describe('the guardian stage', () => {
@@ -167,14 +176,6 @@ describe('the guardian stage', () => {
   });
 
   it("denies an invocation whose credential is not in its agent's credential_refs, and never runs it", async () => {
-    const allow: GuardianVerdict = {
-      verdict: 'allow',
-      reasons: [],
-      shadowReasons: [],
-      modifiedAction: null,
-      approval: null,
-      policyVersion: 0,
-    };
     const { deps, decisions, enqueued } = fakes(allow, ['cred_2']);
     expect(await evaluateInvocation(deps, job)).toBe('denied');
     const write = decisions[0] as DecisionWrite;
@@ -183,15 +184,6 @@ describe('the guardian stage', () => {
     expect(write.error?.errorCode).toBe('guardian_denied');
     expect(enqueued).toEqual([]);
   });
-
-  const allow: GuardianVerdict = {
-    verdict: 'allow',
-    reasons: [],
-    shadowReasons: [],
-    modifiedAction: null,
-    approval: null,
-    policyVersion: 0,
-  };
 
   it('hands one its own earlier attempt admitted to the run as read, deciding nothing again', async () => {
     const running = { status: 'running' as const, providerAttempts: 1 };
