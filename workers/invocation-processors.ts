@@ -51,10 +51,10 @@ export const evaluateProcessor = (payload: InvocationJob, infra: Infra, queue = 
 type HandOver = { job: InvocationJob; loaded: RunView };
 
 /**
- * Inside the submit's job, handing an invocation this job just admitted to the invoke stage means
- * running it next, in this job: the queue records the hand-over instead of enqueueing it. One
- * found already running (admitted by an earlier attempt of this job, or resumed by an approval)
- * goes through the queue under the invocation's own job id, so it never runs beside the job an
+ * Inside the submit's job, handing over to the invoke stage with the row (an invocation this job
+ * admitted, now or in an earlier attempt) means running it next, in this job: the queue records
+ * the hand-over instead of enqueueing it. One without the row (an invocation an approval resumed)
+ * goes through the queue under the invocation's own job id, so it never runs beside the job the
  * approval enqueued: that enqueue is then one job.
  */
 export function handOverHere(queue: StageQueue): { queue: StageQueue; handedOver(): HandOver | null } {
