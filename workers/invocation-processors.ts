@@ -1,4 +1,9 @@
-import { evaluateInvocation, type StageJob } from '../domain/invocations/evaluate-invocation';
+import {
+  decideInvocation,
+  evaluateInvocation,
+  type Decided,
+  type StageJob,
+} from '../domain/invocations/evaluate-invocation';
 import { reapInvocations } from '../domain/invocations/reap-invocations';
 import { runInvocation } from '../domain/invocations/run-invocation';
 import type { RunView } from '../domain/invocations/invocation-store';
@@ -23,65 +28,54 @@ const stageJob = (payload: InvocationJob, trace: Record<string, string>): StageJ
   trace,
 });
 
-/**
- * The guardian stage, in a span under the request's trace; the invoke stage continues that trace.
- * `queue` is where an admitted invocation is handed on (see handOverHere).
- */
-export const evaluateProcessor = (payload: InvocationJob, infra: Infra, queue = infra.queues.stages) =>
-  inSpan(
-    'invocation.evaluate',
-    'consumer',
-    payload.trace,
-    (span) =>
-      evaluateInvocation(
-        {
-          store: infra.invocations,
-          queue,
-          signal: infra.signal,
-          guardian: infra.guardian,
-          timers: infra.queues.approvalTimers,
-          webhooks: infra.webhooks,
-          clock: infra.clock,
-        },
-        stageJob(payload, span.carrier),
-      ),
-    { 'invocation.id': payload.invocation_id },
-  );
+const guardianDeps = (infra: Infra) => ({
+  store: infra.invocations,
+  queue: infra.queues.stages,
+  signal: infra.signal,
+  guardian: infra.guardian,
+  timers: infra.queues.approvalTimers,
+  webhooks: infra.webhooks,
+  clock: infra.clock,
+});
 
-type HandOver = { job: InvocationJob; loaded: RunView };
+/** The guardian stage, in a span under the request's trace; the invoke stage continues that trace. */
+const inGuardianSpan = <T>(payload: InvocationJob, stage: (job: StageJob) => Promise<T>) =>
+  inSpan('invocation.evaluate', 'consumer', payload.trace, (span) => stage(stageJob(payload, span.carrier)), {
+    'invocation.id': payload.invocation_id,
+  });
+
+/** The `guardian` queue's job (the reaper's requeues): decide, then enqueue an admitted invocation. */
+export const evaluateProcessor = (payload: InvocationJob, infra: Infra) =>
+  inGuardianSpan(payload, (job) => evaluateInvocation(guardianDeps(infra), job));
 
 /**
- * Inside the submit's job, handing over to the invoke stage with the row (an invocation this job
- * admitted, now or in an earlier attempt) means running it next, in this job: the queue records
- * the hand-over instead of enqueueing it. One without the row (an invocation an approval resumed)
- * goes through the queue under the invocation's own job id, so it never runs beside the job the
- * approval enqueued: that enqueue is then one job.
+ * After the submit's job decided: the invocation to run in this job, one it admitted (now or in
+ * an earlier attempt), with the row as its decision left it. One an approval resumed goes to the
+ * queue under the invocation's own job id, where the approval's job already is: that enqueue is
+ * then one job, and two runs never go side by side.
  */
-export function handOverHere(queue: StageQueue): { queue: StageQueue; handedOver(): HandOver | null } {
-  let next: HandOver | null = null;
-  const here: StageQueue = {
-    ...queue,
-    enqueue: async (stage, job, loaded) => {
-      if (stage === 'invocation.run' && loaded) next = { job, loaded };
-      else await queue.enqueue(stage, job, loaded);
-    },
-  };
-  return { queue: here, handedOver: () => next };
+export async function runHere(
+  decided: Decided,
+  queue: StageQueue,
+): Promise<{ job: InvocationJob; run: RunView } | null> {
+  if (decided.outcome !== 'admitted') return null;
+  if (decided.run) return { job: decided.next, run: decided.run };
+  await queue.enqueue('invocation.run', decided.next);
+  return null;
 }
 
 /**
  * The invoke job: one queue hop per invocation. In the submit's job, a queued invocation is
  * decided first by the guardian stage (the same code the guardian queue runs), and one it admits
- * runs at once (handOverHere). An invoke job an approval, the reaper or a guardian job enqueued
- * runs an invocation that is running. Its span is the parent of the provider call's.
+ * runs at once (runHere). An invoke job an approval, the reaper or a guardian job enqueued runs
+ * an invocation that is running. Its span is the parent of the provider call's.
  */
 export const runProcessor = async (payload: InvocationJob, infra: Infra, job: JobInfo) => {
   if (job.id !== submitJobId(payload.invocation_id)) return runStage(payload, infra, job);
-  const stage = handOverHere(infra.queues.stages);
-  const decided = await evaluateProcessor(payload, infra, stage.queue);
-  const next = stage.handedOver();
-  if (!next) return decided;
-  const outcome = await runStage(next.job, infra, job, next.loaded);
+  const decided = await inGuardianSpan(payload, (stage) => decideInvocation(guardianDeps(infra), stage));
+  const here = await runHere(decided, infra.queues.stages);
+  if (!here) return decided.outcome;
+  const outcome = await runStage(here.job, infra, job, here.run);
   infra.logger.debug(
     { invocation_id: payload.invocation_id, outcome, attempt: job.attemptsMade + 1 },
     'invocation run',

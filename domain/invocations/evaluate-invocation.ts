@@ -19,15 +19,19 @@ import { statusesOf } from './lifecycle';
 import { endWithoutUsage, recordOutcome } from './outcomes';
 import type { CompletionSignal, StageQueue } from './signals';
 import type { WebhookPublisher } from '../webhooks/webhook-publisher';
+import type { InvocationJob } from '../jobs';
 
-export interface EvaluateDeps {
+export interface DecideDeps {
   store: InvocationStore;
-  queue: StageQueue;
   signal: CompletionSignal;
   guardian: Guardian;
   timers: ApprovalTimers;
   webhooks: WebhookPublisher;
   clock: Clock;
+}
+
+export interface EvaluateDeps extends DecideDeps {
+  queue: StageQueue;
 }
 
 export interface StageJob {
@@ -38,6 +42,15 @@ export interface StageJob {
 }
 
 export type EvaluateOutcome = 'admitted' | 'awaiting_approval' | 'denied' | 'failed' | 'skipped';
+
+/**
+ * The guardian stage's result. An admitted invocation comes with the job that runs it next and,
+ * when this stage (or an earlier attempt of its job) admitted it, the row to run it with; `run` is
+ * null for one an approval resumed, which the approval's own invoke job runs.
+ */
+export type Decided =
+  | { outcome: 'admitted'; next: InvocationJob; run: RunView | null }
+  | { outcome: Exclude<EvaluateOutcome, 'admitted'> };
 
 /** The statuses the guardian stage decides (lifecycle.ts). */
 const EVALUATE_STATUSES = statusesOf('invocation.evaluate');
@@ -162,56 +175,67 @@ function decisionWrite(invocation: Invocation, verdict: GuardianVerdict, at: Dat
   };
 }
 
-const runJob = (job: StageJob) => ({ invocation_id: job.invocationId, org_id: job.orgId, trace: job.trace });
+const runJob = (job: StageJob): InvocationJob => ({
+  invocation_id: job.invocationId,
+  org_id: job.orgId,
+  trace: job.trace,
+});
 
 /** A session closed or expired while the invocation was queued: it never runs. */
-async function failClosedSession(deps: EvaluateDeps, view: GuardianView, at: Date): Promise<EvaluateOutcome> {
+async function failClosedSession(deps: DecideDeps, view: GuardianView, at: Date): Promise<Decided> {
   const status = statusAt(view.session, at);
   const error = {
     errorCode: 'session_not_open',
     message: `session ${view.invocation.sessionId} is ${status}`,
   };
   const write = endWithoutUsage(view.invocation, EVALUATE_STATUSES, 'failed', error, at);
-  return (await recordOutcome(deps, view.invocation, write)) === 'applied' ? 'failed' : 'skipped';
+  const written = await recordOutcome(deps, view.invocation, write);
+  return { outcome: written === 'applied' ? 'failed' : 'skipped' };
 }
 
 /**
- * The `guardian` job: decide a queued invocation, record the decision with its audit entry, and
- * hand an admitted one to the invoke queue. Safe to run twice: a decided invocation is not
- * decided again, and an admitted one is only (re)enqueued under its own job id.
+ * The guardian stage: decide a queued invocation and record the decision with its audit entry.
+ * Safe to run twice: a decided invocation is not decided again.
  */
-export async function evaluateInvocation(deps: EvaluateDeps, job: StageJob): Promise<EvaluateOutcome> {
+export async function decideInvocation(deps: DecideDeps, job: StageJob): Promise<Decided> {
   const view = await deps.store.forGuardian(job.invocationId);
-  if (!view) return 'skipped';
+  if (!view) return { outcome: 'skipped' };
   const { invocation } = view;
   if (statusesOf('invocation.run').includes(invocation.status)) {
-    // Admitted by an earlier attempt of this job that stopped before it ran it (the row as read is
-    // what the run needs); or resumed by an approval, whose own invoke job runs it.
-    const loaded = invocation.approvalId
-      ? undefined
+    // Admitted by an earlier attempt that stopped before it ran it (the row as read is what the
+    // run needs); or resumed by an approval, whose own invoke job runs it.
+    const run = invocation.approvalId
+      ? null
       : { invocation, credential: view.credential, approvedDigest: null };
-    await deps.queue.enqueue('invocation.run', runJob(job), loaded);
-    return 'admitted';
+    return { outcome: 'admitted', next: runJob(job), run };
   }
-  if (!EVALUATE_STATUSES.includes(invocation.status)) return 'skipped';
+  if (!EVALUATE_STATUSES.includes(invocation.status)) return { outcome: 'skipped' };
   const at = deps.clock.now();
   if (statusAt(view.session, at) !== 'open') return failClosedSession(deps, view, at);
   const write = decisionWrite(invocation, await deps.guardian.decide(guardianInput(view)), at);
-  if ((await deps.store.decide(write)) !== 'applied') return 'skipped';
-  if (write.status === 'running') {
-    await deps.queue.enqueue('invocation.run', runJob(job), admitted(view, write));
-    return 'admitted';
-  }
-  if (write.approval) return awaitApproval(deps, write.approval);
+  if ((await deps.store.decide(write)) !== 'applied') return { outcome: 'skipped' };
+  if (write.status === 'running')
+    return { outcome: 'admitted', next: runJob(job), run: admitted(view, write) };
+  if (write.approval) return { outcome: await awaitApproval(deps, write.approval) };
   await deps.signal.finished(denied(invocation, write));
-  return 'denied';
+  return { outcome: 'denied' };
+}
+
+/**
+ * The `guardian` job: the guardian stage, then an admitted invocation goes to the invoke queue
+ * under its own job id (so however often this runs, it is one job).
+ */
+export async function evaluateInvocation(deps: EvaluateDeps, job: StageJob): Promise<EvaluateOutcome> {
+  const decided = await decideInvocation(deps, job);
+  if (decided.outcome === 'admitted') await deps.queue.enqueue('invocation.run', decided.next);
+  return decided.outcome;
 }
 
 /**
  * The invocation now waits for people, holding no job and no reservation (it reserves when it
  * resumes). Its approval's expiry is a delayed job; the sweep of overdue approvals backs it up.
  */
-async function awaitApproval(deps: EvaluateDeps, approval: Approval): Promise<EvaluateOutcome> {
+async function awaitApproval(deps: DecideDeps, approval: Approval): Promise<'awaiting_approval'> {
   deps.webhooks.publish(approval.orgId, 'approval.requested', approvalEventData(approval));
   await deps.timers.expireAt(approval);
   return 'awaiting_approval';

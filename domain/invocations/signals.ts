@@ -1,7 +1,6 @@
 import type { InvocationJob } from '../jobs';
 import type { StreamDelta } from '../providers';
 import type { Invocation } from './invocation';
-import type { RunView } from './invocation-store';
 
 export type InvocationStage = 'invocation.evaluate' | 'invocation.run';
 
@@ -12,12 +11,7 @@ export type JobState = 'alive' | 'gone' | 'ended';
 export interface StageQueue {
   /** The invocation's first job (its own job id): the guardian stage, then, if admitted, the run. */
   submit(job: InvocationJob): Promise<void>;
-  /**
-   * `loaded`: the row as the enqueuing stage's own write left it. A queue in Redis drops it (the
-   * job carries ids only); the invoke job, handing over to itself, runs with it instead of
-   * reading the row again.
-   */
-  enqueue(stage: InvocationStage, job: InvocationJob, loaded?: RunView): Promise<void>;
+  enqueue(stage: InvocationStage, job: InvocationJob): Promise<void>;
   state(stage: InvocationStage, invocationId: string): Promise<JobState>;
   /** Enqueues again, replacing an ended job of the same id (a plain enqueue would be deduplicated). */
   requeue(stage: InvocationStage, job: InvocationJob): Promise<void>;

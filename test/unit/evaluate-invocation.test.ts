@@ -1,13 +1,16 @@
 import { requestDigest } from '../../domain/approvals/request-digest';
 import { worstCase } from '../../domain/budget/charges';
 import { Guardian, type GuardianVerdict } from '../../domain/policy/guardian';
-import { evaluateInvocation, type EvaluateDeps } from '../../domain/invocations/evaluate-invocation';
+import {
+  decideInvocation,
+  evaluateInvocation,
+  type EvaluateDeps,
+} from '../../domain/invocations/evaluate-invocation';
 import type { Invocation } from '../../domain/invocations/invocation';
 import type {
   DecisionWrite,
   GuardianView,
   InvocationStore,
-  RunView,
   SealedCredential,
 } from '../../domain/invocations/invocation-store';
 import type { InvocationStage } from '../../domain/invocations/signals';
@@ -47,7 +50,6 @@ const invocation: Invocation = {
 function fakes(verdict: GuardianVerdict, credentialRefs = ['cred_1'], row: Partial<Invocation> = {}) {
   const decisions: DecisionWrite[] = [];
   const enqueued: InvocationStage[] = [];
-  const handedOver: (RunView | undefined)[] = [];
   const timers: { id: string; expiresAt: Date }[] = [];
   const published: string[] = [];
   const view: GuardianView = {
@@ -65,7 +67,7 @@ function fakes(verdict: GuardianVerdict, credentialRefs = ['cred_1'], row: Parti
     store,
     queue: {
       submit: async () => undefined,
-      enqueue: async (stage, _job, loaded) => void (enqueued.push(stage), handedOver.push(loaded)),
+      enqueue: async (stage) => void enqueued.push(stage),
       state: async () => 'alive',
       requeue: async () => undefined,
     },
@@ -75,7 +77,7 @@ function fakes(verdict: GuardianVerdict, credentialRefs = ['cred_1'], row: Parti
     webhooks: { publish: (_org, type) => void published.push(type) },
     clock: { now: () => now },
   };
-  return { deps, decisions, enqueued, handedOver, timers, published };
+  return { deps, decisions, enqueued, timers, published };
 }
 
 const credential: SealedCredential = {
@@ -97,11 +99,13 @@ const allow: GuardianVerdict = {
 };
 
 const job = { invocationId: 'inv_1', orgId: 'org_1', trace: {} };
+/** The invoke job an admitted invocation goes on in. */
+const next = { invocation_id: 'inv_1', org_id: 'org_1', trace: {} };
 
 describe('the guardian stage', () => {
   it('runs a modify verdict as modified: new request, new worst case reserved, then the invoke queue', async () => {
     const smaller = [{ role: 'user' as const, content: '[redacted]' }];
-    const { deps, decisions, enqueued, handedOver } = fakes({
+    const { deps, decisions, enqueued } = fakes({
       verdict: 'modify',
       reasons: [{ policyId: 'pol_1', code: 'max_tokens', message: 'clamped' }],
       shadowReasons: [],
@@ -124,17 +128,23 @@ describe('the guardian stage', () => {
     expect(write.events.map((e) => e.action)).toEqual(['llm.invoke.allowed']);
     expect(enqueued).toEqual(['invocation.run']);
     // What the invoke stage runs without reading the row again: the row as the decision wrote it.
-    expect(handedOver[0]).toEqual({
-      invocation: {
-        ...invocation,
-        status: 'running',
-        request: { messages: smaller, maxTokens: 100 },
-        reservation: { costMicros: write.reservation?.costMicros, tokens: write.reservation?.tokens },
-        decision: { id: write.decision.id, verdict: 'modify', reasons: write.decision.reasons },
-        updatedAt: now,
+    const decided = await decideInvocation(deps, job);
+    const rewrite = decisions[1] as DecisionWrite;
+    expect(decided).toEqual({
+      outcome: 'admitted',
+      next,
+      run: {
+        invocation: {
+          ...invocation,
+          status: 'running',
+          request: { messages: smaller, maxTokens: 100 },
+          reservation: { costMicros: write.reservation?.costMicros, tokens: write.reservation?.tokens },
+          decision: { id: rewrite.decision.id, verdict: 'modify', reasons: rewrite.decision.reasons },
+          updatedAt: now,
+        },
+        credential,
+        approvedDigest: null,
       },
-      credential,
-      approvedDigest: null,
     });
   });
 
@@ -187,21 +197,23 @@ describe('the guardian stage', () => {
 
   it('hands one its own earlier attempt admitted to the run as read, deciding nothing again', async () => {
     const running = { status: 'running' as const, providerAttempts: 1 };
-    const { deps, decisions, enqueued, handedOver } = fakes(allow, ['cred_1'], running);
+    const { deps, decisions, enqueued } = fakes(allow, ['cred_1'], running);
     expect(await evaluateInvocation(deps, job)).toBe('admitted');
     expect(decisions).toEqual([]);
     expect(enqueued).toEqual(['invocation.run']);
-    expect(handedOver).toEqual([
-      { invocation: { ...invocation, ...running }, credential, approvedDigest: null },
-    ]);
+    expect(await decideInvocation(deps, job)).toEqual({
+      outcome: 'admitted',
+      next,
+      run: { invocation: { ...invocation, ...running }, credential, approvedDigest: null },
+    });
   });
 
   it('leaves one an approval resumed to the invoke job the approval enqueued (no row handed over)', async () => {
     const resumed = { status: 'running' as const, approvalId: 'apr_1' };
-    const { deps, decisions, enqueued, handedOver } = fakes(allow, ['cred_1'], resumed);
+    const { deps, decisions, enqueued } = fakes(allow, ['cred_1'], resumed);
     expect(await evaluateInvocation(deps, job)).toBe('admitted');
     expect(decisions).toEqual([]);
     expect(enqueued).toEqual(['invocation.run']);
-    expect(handedOver).toEqual([undefined]);
+    expect(await decideInvocation(deps, job)).toEqual({ outcome: 'admitted', next, run: null });
   });
 });

@@ -1,7 +1,8 @@
+import type { Decided } from '../../domain/invocations/evaluate-invocation';
 import type { RunView } from '../../domain/invocations/invocation-store';
 import type { InvocationStage, StageQueue } from '../../domain/invocations/signals';
 import type { InvocationJob } from '../../domain/jobs';
-import { handOverHere } from '../../workers/invocation-processors';
+import { runHere } from '../../workers/invocation-processors';
 
 /** A queue that records what reaches Redis (unit tests only). */
 function recordingQueue() {
@@ -21,17 +22,21 @@ const loaded = { approvedDigest: null } as RunView;
 describe("the submit job's hand-over to the run stage", () => {
   it('keeps a hand-over with the row this job wrote, to run it in this job', async () => {
     const { queue, sent } = recordingQueue();
-    const here = handOverHere(queue);
-    await here.queue.enqueue('invocation.run', job, loaded);
-    expect(here.handedOver()).toEqual({ job, loaded });
+    const decided: Decided = { outcome: 'admitted', next: job, run: loaded };
+    expect(await runHere(decided, queue)).toEqual({ job, run: loaded });
     expect(sent).toEqual([]);
   });
 
   it("sends one without a row (an approval's invocation) to the queue, where the approval's job has its id", async () => {
     const { queue, sent } = recordingQueue();
-    const here = handOverHere(queue);
-    await here.queue.enqueue('invocation.run', job);
-    expect(here.handedOver()).toBeNull();
+    const decided: Decided = { outcome: 'admitted', next: job, run: null };
+    expect(await runHere(decided, queue)).toBeNull();
     expect(sent).toEqual([['invocation.run', 'inv_1']]);
+  });
+
+  it('runs and sends nothing for an invocation the guardian stage did not admit', async () => {
+    const { queue, sent } = recordingQueue();
+    expect(await runHere({ outcome: 'awaiting_approval' }, queue)).toBeNull();
+    expect(sent).toEqual([]);
   });
 });
