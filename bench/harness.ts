@@ -3,7 +3,6 @@
  * and N worker processes (`node dist/main.js --role api|worker`, or tsx with `--runtime tsx`), an org ready to invoke, a closed-loop
  * load loop with latency percentiles and CPU accounting per process, and the cleanup.
  */
-import { parseArgs } from 'node:util';
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
@@ -12,7 +11,7 @@ import Redis from 'ioredis';
 import { Client } from 'pg';
 import { BalancedPool, Pool, type Dispatcher } from 'undici';
 import { freePort } from '../infra/embedded/free-port';
-import { exitWithUsage, handleHelp, positiveInt } from './bench-cli';
+import { benchOptions, exitWithUsage, positiveInt } from './bench-cli';
 
 const ADMIN_URL =
   process.env.BENCH_DATABASE_ADMIN_URL ?? 'postgres://postgres:postgres@127.0.0.1:5432/postgres';
@@ -30,25 +29,11 @@ export const MODEL = 'bench-model';
  * run one part (for profiling it).
  */
 export function benchArgs(usage: string) {
-  handleHelp(usage);
-  let values: Record<string, string | boolean | undefined>;
-  try {
-    ({ values } = parseArgs({
-      options: {
-        seconds: { type: 'string' },
-        concurrency: { type: 'string' },
-        workers: { type: 'string' },
-        apis: { type: 'string' },
-        warmup: { type: 'string' },
-        only: { type: 'string' },
-        runtime: { type: 'string' },
-        'open-loop': { type: 'boolean' },
-      },
-    }));
-  } catch (err) {
-    exitWithUsage(usage, (err as Error).message);
-  }
-  const text = (name: string) => values[name] as string | undefined;
+  const { text, flag } = benchOptions(
+    usage,
+    ['seconds', 'concurrency', 'workers', 'apis', 'warmup', 'only', 'runtime'],
+    ['open-loop'],
+  );
   return {
     seconds: positiveInt(usage, '--seconds', text('seconds'), 10),
     concurrency: positiveInt(usage, '--concurrency', text('concurrency'), 50),
@@ -57,7 +42,7 @@ export function benchArgs(usage: string) {
     warmUpSeconds: positiveInt(usage, '--warmup', text('warmup'), DEFAULT_WARM_UP_SECONDS),
     only: text('only'),
     runtime: runtimeOf(usage, text('runtime')),
-    openLoop: values['open-loop'] === true,
+    openLoop: flag('open-loop'),
   };
 }
 

@@ -5,8 +5,7 @@
  * grow with the work it has done.
  */
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
-import { exitWithUsage, handleHelp, NEEDS_STORES, positiveInt } from './bench-cli';
+import { benchOptions, NEEDS_STORES, positiveInt } from './bench-cli';
 import { runtimeOf, setUpOrg, syncInvoker, withService, type Service } from './harness';
 
 const USAGE = `
@@ -18,25 +17,12 @@ RSS of the API and each worker at idle, and after --invokes governed sync invoke
 ${NEEDS_STORES}`;
 
 function args() {
-  handleHelp(USAGE);
-  let values: Record<string, string | undefined> = {};
-  try {
-    ({ values } = parseArgs({
-      options: {
-        invokes: { type: 'string' },
-        concurrency: { type: 'string' },
-        workers: { type: 'string' },
-        runtime: { type: 'string' },
-      },
-    }));
-  } catch (err) {
-    exitWithUsage(USAGE, (err as Error).message);
-  }
+  const { text } = benchOptions(USAGE, ['invokes', 'concurrency', 'workers', 'runtime']);
   return {
-    invokes: positiveInt(USAGE, '--invokes', values.invokes, 100_000),
-    concurrency: positiveInt(USAGE, '--concurrency', values.concurrency, 50),
-    workers: positiveInt(USAGE, '--workers', values.workers, 1),
-    runtime: runtimeOf(USAGE, values.runtime),
+    invokes: positiveInt(USAGE, '--invokes', text('invokes'), 100_000),
+    concurrency: positiveInt(USAGE, '--concurrency', text('concurrency'), 50),
+    workers: positiveInt(USAGE, '--workers', text('workers'), 1),
+    runtime: runtimeOf(USAGE, text('runtime')),
   };
 }
 

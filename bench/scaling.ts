@@ -1,10 +1,9 @@
 /**
- * `npm run bench:scaling -- [--seconds 8] [--concurrency 50] [--runtime node|tsx]`: the governed
+ * `npm run bench:scaling -- [--seconds 8] [--concurrency 50] [--runtime node|tsx] [--warmup 15]`: the governed
  * sync invoke at `concurrency` callers on 1, 2 and 4 worker processes with 1 and 2 API processes,
  * each layout on a fresh stack, then one table: req/s, p50/p99 and CPU per call of each component.
  */
-import { parseArgs } from 'node:util';
-import { exitWithUsage, handleHelp, NEEDS_STORES, positiveInt } from './bench-cli';
+import { benchOptions, NEEDS_STORES, positiveInt } from './bench-cli';
 import {
   DEFAULT_WARM_UP_SECONDS,
   measure,
@@ -26,25 +25,12 @@ a table of req/s, p50/p99 and CPU per call of the API, the workers, PostgreSQL a
 ${NEEDS_STORES}`;
 
 function args() {
-  handleHelp(USAGE);
-  let values: Record<string, string | undefined> = {};
-  try {
-    ({ values } = parseArgs({
-      options: {
-        seconds: { type: 'string' },
-        concurrency: { type: 'string' },
-        runtime: { type: 'string' },
-        warmup: { type: 'string' },
-      },
-    }));
-  } catch (err) {
-    exitWithUsage(USAGE, (err as Error).message);
-  }
+  const { text } = benchOptions(USAGE, ['seconds', 'concurrency', 'runtime', 'warmup']);
   return {
-    seconds: positiveInt(USAGE, '--seconds', values.seconds, 8),
-    concurrency: positiveInt(USAGE, '--concurrency', values.concurrency, 50),
-    runtime: runtimeOf(USAGE, values.runtime),
-    warmUpSeconds: positiveInt(USAGE, '--warmup', values.warmup, DEFAULT_WARM_UP_SECONDS),
+    seconds: positiveInt(USAGE, '--seconds', text('seconds'), 8),
+    concurrency: positiveInt(USAGE, '--concurrency', text('concurrency'), 50),
+    runtime: runtimeOf(USAGE, text('runtime')),
+    warmUpSeconds: positiveInt(USAGE, '--warmup', text('warmup'), DEFAULT_WARM_UP_SECONDS),
   };
 }
 
