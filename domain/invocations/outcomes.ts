@@ -129,7 +129,10 @@ export const endWithoutUsage = (
 /**
  * Records a charged state change, then (only if it applied) runs `afterWrite` (settling the
  * reservation) and, when it ended the invocation, tells waiting clients. PostgreSQL goes first:
- * it is the truth a ledger rebuild reads.
+ * it is the truth a ledger rebuild reads. The settle and the signal are sent together, in that
+ * order: on one Redis connection they share a round trip and Redis runs the settle first, so a
+ * client never hears of the end before the reservation is returned. A settle that fails still
+ * lets the client hear of an end PostgreSQL already holds; its reservation is the reaper's.
  */
 export async function recordOutcome(
   deps: { store: InvocationStore; signal: CompletionSignal },
@@ -139,8 +142,12 @@ export async function recordOutcome(
 ): Promise<WriteOutcome> {
   const written = await deps.store.finish(write);
   if (written !== 'applied') return written;
-  await afterWrite?.();
-  if (write.status !== 'running') await deps.signal.finished(applyFinish(invocation, write));
+  const settling = afterWrite?.();
+  const signalling =
+    write.status !== 'running' ? deps.signal.finished(applyFinish(invocation, write)) : undefined;
+  const [settled, signalled] = await Promise.allSettled([settling, signalling]);
+  if (settled.status === 'rejected') throw settled.reason;
+  if (signalled.status === 'rejected') throw signalled.reason;
   return written;
 }
 

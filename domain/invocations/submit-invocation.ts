@@ -90,12 +90,17 @@ interface Admission {
 async function checkAdmission(deps: InvokeDeps, orgId: string, input: InvokeInput): Promise<Admission> {
   if (input.messages.length > deps.maxMessages)
     throw invalidField('messages', `messages: at most ${deps.maxMessages} per invoke`);
-  const context = await deps.store.invokeContext(orgId, {
-    sessionId: input.sessionId,
-    agentId: input.agentId ?? null,
-    credentialRef: input.credentialRef ?? null,
-    model: input.model,
-  });
+  // Read side by side: the ledger by the session id asked for, which the context then confirms
+  // is this org's (heldBy never rejects, so an unknown session leaves nothing unhandled).
+  const [context, held] = await Promise.all([
+    deps.store.invokeContext(orgId, {
+      sessionId: input.sessionId,
+      agentId: input.agentId ?? null,
+      credentialRef: input.credentialRef ?? null,
+      model: input.model,
+    }),
+    heldBy(deps, input.sessionId),
+  ]);
   const session = context.session;
   if (!session) throw notFound('session');
   assertOpen(session, deps.clock.now());
@@ -103,7 +108,7 @@ async function checkAdmission(deps: InvokeDeps, orgId: string, input: InvokeInpu
   const price = effectivePrice(input.model, context.orgPrice);
   if (!price) throw unpricedModel(input.model);
   const reserve = worstCase(input.messages, input.maxTokens, price, input.tools);
-  assertFits(session, await heldBy(deps, session.id), reserve);
+  assertFits(session, held, reserve);
   return { session, agent, credential: credentialOf(input, agent, context), price, reserve };
 }
 

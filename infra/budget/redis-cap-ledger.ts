@@ -54,14 +54,23 @@ export class RedisCapLedger implements CapLedger {
   }
 
   async settle(sessionId: string, invocationId: string, charged: CapAmounts): Promise<SettleOutcome> {
-    const outcome = (await this.settleScript(
-      ...this.keys(sessionId),
-      invocationId,
-      ...amountArgs(charged),
-    )) as SettleOutcome;
-    // Whatever the outcome, nothing is held for this invocation any more.
-    await this.redis.zrem(this.leases, `${sessionId} ${invocationId}`);
-    return outcome;
+    const lease = `${sessionId} ${invocationId}`;
+    // Whatever the outcome, nothing is held for this invocation any more: the lease goes in the
+    // same round trip, after the script. A script that fails puts it back, for the reaper.
+    const [settled, dropped] = await Promise.allSettled([
+      this.settleScript(
+        ...this.keys(sessionId),
+        invocationId,
+        ...amountArgs(charged),
+      ) as Promise<SettleOutcome>,
+      this.redis.zrem(this.leases, lease),
+    ]);
+    if (settled.status === 'rejected') {
+      await this.redis.zadd(this.leases, 'NX', this.now(), lease).catch(() => undefined);
+      throw settled.reason;
+    }
+    if (dropped.status === 'rejected') throw dropped.reason;
+    return settled.value;
   }
 
   async restore(s: CapSnapshot): Promise<boolean> {

@@ -147,4 +147,19 @@ describe('the cap ledger', () => {
       invocationId: 'old',
     });
   });
+
+  it('keeps the index entry of a reservation whose settle failed, so the reaper still finds it', async () => {
+    const s = snapshot();
+    await ledger.restore(s);
+    clock = 7_000_000;
+    await ledger.reserve(s.sessionId, 'stuck', amounts(1));
+    // The reservations hash turned into a string: the settle script fails on it.
+    await redis.set(`${prefix}:cap:{${s.sessionId}}:res`, 'not a hash');
+    await expect(ledger.settle(s.sessionId, 'stuck', amounts(1))).rejects.toThrow(/WRONGTYPE/);
+    clock = 7_060_000;
+    expect(await ledger.heldLongerThan(30_000, 100)).toContainEqual({
+      sessionId: s.sessionId,
+      invocationId: 'stuck',
+    });
+  });
 });
