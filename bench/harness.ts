@@ -131,6 +131,35 @@ function cpuSnapshot(components: Components): Record<string, number> {
   return snapshot;
 }
 
+/**
+ * read() and write() calls a process has made (syscr + syscw in /proc/<pid>/io); 0 once it is
+ * gone. Node and Redis move every socket message with them, so per call this counts round trips
+ * and unbatched messages, and unlike CPU time it does not drift with the machine.
+ */
+function syscalls(pid: number | 'self'): number {
+  try {
+    const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+    const field = (name: string) => Number(new RegExp(`^${name}: (\\d+)$`, 'm').exec(io)?.[1] ?? 0);
+    return field('syscr') + field('syscw');
+  } catch {
+    return 0;
+  }
+}
+
+/** PostgreSQL is left out: its backends use recv() and send(), which /proc/<pid>/io does not count. */
+function syscallSnapshot(components: Components): Record<string, number> {
+  const snapshot: Record<string, number> = { bench: syscalls('self') };
+  for (const [name, pids] of Object.entries(components))
+    if (name !== 'postgres') snapshot[name] = pids().reduce((s, pid) => s + syscalls(pid), 0);
+  return snapshot;
+}
+
+/** CPU and syscall counters of every component, taken together. */
+const usageSnapshot = (components: Components) => ({
+  cpu: cpuSnapshot(components),
+  syscalls: syscallSnapshot(components),
+});
+
 // --- load ----------------------------------------------------------------------------------------------
 
 export interface Result {
@@ -144,6 +173,8 @@ export interface Result {
   latencies: number[];
   /** CPU milliseconds per completed call, per component. */
   cpuPerCall: Record<string, number>;
+  /** read() and write() calls per completed call, per component (syscallSnapshot). */
+  syscallsPerCall: Record<string, number>;
 }
 
 export const percentile = (sorted: number[], p: number) =>
@@ -165,11 +196,21 @@ export async function warmUp(service: Service, callers: number, once: () => Prom
   while (performance.now() < until) await Promise.all(Array.from({ length: load }, once));
 }
 
-/** CPU milliseconds each component spent per completed call between two snapshots. */
+/** What each component spent per completed call between two snapshots. */
 const perCall = (before: Record<string, number>, after: Record<string, number>, calls: number) =>
   Object.fromEntries(
     Object.keys(after).map((k) => [k, ((after[k] ?? 0) - (before[k] ?? 0)) / Math.max(1, calls)]),
   );
+
+/** The per-call figures of a Result, from the snapshots before and after its load. */
+const usagePerCall = (
+  before: ReturnType<typeof usageSnapshot>,
+  after: ReturnType<typeof usageSnapshot>,
+  calls: number,
+) => ({
+  cpuPerCall: perCall(before.cpu, after.cpu, calls),
+  syscallsPerCall: perCall(before.syscalls, after.syscalls, calls),
+});
 
 /** `callers` closed loops calling `once` for `seconds` after a warm-up (warmUp); false or a throw is an error. */
 export async function measure(
@@ -182,7 +223,7 @@ export async function measure(
   await warmUp(service, callers, once);
   const latencies: number[] = [];
   let errors = 0;
-  const cpuBefore = cpuSnapshot(service.components);
+  const usageBefore = usageSnapshot(service.components);
   const started = performance.now();
   const stopAt = started + seconds * 1000;
   await Promise.all(
@@ -196,10 +237,10 @@ export async function measure(
     }),
   );
   const elapsed = (performance.now() - started) / 1000;
-  const cpuAfter = cpuSnapshot(service.components);
+  const usageAfter = usageSnapshot(service.components);
   latencies.sort((a, b) => a - b);
-  const cpuPerCall = perCall(cpuBefore, cpuAfter, latencies.length);
-  return { label, callers, done: latencies.length, errors, seconds: elapsed, latencies, cpuPerCall };
+  const usage = usagePerCall(usageBefore, usageAfter, latencies.length);
+  return { label, callers, done: latencies.length, errors, seconds: elapsed, latencies, ...usage };
 }
 
 /**
@@ -216,7 +257,7 @@ export async function measureOpenLoop(
   const latencies: number[] = [];
   let errors = 0;
   const calls: Promise<void>[] = [];
-  const cpuBefore = cpuSnapshot(service.components);
+  const usageBefore = usageSnapshot(service.components);
   const started = performance.now();
   for (let i = 0; i < Math.round(perSecond * seconds); i++) {
     const due = started + (i * 1000) / perSecond;
@@ -231,9 +272,8 @@ export async function measureOpenLoop(
   }
   await Promise.all(calls);
   const elapsed = (performance.now() - started) / 1000;
-  const cpuAfter = cpuSnapshot(service.components);
+  const usageAfter = usageSnapshot(service.components);
   latencies.sort((a, b) => a - b);
-  const cpuPerCall = perCall(cpuBefore, cpuAfter, latencies.length);
   return {
     label,
     callers: 0,
@@ -242,7 +282,7 @@ export async function measureOpenLoop(
     errors,
     seconds: elapsed,
     latencies,
-    cpuPerCall,
+    ...usagePerCall(usageBefore, usageAfter, latencies.length),
   };
 }
 
@@ -262,6 +302,11 @@ export function report(r: Result): void {
     .map(([name, ms]) => `${name} ${(ms * 1000).toFixed(0)}`)
     .join('  ');
   console.log(`${''.padEnd(34)} CPU µs per call: ${cpu}`);
+  const calls = Object.entries(r.syscallsPerCall)
+    .filter(([, n]) => n > 0)
+    .map(([name, n]) => `${name} ${n.toFixed(1)}`)
+    .join('  ');
+  console.log(`${''.padEnd(34)} read/write syscalls per call: ${calls}`);
 }
 
 // --- the API --------------------------------------------------------------------------------------------
