@@ -14,37 +14,19 @@ import type {
   SealedCredential,
 } from '../../domain/invocations/invocation-store';
 import type { InvocationStage } from '../../domain/invocations/signals';
+import { invocationRow } from '../support/invocation-row';
 
 const now = new Date('2026-11-22T12:00:00Z');
 const price = { inputMicrosPerMtok: 1_000_000, outputMicrosPerMtok: 2_000_000 };
 const messages = [{ role: 'user' as const, content: 'x'.repeat(50) }];
 
-const invocation: Invocation = {
-  id: 'inv_1',
-  orgId: 'org_1',
-  sessionId: 'ses_1',
+const invocation: Invocation = invocationRow({
   agentId: 'agt_1',
-  requestedBy: { type: 'api_key', id: 'key_1' },
-  status: 'queued',
-  model: 'm',
-  provider: 'mock',
-  credentialRef: 'cred_1',
   request: { messages, maxTokens: 1000 },
   price,
   reservation: { costMicros: worstCase(messages, 1000, price).costMicros, tokens: 0 },
-  decision: null,
-  approvalId: null,
-  output: null,
-  usage: null,
-  costMicros: 0,
-  chargedCalls: 0,
-  providerAttempts: 0,
-  error: null,
-  requestId: null,
   createdAt: now,
-  updatedAt: now,
-  completedAt: null,
-};
+});
 
 /** In-memory fakes of the ports the guardian stage uses (unit tests only). */
 function fakes(verdict: GuardianVerdict, credentialRefs = ['cred_1'], row: Partial<Invocation> = {}) {

@@ -2,35 +2,11 @@ import type { Invocation } from '../../domain/invocations/invocation';
 import type { InvocationStore, WriteOutcome } from '../../domain/invocations/invocation-store';
 import { outcomeWrite, recordOutcome } from '../../domain/invocations/outcomes';
 import type { CompletionSignal } from '../../domain/invocations/signals';
+import { invocationRow } from '../support/invocation-row';
 
 const now = new Date('2026-11-24T12:00:00Z');
 
-const invocation: Invocation = {
-  id: 'inv_1',
-  orgId: 'org_1',
-  sessionId: 'ses_1',
-  agentId: null,
-  requestedBy: { type: 'api_key', id: 'key_1' },
-  status: 'running',
-  model: 'm',
-  provider: 'mock',
-  credentialRef: 'cred_1',
-  request: { messages: [{ role: 'user', content: 'hi' }], maxTokens: 10 },
-  price: { inputMicrosPerMtok: 1_000_000, outputMicrosPerMtok: 2_000_000 },
-  reservation: { costMicros: 100, tokens: 20 },
-  decision: null,
-  approvalId: null,
-  output: null,
-  usage: null,
-  costMicros: 0,
-  chargedCalls: 0,
-  providerAttempts: 0,
-  error: null,
-  requestId: null,
-  createdAt: now,
-  updatedAt: now,
-  completedAt: null,
-};
+const invocation: Invocation = invocationRow({ status: 'running', createdAt: now });
 
 const charge = {
   amounts: { costMicros: 7, calls: 1, tokens: 5 },
