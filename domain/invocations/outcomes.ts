@@ -131,7 +131,8 @@ export const endWithoutUsage = (
  * reservation) and, when it ended the invocation, tells waiting clients. PostgreSQL goes first:
  * it is the truth a ledger rebuild reads. The settle and the signal are sent together, in that
  * order: on one Redis connection they share a round trip and Redis runs the settle first, so a
- * client never hears of the end before the reservation is returned. A settle that fails still
+ * client hears of the end after the reservation is returned (but for the first settle after a
+ * Redis restart, whose script ioredis sends again, milliseconds later). A settle that fails still
  * lets the client hear of an end PostgreSQL already holds; its reservation is the reaper's.
  */
 export async function recordOutcome(
