@@ -50,5 +50,8 @@ export function randomText(length: number): string {
  * Opaque identifiers with a type prefix. The time part makes them roughly sortable, which keeps
  * index inserts local; clients must not rely on it.
  */
-export const newId = (prefix: IdPrefix): string =>
-  `${prefix}_${Date.now().toString(36).padStart(9, '0')}${randomText(16)}`;
+export const newId = (prefix: IdPrefix): string => `${firstIdAt(prefix, new Date())}${randomText(16)}`;
+
+/** The time part of the ids made at `at`: every id made earlier sorts before it (for range scans). */
+export const firstIdAt = (prefix: IdPrefix, at: Date): string =>
+  `${prefix}_${at.getTime().toString(36).padStart(9, '0')}`;

@@ -130,6 +130,8 @@ export const JOBS = {
   },
   /** Enqueues again the pending webhook deliveries whose job was lost. */
   'webhooks.sweep': { queue: QUEUES.maintenance, payload: periodic, everyMs: 60_000 },
+  /** Deletes webhook deliveries that ended longer than the retention ago. */
+  'webhooks.prune': { queue: QUEUES.maintenance, payload: periodic, everyMs: 3_600_000 },
   /** Returns reservations whose job died and requeues invocations whose job was lost. */
   'invocations.reap': { queue: QUEUES.maintenance, payload: periodic, everyMs: 10_000 },
   /** Records open sessions past their expiry as expired (they already refuse invokes). */

@@ -9,7 +9,7 @@ import {
   runProcessor,
   type JobInfo,
 } from './invocation-processors';
-import { sweepWebhooks, webhookProcessor } from './webhook-processor';
+import { pruneWebhookDeliveries, sweepWebhooks, webhookProcessor } from './webhook-processor';
 
 export type Processor<N extends JobName> = (
   payload: JobPayload<N>,
@@ -26,6 +26,7 @@ export const PROCESSORS: { [N in JobName]: Processor<N> } = {
   'approvals.sweep': async (_payload, infra) => sweepApprovals(infra),
   'webhook.deliver': (payload, infra, job) => webhookProcessor(payload, infra, job),
   'webhooks.sweep': async (_payload, infra) => ({ requeued: await sweepWebhooks(infra) }),
+  'webhooks.prune': async (_payload, infra) => ({ deleted: await pruneWebhookDeliveries(infra) }),
   'invocations.reap': async (_payload, infra) => reapProcessor(infra),
   'sessions.expire': async (_payload, infra) => ({ expired: await expireProcessor(infra) }),
   'audit.seal': async (_payload, infra) => ({ sealed: await infra.auditLog.sealAll() }),

@@ -2,6 +2,7 @@ import type { Job } from 'bullmq';
 import type { WebhookJob } from '../domain/jobs';
 import { deliverWebhook } from '../domain/webhooks/deliver-webhook';
 import { requeueLostDeliveries } from '../domain/webhooks/requeue-lost-deliveries';
+import { pruneDeliveries } from '../domain/webhooks/prune-deliveries';
 import { retryDelayMs } from '../domain/webhooks/retry-schedule';
 import type { Infra } from '../infra/container';
 import { deliveryJobs } from '../infra/webhooks/queued-webhook-publisher';
@@ -27,6 +28,13 @@ export const webhookBackoff = (attemptsMade: number, job: Pick<Job, 'opts'> | un
   retryDelayMs(attemptsMade, (job?.opts.backoff as { delay?: number } | undefined)?.delay ?? 5000);
 
 /** The sweep of deliveries whose job was lost. */
+export const pruneWebhookDeliveries = (infra: Infra) =>
+  pruneDeliveries({
+    deliveries: infra.webhookStore,
+    clock: infra.clock,
+    retentionDays: infra.config.CP_WEBHOOK_DELIVERY_RETENTION_DAYS,
+  });
+
 export const sweepWebhooks = (infra: Infra) =>
   requeueLostDeliveries({
     deliveries: infra.webhookStore,

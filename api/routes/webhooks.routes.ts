@@ -115,7 +115,13 @@ export const webhookRoutes = [
     access: admin,
     query: z.object(pageQuery).strict(),
     responses: {
-      200: { description: 'a page of deliveries', schema: listOf(WebhookDeliveryView) },
+      200: {
+        description:
+          'a page of deliveries. One that ended (delivered, or failed) is deleted ' +
+          '`CP_WEBHOOK_DELIVERY_RETENTION_DAYS` days (30 unless the operator sets it) after it was ' +
+          'created; a pending one stays until it ends',
+        schema: listOf(WebhookDeliveryView),
+      },
       404: notFound,
     },
     handle: async (input) => {

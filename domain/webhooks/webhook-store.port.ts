@@ -88,6 +88,8 @@ export interface DeliveryStore {
     after: string | null,
     limit: number,
   ): Promise<Pick<NewDelivery, 'id' | 'orgId'>[]>;
+  /** Deletes up to `limit` delivered or failed deliveries created before `before`, oldest first; returns how many. */
+  deleteEndedBefore(before: Date, limit: number): Promise<number>;
 }
 
 /** Hands a delivery to the queue that runs its attempts; its job id is the delivery id. */

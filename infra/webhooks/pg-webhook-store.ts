@@ -1,5 +1,6 @@
 import type { Knex } from '@mikro-orm/knex';
 import type { AuditEvent } from '../../domain/audit/audit-event';
+import { firstIdAt } from '../../domain/ids';
 import type { Page, PageRequest } from '../../domain/model';
 import type { SealedSecret } from '../../domain/ports';
 import { WEBHOOK_DELETED, type Webhook, type WebhookDelivery } from '../../domain/webhooks/webhook';
@@ -158,6 +159,21 @@ export class PgWebhookStore implements WebhookStore, DeliveryStore, WebhookSecre
     if (after) query.andWhere('id', '>', after);
     const rows: { id: string; org_id: string }[] = await query;
     return rows.map((r) => ({ id: r.id, orgId: r.org_id }));
+  }
+
+  /**
+   * The id bound lets the primary key find the oldest rows without reading the whole table (ids
+   * start with their creation time); created_at decides.
+   */
+  async deleteEndedBefore(before: Date, limit: number): Promise<number> {
+    const result = await this.knex.raw<{ rowCount: number | null }>(
+      `delete from webhook_deliveries where id in (
+         select id from webhook_deliveries
+         where id < ? and created_at < ? and status <> 'pending'
+         order by id limit ?)`,
+      [firstIdAt('msg', before), before, limit],
+    );
+    return result.rowCount ?? 0;
   }
 
   async target(orgId: string, deliveryId: string): Promise<DeliveryTarget | null> {

@@ -1,11 +1,11 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { newId } from '../../domain/ids';
+import { firstIdAt, newId } from '../../domain/ids';
 import { LOST_AFTER_MS } from '../../domain/webhooks/requeue-lost-deliveries';
 import { DELIVERY_WINDOW_MS, MAX_RETRY_DELAY_MS, retryDelayMs } from '../../domain/webhooks/retry-schedule';
 import { HttpWebhookSender } from '../../infra/webhooks/http-webhook-sender';
-import { sweepWebhooks } from '../../workers/webhook-processor';
+import { pruneWebhookDeliveries, sweepWebhooks } from '../../workers/webhook-processor';
 import { eventually } from '../support/eventually';
 import { mintKey, signupOrg, type SignedUpOrg } from '../support/factories';
 import { startTestApp, type TestApp } from '../support/test-app';
@@ -591,6 +591,44 @@ describe('webhooks: deliveries', () => {
     }
     await deliveryWhen(w.id, (d) => d.status === 'delivered');
     expect(receiver.at(url)).toHaveLength(5);
+    await app.http.delete(`/v1/webhooks/${w.id}`, org.adminKey);
+  });
+
+  it('prunes deliveries that ended before the retention, and keeps pending and newer ones', async () => {
+    const w = await subscribe(receiver.url(), ['invocation.finished']);
+    const retentionMs = app.infra.config.CP_WEBHOOK_DELIVERY_RETENTION_DAYS * 86_400_000;
+    // Ids carry their creation time, as the fan-out makes them, so rows from the past get past ids.
+    const madeAgo = (ageMs: number) => {
+      const createdAt = new Date(Date.now() - ageMs);
+      const id = `${firstIdAt('msg', createdAt)}${randomBytes(8).toString('hex')}`;
+      return { id, createdAt };
+    };
+    const rows = {
+      oldDelivered: madeAgo(retentionMs + 60_000),
+      oldFailed: madeAgo(retentionMs + 60_000),
+      oldPending: madeAgo(retentionMs + 60_000),
+      newerDelivered: madeAgo(retentionMs - 60_000),
+    };
+    await app.infra.webhookStore.addDeliveries(
+      Object.values(rows).map(({ id, createdAt }) => ({
+        id,
+        orgId: org.orgId,
+        webhookId: w.id,
+        type: 'invocation.finished' as const,
+        data: { invocation_id: id },
+        createdAt,
+      })),
+    );
+    const deliveries = () => app.infra.knex('webhook_deliveries');
+    await deliveries()
+      .whereIn('id', [rows.oldDelivered.id, rows.newerDelivered.id])
+      .update({ status: 'delivered', delivered_at: new Date() });
+    await deliveries().where({ id: rows.oldFailed.id }).update({ status: 'failed' });
+
+    expect(await pruneWebhookDeliveries(app.infra)).toBe(2);
+    const left = await deliveries().where({ webhook_id: w.id }).pluck('id');
+    expect(left.sort()).toEqual([rows.oldPending.id, rows.newerDelivered.id].sort());
+    expect(await pruneWebhookDeliveries(app.infra)).toBe(0);
     await app.http.delete(`/v1/webhooks/${w.id}`, org.adminKey);
   });
 

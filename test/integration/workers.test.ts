@@ -35,6 +35,7 @@ describe('BullMQ workers', () => {
       'invocations.reap',
       'keys.flush-last-used',
       'sessions.expire',
+      'webhooks.prune',
       'webhooks.sweep',
     ]);
   });

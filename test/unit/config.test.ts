@@ -22,6 +22,7 @@ describe('configuration from the environment', () => {
       CP_PUBLIC_RATE_LIMIT_PER_MINUTE: 30,
       CP_MAX_BODY_BYTES: 1048576,
       CP_MAX_WAIT_SECONDS: 30,
+      CP_WEBHOOK_DELIVERY_RETENTION_DAYS: 30,
     });
   });
 
@@ -33,6 +34,7 @@ describe('configuration from the environment', () => {
     [{ CP_MASTER_KEY: 'c2hvcnQ=' }, /^CP_MASTER_KEY: must be base64 of exactly 32 bytes/],
     [{ CP_ALLOW_PRIVATE_PROVIDER_HOSTS: 'yes' }, /^CP_ALLOW_PRIVATE_PROVIDER_HOSTS: /],
     [{ LOG_LEVEL: 'loud' }, /^LOG_LEVEL: /],
+    [{ CP_WEBHOOK_DELIVERY_RETENTION_DAYS: '0' }, /^CP_WEBHOOK_DELIVERY_RETENTION_DAYS: /],
     [{ NODE_ENV: 'production' }, /^CP_MASTER_KEY: is required when NODE_ENV=production/],
   ])('names the bad variable %p', (env, message) => {
     expect(problemsOf(env as Record<string, string>)).toEqual([expect.stringMatching(message)]);
