@@ -89,8 +89,15 @@ export class ProviderError extends Error {
     readonly retryAfterSeconds: number | null = null,
     /** By default from the status: an error status was answered, no status means nothing was sent. */
     delivery?: Delivery,
-    /** For a stream that broke after it started: the text that had arrived, and usage if the provider reported it. */
-    readonly streamed: { content: string; usage: CompletionResult['usage'] | null } | null = null,
+    /**
+     * For a stream that broke after it started: the text that had arrived, the names and
+     * arguments of the tool calls that had, and usage if the provider reported it.
+     */
+    readonly streamed: {
+      content: string;
+      toolCallText: string;
+      usage: CompletionResult['usage'] | null;
+    } | null = null,
   ) {
     super(message);
     this.name = 'ProviderError';

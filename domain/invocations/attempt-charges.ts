@@ -40,7 +40,8 @@ export function failedAttemptCharge(
 /**
  * A stream that broke or was cut off (its client hung up) after pieces arrived: the usage the
  * provider reported, else an upper bound of what it used: the whole prompt, and one token per
- * byte of text that arrived (a token is at least one byte). Never above the reservation.
+ * byte the model wrote that arrived, text and tool calls alike (a token is at least one byte).
+ * Never above the reservation.
  */
 export function streamedCharge(
   invocation: Invocation,
@@ -50,7 +51,8 @@ export function streamedCharge(
   const reported = streamed.usage;
   const usage = reported ?? {
     inputTokens: Number.MAX_SAFE_INTEGER,
-    outputTokens: Buffer.byteLength(streamed.content, 'utf8'),
+    outputTokens:
+      Buffer.byteLength(streamed.content, 'utf8') + Buffer.byteLength(streamed.toolCallText, 'utf8'),
   };
   const charged = chargeFor(usage, request.messages, request.maxTokens, price, request.tools);
   const { inputTokens, outputTokens } = charged;

@@ -11,7 +11,7 @@ import { callProvider, isCount, joinUrl } from './call-provider';
 import type { HttpTransport } from './http-transport';
 import { badResponse, providerMessage } from './provider-errors';
 import { eventJson } from './sse-events';
-import { streamProvider, type StreamParser } from './stream-provider';
+import { streamProvider, toolCallTextOf, type StreamParser } from './stream-provider';
 
 const ANTHROPIC_BASE = 'https://api.anthropic.com';
 const API_VERSION = '2023-06-01';
@@ -188,6 +188,10 @@ class EventParser implements StreamParser {
     private model: string,
     private readonly onDelta: (delta: StreamDelta) => void,
   ) {}
+
+  get toolCallText(): string {
+    return toolCallTextOf(this.calls.values());
+  }
 
   event(data: string): boolean {
     const e = eventJson(data);

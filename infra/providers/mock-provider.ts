@@ -63,8 +63,10 @@ function cutOff(sent: string, timedOut: boolean, req: CompletionRequest): Provid
   const base = timedOut
     ? timeoutError(req.timeoutMs)
     : new ProviderError('final', 'provider_aborted', 'the client hung up; the call was stopped');
+  // The mock sends its tool calls whole, after the text: a cut-off one never carries any.
   return new ProviderError(base.kind, base.code, base.message, null, null, 'unknown', {
     content: sent,
+    toolCallText: '',
     usage: null,
   });
 }

@@ -12,7 +12,7 @@ import { callProvider, isCount, joinUrl } from './call-provider';
 import type { HttpTransport } from './http-transport';
 import { badResponse, providerMessage } from './provider-errors';
 import { eventJson } from './sse-events';
-import { streamProvider, type StreamParser } from './stream-provider';
+import { streamProvider, toolCallTextOf, type StreamParser } from './stream-provider';
 
 const OPENAI_BASE = 'https://api.openai.com/v1';
 
@@ -154,6 +154,10 @@ class ChunkParser implements StreamParser {
     private readonly onDelta: (delta: StreamDelta) => void,
   ) {
     this.model = requested;
+  }
+
+  get toolCallText(): string {
+    return toolCallTextOf(this.calls.values());
   }
 
   event(data: string): boolean {

@@ -9,11 +9,17 @@ export interface StreamParser {
   event(data: string): boolean;
   /** The text that has arrived so far. */
   readonly content: string;
+  /** The names and arguments of the tool calls that have arrived so far (output the provider bills). */
+  readonly toolCallText: string;
   /** The usage the provider reported for the whole call so far, if any (never a partial count). */
   readonly usage: CompletionResult['usage'] | null;
   /** The whole answer; throws when the stream ended without what an answer needs. */
   result(): CompletionResult;
 }
+
+/** What the model wrote into tool calls so far: each call's name and arguments, run together. */
+export const toolCallTextOf = (calls: Iterable<{ name: string; arguments: string }>): string =>
+  [...calls].map((c) => c.name + c.arguments).join('');
 
 const aborted = () =>
   new ProviderError('final', 'provider_aborted', 'the client hung up; the call was stopped');
@@ -44,7 +50,7 @@ function broken(
     base.status,
     base.retryAfterSeconds,
     'unknown',
-    { content: parser.content, usage: parser.usage },
+    { content: parser.content, toolCallText: parser.toolCallText, usage: parser.usage },
   );
 }
 

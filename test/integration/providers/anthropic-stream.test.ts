@@ -355,6 +355,19 @@ describe('anthropic, a stream that fails', () => {
     expect(error?.message).not.toContain(SECRET);
   });
 
+  it('a connection dropped inside a tool_use block keeps its name and the input that arrived, for the charge', async () => {
+    stub.handler = (_req, res) => {
+      sse(res, toolEvents.slice(0, 8), false);
+      setTimeout(() => res.destroy(), 30);
+    };
+    const { error } = await collect(router, request());
+    expect(error).toMatchObject({
+      code: 'provider_connection_lost',
+      delivery: 'unknown',
+      streamed: { content: 'Let me check.', toolCallText: 'get_weather{"city":', usage: null },
+    });
+  });
+
   it('a connection dropped after message_delta keeps the usage the provider reported', async () => {
     stub.handler = (_req, res) => {
       sse(

@@ -310,6 +310,19 @@ describe('openai and openai_compatible, a stream that fails', () => {
     expect(error?.message).not.toContain(SECRET);
   });
 
+  it('a connection dropped inside a tool call keeps the name and arguments that arrived, for the charge', async () => {
+    stub.handler = (_req, res) => {
+      sse(res, toolChunks.slice(0, 4), false);
+      setTimeout(() => res.destroy(), 30);
+    };
+    const { error } = await collect(router, request());
+    expect(error).toMatchObject({
+      code: 'provider_connection_lost',
+      delivery: 'unknown',
+      streamed: { content: 'Let me check.', toolCallText: 'get_weather{"city":', usage: null },
+    });
+  });
+
   it('a body that ends cleanly before [DONE] and the usage was cut off on the way', async () => {
     stub.handler = (_req, res) => sse(res, toolChunks.slice(0, 2));
     const { error } = await collect(router, request());

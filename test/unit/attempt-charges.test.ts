@@ -1,0 +1,34 @@
+import { streamedCharge } from '../../domain/invocations/attempt-charges';
+import { invocationRow } from '../support/invocation-row';
+
+const invocation = invocationRow({
+  status: 'running',
+  request: { messages: [{ role: 'user', content: 'weather in Oslo?' }], maxTokens: 1000 },
+});
+
+describe('the charge of a stream cut off without its usage', () => {
+  it('counts a token per byte of the text that arrived', () => {
+    const charge = streamedCharge(invocation, { content: 'Let me', toolCallText: '', usage: null });
+    expect(charge.usage?.outputTokens).toBe(6);
+  });
+
+  it("counts the tool calls' names and arguments that arrived too, so a cut tool call is not free", () => {
+    const text = streamedCharge(invocation, { content: 'Let me', toolCallText: '', usage: null });
+    const withCall = streamedCharge(invocation, {
+      content: 'Let me',
+      toolCallText: 'get_weather{"city":',
+      usage: null,
+    });
+    expect(withCall.usage?.outputTokens).toBe(6 + 19);
+    expect(withCall.amounts.costMicros).toBeGreaterThan(text.amounts.costMicros);
+  });
+
+  it('takes the usage the provider reported over the bound', () => {
+    const charge = streamedCharge(invocation, {
+      content: 'Let me',
+      toolCallText: 'get_weather{"city":',
+      usage: { inputTokens: 5, outputTokens: 3 },
+    });
+    expect(charge.usage).toEqual({ inputTokens: 5, outputTokens: 3 });
+  });
+});
