@@ -25,8 +25,11 @@ export async function requeueLostDeliveries(deps: RequeueDeps): Promise<number> 
   let after: string | null = null;
   for (;;) {
     const page = await deps.deliveries.pendingBefore(before, after, PAGE);
-    for (const delivery of page) {
-      if (await deps.queue.has(delivery.id)) continue;
+    // Asked all at once: a page waits for one round trip, not one per delivery (after a long
+    // Redis outage there may be thousands).
+    const queued = await Promise.all(page.map((delivery) => deps.queue.has(delivery.id)));
+    for (const [i, delivery] of page.entries()) {
+      if (queued[i]) continue;
       await deps.queue.enqueue(delivery);
       requeued++;
     }
