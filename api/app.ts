@@ -1,11 +1,11 @@
 import Koa from 'koa';
-import { DomainError } from '../domain/errors';
 import type { Infra } from '../infra/container';
 import { accessLog } from './http/access-log';
 import { errorHandler } from './http/error-handler';
 import { httpMetrics } from './http/metrics';
 import { metricsRoute } from './http/metrics-route';
 import { mountRoutes } from './http/mount-routes';
+import { noRouteAnswered } from './http/no-route';
 import { approvalsPage } from './page/approvals-page';
 import { queueDashboard } from './admin/queue-dashboard';
 import { docsPage } from './docs/docs-page';
@@ -29,17 +29,7 @@ export function createApp(infra: Infra): Koa {
   app.use(serviceIndex());
   app.use(queueDashboard(infra));
   // Reached only when no route answered: 405 for a known path, 404 otherwise.
-  app.use(async (ctx) => {
-    const allowed = [
-      ...new Set(router.match(ctx.path, ctx.method).path.flatMap((layer) => layer.methods)),
-    ].sort();
-    if (allowed.length === 0) throw new DomainError('not_found', `no route ${ctx.method} ${ctx.path}`);
-    ctx.set('Allow', allowed.join(', '));
-    throw new DomainError(
-      'method_not_allowed',
-      `${ctx.method} is not allowed on ${ctx.path}; use ${allowed.join(', ')}`,
-    );
-  });
+  app.use(async (ctx) => noRouteAnswered(router, ctx));
   app.on('error', () => undefined); // every error is answered and logged by errorHandler
   return app;
 }

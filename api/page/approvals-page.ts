@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import { DomainError } from '../../domain/errors';
+import { noRouteAnswered } from '../http/no-route';
 import type { Infra } from '../../infra/container';
 import { setPageHeaders } from './page-headers';
 import { pageRouter } from './page-routes';
@@ -18,14 +18,6 @@ export function approvalsPage(infra: Infra): Middleware {
     if (!isPagePath(ctx.path)) return next();
     ctx.state.metricsRoute = '/approvals';
     setPageHeaders(ctx);
-    await routes(ctx, async () => {
-      const allowed = [...new Set(router.match(ctx.path, ctx.method).path.flatMap((l) => l.methods))].sort();
-      if (allowed.length === 0) throw new DomainError('not_found', `no route ${ctx.method} ${ctx.path}`);
-      ctx.set('Allow', allowed.join(', '));
-      throw new DomainError(
-        'method_not_allowed',
-        `${ctx.method} is not allowed on ${ctx.path}; use ${allowed.join(', ')}`,
-      );
-    });
+    await routes(ctx, async () => noRouteAnswered(router, ctx));
   };
 }
