@@ -3,6 +3,7 @@ import type { ErrorCode } from '../../domain/errors';
 import type { Infra } from '../../infra/container';
 import { ERROR_STATUS } from '../http/error-status';
 import { basicPassword, bearerToken, isSameSecret } from '../../infra/auth/presented-secret';
+import { FailureLimit } from '../../infra/http/rate-limiters';
 import { DASHBOARD_PATH, queueBoard } from './queue-board';
 
 const isDashboardPath = (path: string): boolean =>
@@ -21,12 +22,18 @@ function refuse(ctx: Context, code: ErrorCode, message: string): void {
 /**
  * The queue dashboard (bull-board) at /admin/queues, for the operator: off (404) unless
  * CP_QUEUE_DASHBOARD_TOKEN is set, and then opened by that token alone. No org's key or person's
- * session opens it: it shows every org's jobs.
+ * session opens it: it shows every org's jobs. Past CP_AUTH_FAILURES_PER_MINUTE wrong tokens from
+ * an address, that address gets 429 for the rest of the minute.
  */
 export function queueDashboard(infra: Infra): Middleware {
   const token = infra.config.CP_QUEUE_DASHBOARD_TOKEN;
   if (!token) return (_ctx, next) => next();
   const board = queueBoard(infra);
+  const failures = new FailureLimit(
+    infra.redis,
+    `${infra.config.CP_REDIS_PREFIX}:rl:dashfail`,
+    infra.config.CP_AUTH_FAILURES_PER_MINUTE,
+  );
   return async (ctx, next) => {
     if (!isDashboardPath(ctx.path)) return next();
     ctx.state.metricsRoute = DASHBOARD_PATH;
@@ -38,8 +45,13 @@ export function queueDashboard(infra: Infra): Middleware {
     const authorization = ctx.get('Authorization');
     const presented = bearerToken(authorization) ?? basicPassword(authorization);
     if (presented === null) return refuse(ctx, 'missing_credentials', 'the queue dashboard needs its token');
-    if (!isSameSecret(presented, token))
+    // Wrong tokens are counted per address, as failed API keys are. Past the limit even the right
+    // token waits out the minute there, so answers never tell a guess that would have opened it.
+    await failures.check(ctx.ip, 'too many wrong queue dashboard tokens from this address');
+    if (!isSameSecret(presented, token)) {
+      await failures.record(ctx.ip);
       return refuse(ctx, 'invalid_credentials', 'that is not the queue dashboard token');
+    }
     await board(ctx, next);
   };
 }

@@ -54,6 +54,38 @@ describe('without CP_QUEUE_DASHBOARD_TOKEN', () => {
   );
 });
 
+describe('wrong dashboard tokens, counted per address', () => {
+  let limited: TestApp;
+  beforeAll(async () => {
+    limited = await startTestApp({
+      env: { CP_QUEUE_DASHBOARD_TOKEN: TOKEN, CP_AUTH_FAILURES_PER_MINUTE: '3' },
+    });
+  });
+  afterAll(() => limited.close());
+
+  it('answers 429 rate_limited past the limit, to the right token too, until the minute is out', async () => {
+    for (let i = 0; i < 3; i++)
+      expect((await dashboard('/api/queues', `Bearer wrong-${i}-${TOKEN}`, 'GET', limited)).status).toBe(401);
+    const refused = await dashboard('/api/queues', `Bearer ${TOKEN}`, 'GET', limited);
+    expect(refused.status).toBe(429);
+    expect(JSON.parse(refused.text)).toMatchObject({ error_code: 'rate_limited' });
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+  });
+
+  it('does not count a request that presents no token (a browser before its sign-in prompt)', async () => {
+    const fresh = await startTestApp({
+      env: { CP_QUEUE_DASHBOARD_TOKEN: TOKEN, CP_AUTH_FAILURES_PER_MINUTE: '1' },
+    });
+    try {
+      for (let i = 0; i < 3; i++)
+        expect((await dashboard('/api/queues', undefined, 'GET', fresh)).status).toBe(401);
+      expect((await dashboard('/api/queues', `Bearer ${TOKEN}`, 'GET', fresh)).status).toBe(200);
+    } finally {
+      await fresh.close();
+    }
+  });
+});
+
 describe('with CP_QUEUE_DASHBOARD_TOKEN', () => {
   it('asks a browser for Basic credentials when none are given', async () => {
     for (const path of ['', '/api/queues']) {
