@@ -4,7 +4,32 @@ import type { Infra } from '../../infra/container';
 import { ERROR_STATUS } from '../http/error-status';
 import { basicPassword, bearerToken, isSameSecret } from '../../infra/auth/presented-secret';
 import { FailureLimit } from '../../infra/http/rate-limiters';
+import { setSecurityHeaders } from '../page/page-headers';
 import { DASHBOARD_PATH, queueBoard } from './queue-board';
+
+/**
+ * bull-board's page: its own scripts, styles and API only. Its React build writes style
+ * attributes (hence 'unsafe-inline' for styles, never for scripts) and sets <base href>.
+ */
+const DASHBOARD_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "connect-src 'self'",
+  "img-src 'self' data:",
+  "font-src 'self'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+  "base-uri 'self'",
+].join('; ');
+
+/** bull-board's page links Google's fonts: a dashboard opened must not be told to a third party. */
+const THIRD_PARTY_FONTS = /<link[^>]*fonts\.(googleapis|gstatic)\.com[^>]*>\s*/g;
+
+function withoutThirdPartyFonts(ctx: Context): void {
+  if (typeof ctx.body === 'string' && ctx.response.is('html'))
+    ctx.body = ctx.body.replace(THIRD_PARTY_FONTS, '');
+}
 
 const isDashboardPath = (path: string): boolean =>
   path === DASHBOARD_PATH || path.startsWith(`${DASHBOARD_PATH}/`);
@@ -38,9 +63,7 @@ export function queueDashboard(infra: Infra): Middleware {
     if (!isDashboardPath(ctx.path)) return next();
     ctx.state.metricsRoute = DASHBOARD_PATH;
     ctx.set('Cache-Control', 'no-store');
-    ctx.set('X-Content-Type-Options', 'nosniff');
-    ctx.set('X-Frame-Options', 'DENY');
-    ctx.set('Referrer-Policy', 'no-referrer');
+    setSecurityHeaders(ctx, DASHBOARD_CSP);
     // Bearer, or the password of HTTP Basic (any user name), so a browser's own sign-in prompt opens it.
     const authorization = ctx.get('Authorization');
     const presented = bearerToken(authorization) ?? basicPassword(authorization);
@@ -53,5 +76,6 @@ export function queueDashboard(infra: Infra): Middleware {
       return refuse(ctx, 'invalid_credentials', 'that is not the queue dashboard token');
     }
     await board(ctx, next);
+    withoutThirdPartyFonts(ctx);
   };
 }
