@@ -27,7 +27,7 @@ export const webhookProcessor = (payload: WebhookJob, infra: Infra, job: JobInfo
 export const webhookBackoff = (attemptsMade: number, job: Pick<Job, 'opts'> | undefined): number =>
   retryDelayMs(attemptsMade, (job?.opts.backoff as { delay?: number } | undefined)?.delay ?? 5000);
 
-/** The sweep of deliveries whose job was lost. */
+/** The hourly deletion of deliveries past their retention. */
 export const pruneWebhookDeliveries = (infra: Infra) =>
   pruneDeliveries({
     deliveries: infra.webhookStore,
@@ -35,6 +35,7 @@ export const pruneWebhookDeliveries = (infra: Infra) =>
     retentionDays: infra.config.CP_WEBHOOK_DELIVERY_RETENTION_DAYS,
   });
 
+/** The sweep of deliveries whose job was lost. */
 export const sweepWebhooks = (infra: Infra) =>
   requeueLostDeliveries({
     deliveries: infra.webhookStore,
