@@ -6570,7 +6570,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description a page of deliveries */
+      /** @description a page of deliveries. One that ended (delivered, or failed) is deleted `CP_WEBHOOK_DELIVERY_RETENTION_DAYS` days (30 unless the operator sets it) after it was created; a pending one stays until it ends */
       200: {
         headers: {
           [name: string]: unknown;
