@@ -1,7 +1,9 @@
+/// <reference lib="dom" />
+// watchedPage's init script and evaluate run in the browser: their `document` and `window` are the page's.
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext } from 'playwright-core';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
 
 /**
  * Debian's chromium driven by playwright-core (no browser download). A test file without a
@@ -57,4 +59,42 @@ export async function launchBrowser(profilePrefix: string): Promise<Browser> {
       rmSync(profile, { recursive: true, force: true });
     },
   };
+}
+
+/** A page of `context` and what it did wrong: errors, CSP violations and requests to other origins. */
+export interface WatchedPage {
+  page: Page;
+  /** Page errors, console errors and failed requests. */
+  problems: string[];
+  /** Requests to anywhere but `origin` (data: URLs aside). */
+  elsewhere: string[];
+  /** The CSP violations the page reported, as `<directive> <blocked URI>`. */
+  violations(): Promise<string[]>;
+}
+
+/**
+ * Opens the context's page with watchers attached before anything loads. The violation recorder
+ * is an init script: it runs before the page's own scripts and outside its CSP.
+ */
+export async function watchedPage(context: BrowserContext, origin: string): Promise<WatchedPage> {
+  await context.addInitScript(() => {
+    const w = window as unknown as { violations: string[] };
+    w.violations = [];
+    document.addEventListener('securitypolicyviolation', (e) =>
+      w.violations.push(`${e.violatedDirective} ${e.blockedURI}`),
+    );
+  });
+  const page = context.pages()[0] ?? (await context.newPage());
+  const problems: string[] = [];
+  const elsewhere: string[] = [];
+  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+  page.on('console', (m) => {
+    if (m.type() === 'error' || /Refused to/.test(m.text())) problems.push(`console: ${m.text()}`);
+  });
+  page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()}`));
+  page.on('request', (r) => {
+    if (!r.url().startsWith(`${origin}/`) && !r.url().startsWith('data:')) elsewhere.push(r.url());
+  });
+  const violations = () => page.evaluate(() => (window as unknown as { violations: string[] }).violations);
+  return { page, problems, elsewhere, violations };
 }

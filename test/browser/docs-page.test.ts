@@ -1,8 +1,6 @@
-/// <reference lib="dom" />
-// page.evaluate callbacks run in the browser: their `document` and `window` are the page's.
-import type { BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { startTestApp, type TestApp } from '../support/test-app';
-import { browserSuite, launchBrowser, type Browser } from './chromium';
+import { browserSuite, launchBrowser, watchedPage, type Browser, type WatchedPage } from './chromium';
 
 /**
  * The API reference in a real browser (Debian's chromium driven by playwright-core): Swagger UI
@@ -14,40 +12,17 @@ jest.setTimeout(90_000);
 
 const suite = browserSuite('test/browser/docs-page.test.ts');
 
-interface Window {
-  violations: string[];
-}
-
 suite('the API reference in a browser', () => {
   let app: TestApp;
   let browser: Browser | undefined;
-  let context: BrowserContext;
+  let watched: WatchedPage;
   let page: Page;
-  const problems: string[] = [];
-  const elsewhere: string[] = [];
 
   beforeAll(async () => {
     app = await startTestApp();
     browser = await launchBrowser('cp-docs-chromium-');
-    context = browser.context;
-    // Runs before the page's own scripts (and outside its CSP): records every violation it reports.
-    await context.addInitScript(() => {
-      const w = window as unknown as Window;
-      w.violations = [];
-      document.addEventListener('securitypolicyviolation', (e) =>
-        w.violations.push(`${e.violatedDirective} ${e.blockedURI}`),
-      );
-    });
-    page = context.pages()[0] ?? (await context.newPage());
-    page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
-    page.on('console', (m) => {
-      if (m.type() === 'error' || /Refused to/.test(m.text())) problems.push(`console: ${m.text()}`);
-    });
-    page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()}`));
-    page.on('request', (r) => {
-      if (!r.url().startsWith(`${app.http.baseUrl}/`) && !r.url().startsWith('data:'))
-        elsewhere.push(r.url());
-    });
+    watched = await watchedPage(browser.context, app.http.baseUrl);
+    page = watched.page;
   }, 90_000);
 
   afterAll(async () => {
@@ -73,9 +48,8 @@ suite('the API reference in a browser', () => {
   });
 
   it('reported no CSP violation, no console error and asked no other origin for anything', async () => {
-    const violations = await page.evaluate(() => (window as unknown as Window).violations);
-    expect(violations).toEqual([]);
-    expect(problems).toEqual([]);
-    expect(elsewhere).toEqual([]);
+    expect(await watched.violations()).toEqual([]);
+    expect(watched.problems).toEqual([]);
+    expect(watched.elsewhere).toEqual([]);
   });
 });
