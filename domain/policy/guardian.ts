@@ -53,16 +53,17 @@ export interface PolicyEngine {
   evaluate(input: GuardianInput): Promise<GuardianVerdict>;
 }
 
-export const allowEverything: PolicyEngine = {
-  evaluate: async () => ({
-    verdict: 'allow',
-    reasons: [],
-    shadowReasons: [],
-    modifiedAction: null,
-    approval: null,
-    policyVersion: 0,
-  }),
-};
+/** A plain allow: no reasons, nothing modified, no approval. A new object each time: callers may change theirs. */
+export const allowed = (policyVersion = 0): GuardianVerdict => ({
+  verdict: 'allow',
+  reasons: [],
+  shadowReasons: [],
+  modifiedAction: null,
+  approval: null,
+  policyVersion,
+});
+
+export const allowEverything: PolicyEngine = { evaluate: async () => allowed() };
 
 const deny = (code: string, message: string): GuardianVerdict => ({
   verdict: 'deny',

@@ -1,6 +1,6 @@
 import { requestDigest } from '../../domain/approvals/request-digest';
 import { worstCase } from '../../domain/budget/charges';
-import { Guardian, type GuardianVerdict } from '../../domain/policy/guardian';
+import { allowed, Guardian, type GuardianVerdict } from '../../domain/policy/guardian';
 import {
   decideInvocation,
   evaluateInvocation,
@@ -71,14 +71,7 @@ const credential: SealedCredential = {
   keyId: 'k1',
 };
 
-const allow: GuardianVerdict = {
-  verdict: 'allow',
-  reasons: [],
-  shadowReasons: [],
-  modifiedAction: null,
-  approval: null,
-  policyVersion: 0,
-};
+const allow = allowed();
 
 const job = { invocationId: 'inv_1', orgId: 'org_1', trace: {} };
 /** The invoke job an admitted invocation goes on in. */
