@@ -101,7 +101,7 @@ function startRole(
 const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 
 /** CPU milliseconds (user + system) a process has used, from /proc; 0 once it is gone. */
-function cpuMs(pid: number): number {
+function cpuMs(pid: number | 'self'): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -122,13 +122,16 @@ const pidsOf = (name: string): number[] => {
 /** The processes whose CPU each row reports: ours by pid, PostgreSQL and Redis by name. */
 type Components = Record<string, () => number[]>;
 
-function cpuSnapshot(components: Components): Record<string, number> {
-  const snapshot: Record<string, number> = {
-    bench: (process.cpuUsage().user + process.cpuUsage().system) / 1000,
-  };
+/** `read` of this process (as `bench`) and of each component, summed over its processes. */
+function snapshot(
+  components: Components,
+  read: (pid: number | 'self') => number,
+  leaveOut: string[] = [],
+): Record<string, number> {
+  const taken: Record<string, number> = { bench: read('self') };
   for (const [name, pids] of Object.entries(components))
-    snapshot[name] = pids().reduce((s, pid) => s + cpuMs(pid), 0);
-  return snapshot;
+    if (!leaveOut.includes(name)) taken[name] = pids().reduce((s, pid) => s + read(pid), 0);
+  return taken;
 }
 
 /**
@@ -146,18 +149,13 @@ function syscalls(pid: number | 'self'): number {
   }
 }
 
-/** PostgreSQL is left out: its backends use recv() and send(), which /proc/<pid>/io does not count. */
-function syscallSnapshot(components: Components): Record<string, number> {
-  const snapshot: Record<string, number> = { bench: syscalls('self') };
-  for (const [name, pids] of Object.entries(components))
-    if (name !== 'postgres') snapshot[name] = pids().reduce((s, pid) => s + syscalls(pid), 0);
-  return snapshot;
-}
-
-/** CPU and syscall counters of every component, taken together. */
+/**
+ * CPU and syscall counters of every component, taken together. PostgreSQL has no syscall count:
+ * its backends use recv() and send(), which /proc/<pid>/io does not count.
+ */
 const usageSnapshot = (components: Components) => ({
-  cpu: cpuSnapshot(components),
-  syscalls: syscallSnapshot(components),
+  cpu: snapshot(components, cpuMs),
+  syscalls: snapshot(components, syscalls, ['postgres']),
 });
 
 // --- load ----------------------------------------------------------------------------------------------
@@ -173,7 +171,7 @@ export interface Result {
   latencies: number[];
   /** CPU milliseconds per completed call, per component. */
   cpuPerCall: Record<string, number>;
-  /** read() and write() calls per completed call, per component (syscallSnapshot). */
+  /** read() and write() calls per completed call, per component (usageSnapshot). */
   syscallsPerCall: Record<string, number>;
 }
 
