@@ -1,5 +1,6 @@
 import pino, { type Logger } from 'pino';
 import pretty from 'pino-pretty';
+import { bufferedDestination } from './logging/buffered-stdout';
 import { describeError } from './logging/safe-error';
 
 export type { Logger };
@@ -25,7 +26,8 @@ const REDACT = [
 
 /**
  * Readable lines for a person at a terminal in development; JSON lines everywhere else (files,
- * pipes, log collectors, production). Redaction and serializers apply either way.
+ * pipes, log collectors, production), written in batches (infra/logging/buffered-stdout.ts).
+ * Redaction and serializers apply either way.
  */
 export function terminalDestination(
   nodeEnv = process.env.NODE_ENV,
@@ -35,7 +37,10 @@ export function terminalDestination(
   return pretty({ colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service' });
 }
 
-export function createLogger(level: string, destination = terminalDestination()): Logger {
+export function createLogger(
+  level: string,
+  destination: pino.DestinationStream = terminalDestination() ?? bufferedDestination(),
+): Logger {
   return pino(
     {
       level,
