@@ -1,6 +1,7 @@
 import type Redis from 'ioredis';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { DomainError } from '../../domain/errors';
+import { TokenLeases } from './token-lease';
 
 export interface RateDecision {
   limit: number;
@@ -13,27 +14,27 @@ const perMinuteLimiter = (redis: Redis, keyPrefix: string, points: number) =>
 
 /**
  * A per-minute budget kept in Redis, so the limit holds across API replicas. Consuming past it
- * throws `rate_limited` with the seconds to wait.
+ * throws `rate_limited` with the seconds to wait. Tokens are leased (infra/http/token-lease.ts):
+ * a process takes a share of what is left in one round trip and spends it locally, so most
+ * requests make no Redis call for their rate limit, and the limit is never exceeded.
  */
 export class RateLimit {
-  private readonly limiter: RateLimiterRedis;
+  private readonly leases: TokenLeases;
 
   constructor(
     redis: Redis,
     keyPrefix: string,
     readonly perMinute: number,
+    windowMs = 60_000,
   ) {
-    this.limiter = perMinuteLimiter(redis, keyPrefix, perMinute);
+    this.leases = new TokenLeases(redis, keyPrefix, perMinute, windowMs);
   }
 
   async consume(subject: string): Promise<RateDecision> {
-    try {
-      const res = await this.limiter.consume(subject);
-      return decisionOf(this.perMinute, res);
-    } catch (err) {
-      if (!(err instanceof RateLimiterRes)) throw err;
-      throw rateLimited(this.perMinute, err, `rate limit of ${this.perMinute} requests a minute reached`);
-    }
+    const taken = await this.leases.take(subject);
+    const rate = { limit: this.perMinute, remaining: taken.remaining, resetSeconds: taken.resetSeconds };
+    if (taken.granted) return rate;
+    throw limitReached(rate, `rate limit of ${this.perMinute} requests a minute reached`);
   }
 }
 
@@ -64,15 +65,20 @@ export class FailureLimit {
 }
 
 function rateLimited(perMinute: number, res: RateLimiterRes, what: string): DomainError {
-  const retry = Math.max(1, Math.ceil(res.msBeforeNext / 1000));
-  return new DomainError('rate_limited', `${what}; retry in ${retry} s`, {
-    retry_after_seconds: retry,
-    rate: decisionOf(perMinute, res),
-  });
+  return limitReached(
+    {
+      limit: perMinute,
+      remaining: Math.max(0, res.remainingPoints),
+      resetSeconds: Math.ceil(res.msBeforeNext / 1000),
+    },
+    what,
+  );
 }
 
-const decisionOf = (limit: number, res: RateLimiterRes): RateDecision => ({
-  limit,
-  remaining: Math.max(0, res.remainingPoints),
-  resetSeconds: Math.ceil(res.msBeforeNext / 1000),
-});
+function limitReached(rate: RateDecision, what: string): DomainError {
+  const retry = Math.max(1, rate.resetSeconds);
+  return new DomainError('rate_limited', `${what}; retry in ${retry} s`, {
+    retry_after_seconds: retry,
+    rate,
+  });
+}
