@@ -175,25 +175,29 @@ export const FOR_RUN = statement(
 export const BY_IDS = statement('invocations_by_ids', `select * from invocations where id = any($1::text[])`);
 
 /**
- * $1 org, $2 session, $3 agent, $4 credential ref, $5 model. Everything admission
- * checks, in one round trip: the agent defaults to the session's, the credential to the agent's
- * first, the price is the org's own (the built-in table is in code).
+ * $1 JSON of queries `{i, org_id, session_id, agent_id, credential_ref, model}`. Everything
+ * admission checks, for a batch of requests in one round trip, one row per query (`i`): the agent
+ * defaults to the session's, the credential to the agent's first, the price is the org's own (the
+ * built-in table is in code). Each lookup is a lateral subquery with `limit 1` so it stays a
+ * keyed lookup per query: a plain join could be planned as a scan of the whole table.
  */
-export const INVOKE_CONTEXT = statement(
-  'invoke_context',
+export const INVOKE_CONTEXTS = statement(
+  'invoke_contexts',
   `
-  with s as (select * from sessions where org_id = $1 and id = $2),
-  a as (
+  select q.i, row_to_json(s) as session, row_to_json(a) as agent, row_to_json(c) as credential,
+    row_to_json(p) as price
+  from json_to_recordset($1::json) as q(i int, org_id text, session_id text, agent_id text,
+    credential_ref text, model text)
+  left join lateral (select * from sessions where org_id = q.org_id and id = q.session_id limit 1) s on true
+  left join lateral (
     select id, status, allowed_models, credential_refs from agents
-    where org_id = $1 and id = coalesce($3::text, (select agent_id from s))
-  ),
-  c as (
+    where org_id = q.org_id and id = coalesce(q.agent_id, s.agent_id) limit 1
+  ) a on true
+  left join lateral (
     select ref, provider, deleted_at from credentials
-    where org_id = $1 and ref = coalesce($4::text, (select credential_refs[1] from a))
-  ),
-  p as (select * from model_prices where org_id = $1 and model = $5)
-  select (select row_to_json(s) from s) as session, (select row_to_json(a) from a) as agent,
-    (select row_to_json(c) from c) as credential, (select row_to_json(p) from p) as price`,
+    where org_id = q.org_id and ref = coalesce(q.credential_ref, a.credential_refs[1]) limit 1
+  ) c on true
+  left join lateral (select * from model_prices where org_id = q.org_id and model = q.model limit 1) p on true`,
 );
 
 /** $1 session id, $2 the run stage's statuses. Settled usage and the in-flight reservations, in one snapshot. */

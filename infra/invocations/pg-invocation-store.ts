@@ -41,7 +41,7 @@ import {
   FOR_RUN,
   HISTORY,
   INSERT_QUEUED,
-  INVOKE_CONTEXT,
+  INVOKE_CONTEXTS,
 } from './invocation-sql';
 
 type Rows<T> = { rows: T[] };
@@ -59,11 +59,24 @@ function rowLoader<R extends { id: string }, T>(
   });
 }
 
+const contextQueriesJson = (queries: { orgId: string; query: InvokeContextQuery }[]): string =>
+  JSON.stringify(
+    queries.map(({ orgId, query }, i) => ({
+      i,
+      org_id: orgId,
+      session_id: query.sessionId,
+      agent_id: query.agentId,
+      credential_ref: query.credentialRef,
+      model: query.model,
+    })),
+  );
+
 /**
  * The invoke path in PostgreSQL: batched, prepared statements on the hot path (see InvocationStore
  * and PreparedPool); knex for the reads and sweeps off it.
  */
 export class PgInvocationStore implements InvocationStore {
+  private readonly contexts: MicroBatcher<{ orgId: string; query: InvokeContextQuery }, InvokeContext>;
   private readonly inserts: MicroBatcher<{ invocation: Invocation; event: AuditEvent }, void>;
   private readonly decisions: MicroBatcher<DecisionWrite, WriteOutcome>;
   private readonly finishes: MicroBatcher<FinishWrite, WriteOutcome>;
@@ -75,6 +88,13 @@ export class PgInvocationStore implements InvocationStore {
     private readonly pool: PreparedPool,
     private readonly knex: Knex,
   ) {
+    this.contexts = new MicroBatcher(async (queries) => {
+      const rows = await pool.query<ContextRow & { i: number }>(INVOKE_CONTEXTS, [
+        contextQueriesJson(queries),
+      ]);
+      const byIndex = new Map(rows.map((row) => [row.i, row]));
+      return queries.map((_, i) => toInvokeContext(byIndex.get(i)));
+    });
     this.inserts = new MicroBatcher(async (items) => {
       await pool.query(INSERT_QUEUED, [
         JSON.stringify(items.map((i) => insertJson(i.invocation))),
@@ -89,15 +109,9 @@ export class PgInvocationStore implements InvocationStore {
     this.byId = rowLoader(pool, BY_IDS, toInvocation);
   }
 
-  async invokeContext(orgId: string, q: InvokeContextQuery): Promise<InvokeContext> {
-    const [row] = await this.pool.query<ContextRow>(INVOKE_CONTEXT, [
-      orgId,
-      q.sessionId,
-      q.agentId,
-      q.credentialRef,
-      q.model,
-    ]);
-    return toInvokeContext(row);
+  /** Admission reads of concurrent requests share one statement. */
+  invokeContext(orgId: string, query: InvokeContextQuery): Promise<InvokeContext> {
+    return this.contexts.submit({ orgId, query });
   }
 
   insert(invocation: Invocation, event: AuditEvent): Promise<void> {
