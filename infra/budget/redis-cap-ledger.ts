@@ -91,16 +91,17 @@ export class RedisCapLedger implements CapLedger {
     return written === 1;
   }
 
+  /**
+   * Plain commands, not a pipeline of their own: the connection auto-pipelines, so the reads of
+   * concurrent requests leave in one write.
+   */
   async reserved(sessionIds: string[]): Promise<Map<string, CapAmounts>> {
-    if (sessionIds.length === 0) return new Map();
-    const pipeline = this.redis.pipeline();
-    for (const id of sessionIds) pipeline.hmget(this.keys(id)[0], 'cr', 'kr', 'tr');
-    const replies = (await pipeline.exec()) ?? [];
+    const replies = await Promise.all(
+      sessionIds.map((id) => this.redis.hmget(this.keys(id)[0], 'cr', 'kr', 'tr')),
+    );
     return new Map(
       sessionIds.map((id, i) => {
-        const [err, values] = replies[i] ?? [null, null];
-        if (err) throw err;
-        const [cost, calls, tokens] = (values as (string | null)[] | null) ?? [];
+        const [cost, calls, tokens] = replies[i] ?? [];
         return [
           id,
           { costMicros: Number(cost ?? 0), calls: Number(calls ?? 0), tokens: Number(tokens ?? 0) },
