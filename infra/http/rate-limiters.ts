@@ -25,9 +25,8 @@ export class RateLimit {
     redis: Redis,
     keyPrefix: string,
     readonly perMinute: number,
-    windowMs = 60_000,
   ) {
-    this.leases = new TokenLeases(redis, keyPrefix, perMinute, windowMs);
+    this.leases = new TokenLeases(redis, keyPrefix, perMinute, 60_000);
   }
 
   async consume(subject: string): Promise<RateDecision> {
