@@ -212,6 +212,32 @@ describe('many writers', () => {
   });
 });
 
+describe('a backlog', () => {
+  it('is sealed as one gapless chain across the slices it is hashed and written in', async () => {
+    const org = await signupOrg(app.http);
+    const events = Array.from({ length: 130 }, (_, i) => ({
+      id: `evt_backlog_${String(i).padStart(3, '0')}`,
+      org_id: org.orgId,
+      at: new Date(),
+      actor_type: 'system',
+      actor_id: 'system',
+      action: 'backlog.probe',
+      resource_type: 'probe',
+      resource_id: `probe_${i}`,
+      outcome: 'success',
+      details: JSON.stringify({ i }),
+    }));
+    await app.infra.knex('audit_outbox').insert(events);
+    expect(await app.infra.auditLog.seal(org.orgId)).toBe(133);
+    const verify = await app.http.get('/v1/audit/verify', org.adminKey);
+    expect(verify.body).toMatchObject({ valid: true, entries_checked: 133, head: { seq: 133 } });
+    // In the order they were written, one after the other in the chain (the list is newest first).
+    const probes = (await readAll(org.adminKey)).filter((e) => e.action === 'backlog.probe').reverse();
+    expect(probes.map((e) => e.details.i)).toEqual([...Array(130).keys()]);
+    expect(probes.map((e) => e.seq)).toEqual(Array.from({ length: 130 }, (_, i) => i + 4));
+  });
+});
+
 describe('isolation', () => {
   it("never shows another org's entries or keys", async () => {
     const a = await signupOrg(app.http, 'A');
