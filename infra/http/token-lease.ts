@@ -19,8 +19,9 @@ return {n, ttl}`;
  * round trips; the larger, the more tokens sit unused in one replica while another is refused.
  */
 const LEASE_SHARE = 16;
-/** Windows that ended are dropped from memory once this many subjects are held. */
+/** Windows that ended are dropped from memory once this many subjects are held, at most once a second. */
 const SWEEP_AT = 10_000;
+const SWEEP_EVERY_MS = 1_000;
 
 interface Window {
   /** Tokens this process holds and has not spent. */
@@ -53,6 +54,7 @@ type LeaseClient = Redis & {
 export class TokenLeases {
   private readonly windows = new Map<string, Window>();
   private readonly leasing = new Map<string, Promise<void>>();
+  private sweptAt = 0;
 
   constructor(
     private readonly redis: Redis,
@@ -61,6 +63,11 @@ export class TokenLeases {
     private readonly windowMs: number,
   ) {
     redis.defineCommand('cpLeaseTokens', { numberOfKeys: 1, lua: LEASE_SCRIPT });
+  }
+
+  /** Subjects this process holds a window for (ended ones included until swept). */
+  get held(): number {
+    return this.windows.size;
   }
 
   async take(subject: string): Promise<Taken> {
@@ -121,9 +128,11 @@ export class TokenLeases {
     this.windows.set(subject, { tokens: kept + granted, leased, endsAt: Date.now() + ttl });
   }
 
+  /** Gated in time: with more live subjects than SWEEP_AT (a flood of addresses), not every lease scans them all. */
   private sweep(): void {
-    if (this.windows.size < SWEEP_AT) return;
     const now = Date.now();
+    if (this.windows.size < SWEEP_AT || now - this.sweptAt < SWEEP_EVERY_MS) return;
+    this.sweptAt = now;
     for (const [subject, window] of this.windows) if (window.endsAt <= now) this.windows.delete(subject);
   }
 }

@@ -65,6 +65,17 @@ describe('rate-limit tokens leased from Redis and spent in process', () => {
     expect(await leases.take('short')).toMatchObject({ granted: true, remaining: 2 });
   });
 
+  it('forgets ended windows once it holds many, so a flood of addresses does not grow memory', async () => {
+    const leases = replica(10, 100);
+    const subjects = Array.from({ length: 10_000 }, (_, i) => `flood_${i}`);
+    for (let i = 0; i < subjects.length; i += 1_000)
+      await Promise.all(subjects.slice(i, i + 1_000).map((s) => leases.take(s)));
+    expect(leases.held).toBe(10_000);
+    await new Promise((r) => setTimeout(r, 150));
+    await leases.take('after the flood');
+    expect(leases.held).toBe(1);
+  });
+
   it('fails fast while Redis is not connected (the API answers 503)', async () => {
     const down = new Redis(TEST_REDIS_URL, { lazyConnect: true });
     await expect(new TokenLeases(down, prefix, 10, 60_000).take('offline')).rejects.toThrow(
