@@ -10,6 +10,7 @@ import {
 import { RetryLater } from '../domain/invocations/run-invocation';
 import type { Infra } from '../infra/container';
 import { bullConnectionOptions } from '../infra/redis/connections';
+import { closeOrGiveUp } from './close-or-give-up';
 import { PROCESSORS } from './processors';
 import { webhookBackoff } from './webhook-processor';
 
@@ -108,7 +109,7 @@ export async function startWorkers(
     // close() waits for jobs in flight; a job cut off by a hard kill is retried by the stalled check.
     close: async () => {
       clearInterval(renewal);
-      await Promise.all(workers.map((w) => w.close()));
+      await closeOrGiveUp(Promise.all(workers.map((w) => w.close())), infra.checks.redis);
     },
   };
 }

@@ -1,0 +1,33 @@
+/** How often a shutdown that waits on the workers checks that Redis still answers. */
+export const REDIS_CHECK_EVERY_MS = 250;
+
+/**
+ * Waits for `closing` (the workers letting their jobs in flight finish) while Redis answers. A
+ * job needs Redis to record its end, and BullMQ's connections wait for Redis without limit, so
+ * once Redis is gone (a terminal's Ctrl-C reaches an embedded redis-server as well) the wait would
+ * last until the shutdown timeout. Then this gives up with an error that says what happens to
+ * those jobs, and the shutdown goes on to its next step.
+ */
+export async function closeOrGiveUp(
+  closing: Promise<unknown>,
+  redisAnswers: () => Promise<unknown>,
+  everyMs = REDIS_CHECK_EVERY_MS,
+): Promise<void> {
+  let closed = false;
+  const done = closing.then(() => {
+    closed = true;
+  });
+  for (;;) {
+    await Promise.race([done, new Promise((resolve) => setTimeout(resolve, everyMs))]);
+    if (closed) return;
+    const answers = await redisAnswers().then(
+      () => true,
+      () => false,
+    );
+    if (closed) return;
+    if (!answers)
+      throw new Error(
+        'Redis is gone, so jobs in flight cannot record their end; BullMQ takes them up again (stalled-job check) once it is back',
+      );
+  }
+}
