@@ -1,5 +1,5 @@
 /** How often a shutdown that waits on the workers checks that Redis still answers. */
-export const REDIS_CHECK_EVERY_MS = 250;
+const REDIS_CHECK_EVERY_MS = 250;
 
 /**
  * Waits for `closing` (the workers letting their jobs in flight finish) while Redis answers. A

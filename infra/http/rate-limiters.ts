@@ -30,9 +30,9 @@ export class RateLimit {
   }
 
   async consume(subject: string): Promise<RateDecision> {
-    const taken = await this.leases.take(subject);
-    const rate = { limit: this.perMinute, remaining: taken.remaining, resetSeconds: taken.resetSeconds };
-    if (taken.granted) return rate;
+    const { granted, ...left } = await this.leases.take(subject);
+    const rate = { limit: this.perMinute, ...left };
+    if (granted) return rate;
     throw limitReached(rate, `rate limit of ${this.perMinute} requests a minute reached`);
   }
 }

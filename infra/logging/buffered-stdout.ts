@@ -1,7 +1,7 @@
 import pino from 'pino';
 
 /** Lines wait at most this long before they are written. */
-export const LOG_FLUSH_MS = 200;
+const LOG_FLUSH_MS = 200;
 /** ...or until this many bytes wait, whichever comes first. */
 const LOG_BUFFER_BYTES = 8 * 1024;
 
