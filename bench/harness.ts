@@ -4,7 +4,7 @@
  * load loop with latency percentiles and CPU accounting per process, and the cleanup.
  */
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import Redis from 'ioredis';
@@ -244,6 +244,8 @@ export async function measure(
 /**
  * Open loop: calls start at a fixed rate whatever the answers do, and each latency counts from
  * when its call was due, so queueing shows (a closed loop slows its callers down and hides it).
+ * Like a closed-loop row, it first runs 1 s at its own load, uncounted: the row before may have
+ * left the stack saturated, and draining that is not this rate's latency.
  */
 export async function measureOpenLoop(
   service: Service,
@@ -252,26 +254,13 @@ export async function measureOpenLoop(
   perSecond: number,
   once: () => Promise<boolean>,
 ): Promise<Result> {
-  const latencies: number[] = [];
-  let errors = 0;
-  const calls: Promise<void>[] = [];
+  await offer(1, perSecond, once);
   const usageBefore = usageSnapshot(service.components);
-  const started = performance.now();
-  for (let i = 0; i < Math.round(perSecond * seconds); i++) {
-    const due = started + (i * 1000) / perSecond;
-    const early = due - performance.now();
-    if (early >= 1) await new Promise((r) => setTimeout(r, early));
-    calls.push(
-      once().then(
-        (ok) => (ok ? void latencies.push(performance.now() - due) : void errors++),
-        () => void errors++,
-      ),
-    );
-  }
-  await Promise.all(calls);
-  const elapsed = (performance.now() - started) / 1000;
+  const { timeline, errors, elapsed } = await offer(seconds, perSecond, once);
   const usageAfter = usageSnapshot(service.components);
-  latencies.sort((a, b) => a - b);
+  if (process.env.BENCH_TIMELINE)
+    writeTimeline(`${process.env.BENCH_TIMELINE}-${Math.round(perSecond)}.json`, timeline);
+  const latencies = timeline.map(([, latency]) => latency).sort((a, b) => a - b);
   return {
     label,
     callers: 0,
@@ -282,6 +271,33 @@ export async function measureOpenLoop(
     latencies,
     ...usagePerCall(usageBefore, usageAfter, latencies.length),
   };
+}
+
+/** Starts calls at `perSecond` for `seconds`; each answered call's [ms since start it was due, latency]. */
+async function offer(seconds: number, perSecond: number, once: () => Promise<boolean>) {
+  const timeline: [number, number][] = [];
+  let errors = 0;
+  const calls: Promise<void>[] = [];
+  const started = performance.now();
+  for (let i = 0; i < Math.round(perSecond * seconds); i++) {
+    const due = started + (i * 1000) / perSecond;
+    const early = due - performance.now();
+    if (early >= 1) await new Promise((r) => setTimeout(r, early));
+    calls.push(
+      once().then(
+        (ok) => (ok ? void timeline.push([due - started, performance.now() - due]) : void errors++),
+        () => void errors++,
+      ),
+    );
+  }
+  await Promise.all(calls);
+  return { timeline, errors, elapsed: (performance.now() - started) / 1000 };
+}
+
+/** BENCH_TIMELINE=<prefix>: each open-loop row's calls as JSON, to see whether a tail is stalls or queueing. */
+function writeTimeline(path: string, timeline: [number, number][]): void {
+  writeFileSync(path, JSON.stringify(timeline.sort((a, b) => a[0] - b[0])));
+  console.error(`... wrote ${timeline.length} calls' [due ms, latency ms] to ${path}`);
 }
 
 export function report(r: Result): void {

@@ -36,7 +36,8 @@ recv/send /proc does not count). The first row runs --warmup seconds of load bef
 (the processes' JIT), later rows 1 s. The service runs compiled (node dist/main.js, as npm start
 does; run npm run build first) or, with --runtime tsx, from the sources. --open-loop then offers
 (b) at fixed arrival rates of 50% and 80% of the most the closed loop reached, each latency
-counted from when its call was due.
+counted from when its call was due (1 s at each rate first, uncounted); BENCH_TIMELINE=<prefix>
+writes each rate's calls, [due ms, latency ms], to <prefix>-<rate>.json.
 
 ${NEEDS_STORES}`);
 const SECONDS = args.seconds;

@@ -136,8 +136,8 @@ export const JOBS = {
   'invocations.reap': { queue: QUEUES.maintenance, payload: periodic, everyMs: 10_000 },
   /** Records open sessions past their expiry as expired (they already refuse invokes). */
   'sessions.expire': { queue: QUEUES.maintenance, payload: periodic, everyMs: 15_000 },
-  /** Chains pending audit events of every org into the sealed log. */
-  'audit.seal': { queue: QUEUES.maintenance, payload: periodic, everyMs: 1_000 },
+  /** Chains pending audit events of every org into the sealed log; often, so each seal is small. */
+  'audit.seal': { queue: QUEUES.maintenance, payload: periodic, everyMs: 200 },
   /** Writes the last-used times kept in Redis to the keys table. */
   'keys.flush-last-used': { queue: QUEUES.maintenance, payload: periodic, everyMs: 30_000 },
   /** Drops Idempotency-Key records past their 24 hours. */

@@ -40,6 +40,13 @@ describe('BullMQ workers', () => {
     ]);
   });
 
+  it('seal the audit log five times a second, so a busy second is never sealed in one burst', async () => {
+    // Sealed once a second, ~1,000 events at a time under load, the burst held every call up
+    // for ~100 ms once a second (npm run bench -- --open-loop with BENCH_TIMELINE shows it).
+    const schedulers = await app.infra.queues.queue('maintenance').getJobSchedulers();
+    expect(schedulers.find((s) => s.name === 'audit.seal')?.every).toBe(200);
+  });
+
   it('write last-used times to the keys table when the flush job runs', async () => {
     const org = await signupOrg(app.http);
     const key = await mintKey(app.http, org.adminKey, ['audit:read']);
