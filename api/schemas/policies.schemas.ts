@@ -17,7 +17,10 @@ import { isoInput, notRoundedToZero, ROUNDS_TO_ZERO, timestamp } from './common'
 const list = <T extends z.ZodType>(item: T) => z.array(item).min(1).max(MAX_LIST_ITEMS);
 const name = z.string().trim().min(1).max(100);
 const models = list(modelName);
-const tools = list(name);
+const tools = list(name).meta({
+  description:
+    "Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it.",
+});
 
 const usd = z
   .number()
@@ -35,7 +38,9 @@ const pattern = z
     const problem = validatePattern(p);
     if (problem) ctx.addIssue({ code: 'custom', message: problem });
   })
-  .meta({ description: `RE2 syntax (linear time), at most ${MAX_PATTERN_LENGTH} characters.` });
+  .meta({
+    description: `RE2 syntax (linear time), at most ${MAX_PATTERN_LENGTH} characters. Matched against every message's content and the arguments of every tool call in the messages.`,
+  });
 
 const flags = z
   .string()

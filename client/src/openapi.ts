@@ -3192,6 +3192,7 @@ export interface operations {
                 agent_ids?: string[];
                 models?: string[];
                 action_types?: string[];
+                /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
                 tools?: string[];
               };
               rules: (
@@ -3208,12 +3209,13 @@ export interface operations {
                 | {
                     /** @constant */
                     type: 'deny_tools';
+                    /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
                     tools: string[];
                   }
                 | {
                     /** @constant */
                     type: 'deny_pattern';
-                    /** @description RE2 syntax (linear time), at most 1000 characters. */
+                    /** @description RE2 syntax (linear time), at most 1000 characters. Matched against every message's content and the arguments of every tool call in the messages. */
                     pattern: string;
                     /** @description i: case-insensitive, m: ^ and $ match at line breaks, s: . matches a line break. */
                     flags?: string;
@@ -3221,7 +3223,7 @@ export interface operations {
                 | {
                     /** @constant */
                     type: 'redact_pattern';
-                    /** @description RE2 syntax (linear time), at most 1000 characters. */
+                    /** @description RE2 syntax (linear time), at most 1000 characters. Matched against every message's content and the arguments of every tool call in the messages. */
                     pattern: string;
                     replacement: string;
                   }
@@ -3245,6 +3247,7 @@ export interface operations {
                      */
                     when: {
                       models?: string[];
+                      /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
                       tools?: string[];
                       min_estimated_cost_usd?: number;
                     };
@@ -3353,6 +3356,7 @@ export interface operations {
             agent_ids?: string[];
             models?: string[];
             action_types?: string[];
+            /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
             tools?: string[];
           };
           rules: (
@@ -3369,12 +3373,13 @@ export interface operations {
             | {
                 /** @constant */
                 type: 'deny_tools';
+                /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
                 tools: string[];
               }
             | {
                 /** @constant */
                 type: 'deny_pattern';
-                /** @description RE2 syntax (linear time), at most 1000 characters. */
+                /** @description RE2 syntax (linear time), at most 1000 characters. Matched against every message's content and the arguments of every tool call in the messages. */
                 pattern: string;
                 /** @description i: case-insensitive, m: ^ and $ match at line breaks, s: . matches a line break. */
                 flags?: string;
@@ -3382,7 +3387,7 @@ export interface operations {
             | {
                 /** @constant */
                 type: 'redact_pattern';
-                /** @description RE2 syntax (linear time), at most 1000 characters. */
+                /** @description RE2 syntax (linear time), at most 1000 characters. Matched against every message's content and the arguments of every tool call in the messages. */
                 pattern: string;
                 replacement: string;
               }
@@ -3406,6 +3411,7 @@ export interface operations {
                  */
                 when?: {
                   models?: string[];
+                  /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
                   tools?: string[];
                   min_estimated_cost_usd?: number;
                 };
@@ -3438,6 +3444,7 @@ export interface operations {
               agent_ids?: string[];
               models?: string[];
               action_types?: string[];
+              /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
               tools?: string[];
             };
             rules: (
@@ -3454,12 +3461,13 @@ export interface operations {
               | {
                   /** @constant */
                   type: 'deny_tools';
+                  /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
                   tools: string[];
                 }
               | {
                   /** @constant */
                   type: 'deny_pattern';
-                  /** @description RE2 syntax (linear time), at most 1000 characters. */
+                  /** @description RE2 syntax (linear time), at most 1000 characters. Matched against every message's content and the arguments of every tool call in the messages. */
                   pattern: string;
                   /** @description i: case-insensitive, m: ^ and $ match at line breaks, s: . matches a line break. */
                   flags?: string;
@@ -3467,7 +3475,7 @@ export interface operations {
               | {
                   /** @constant */
                   type: 'redact_pattern';
-                  /** @description RE2 syntax (linear time), at most 1000 characters. */
+                  /** @description RE2 syntax (linear time), at most 1000 characters. Matched against every message's content and the arguments of every tool call in the messages. */
                   pattern: string;
                   replacement: string;
                 }
@@ -3491,6 +3499,7 @@ export interface operations {
                    */
                   when: {
                     models?: string[];
+                    /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
                     tools?: string[];
                     min_estimated_cost_usd?: number;
                   };
@@ -3599,6 +3608,7 @@ export interface operations {
               agent_ids?: string[];
               models?: string[];
               action_types?: string[];
+              /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
               tools?: string[];
             };
             rules: (
@@ -3615,12 +3625,13 @@ export interface operations {
               | {
                   /** @constant */
                   type: 'deny_tools';
+                  /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
                   tools: string[];
                 }
               | {
                   /** @constant */
                   type: 'deny_pattern';
-                  /** @description RE2 syntax (linear time), at most 1000 characters. */
+                  /** @description RE2 syntax (linear time), at most 1000 characters. Matched against every message's content and the arguments of every tool call in the messages. */
                   pattern: string;
                   /** @description i: case-insensitive, m: ^ and $ match at line breaks, s: . matches a line break. */
                   flags?: string;
@@ -3628,7 +3639,7 @@ export interface operations {
               | {
                   /** @constant */
                   type: 'redact_pattern';
-                  /** @description RE2 syntax (linear time), at most 1000 characters. */
+                  /** @description RE2 syntax (linear time), at most 1000 characters. Matched against every message's content and the arguments of every tool call in the messages. */
                   pattern: string;
                   replacement: string;
                 }
@@ -3652,6 +3663,7 @@ export interface operations {
                    */
                   when?: {
                     models?: string[];
+                    /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
                     tools?: string[];
                     min_estimated_cost_usd?: number;
                   };
@@ -3791,6 +3803,7 @@ export interface operations {
               agent_ids?: string[];
               models?: string[];
               action_types?: string[];
+              /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
               tools?: string[];
             };
             rules: (
@@ -3807,12 +3820,13 @@ export interface operations {
               | {
                   /** @constant */
                   type: 'deny_tools';
+                  /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
                   tools: string[];
                 }
               | {
                   /** @constant */
                   type: 'deny_pattern';
-                  /** @description RE2 syntax (linear time), at most 1000 characters. */
+                  /** @description RE2 syntax (linear time), at most 1000 characters. Matched against every message's content and the arguments of every tool call in the messages. */
                   pattern: string;
                   /** @description i: case-insensitive, m: ^ and $ match at line breaks, s: . matches a line break. */
                   flags?: string;
@@ -3820,7 +3834,7 @@ export interface operations {
               | {
                   /** @constant */
                   type: 'redact_pattern';
-                  /** @description RE2 syntax (linear time), at most 1000 characters. */
+                  /** @description RE2 syntax (linear time), at most 1000 characters. Matched against every message's content and the arguments of every tool call in the messages. */
                   pattern: string;
                   replacement: string;
                 }
@@ -3844,6 +3858,7 @@ export interface operations {
                    */
                   when: {
                     models?: string[];
+                    /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
                     tools?: string[];
                     min_estimated_cost_usd?: number;
                   };
@@ -3952,6 +3967,7 @@ export interface operations {
             agent_ids?: string[];
             models?: string[];
             action_types?: string[];
+            /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
             tools?: string[];
           };
           rules: (
@@ -3968,12 +3984,13 @@ export interface operations {
             | {
                 /** @constant */
                 type: 'deny_tools';
+                /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
                 tools: string[];
               }
             | {
                 /** @constant */
                 type: 'deny_pattern';
-                /** @description RE2 syntax (linear time), at most 1000 characters. */
+                /** @description RE2 syntax (linear time), at most 1000 characters. Matched against every message's content and the arguments of every tool call in the messages. */
                 pattern: string;
                 /** @description i: case-insensitive, m: ^ and $ match at line breaks, s: . matches a line break. */
                 flags?: string;
@@ -3981,7 +3998,7 @@ export interface operations {
             | {
                 /** @constant */
                 type: 'redact_pattern';
-                /** @description RE2 syntax (linear time), at most 1000 characters. */
+                /** @description RE2 syntax (linear time), at most 1000 characters. Matched against every message's content and the arguments of every tool call in the messages. */
                 pattern: string;
                 replacement: string;
               }
@@ -4005,6 +4022,7 @@ export interface operations {
                  */
                 when?: {
                   models?: string[];
+                  /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
                   tools?: string[];
                   min_estimated_cost_usd?: number;
                 };
@@ -4037,6 +4055,7 @@ export interface operations {
               agent_ids?: string[];
               models?: string[];
               action_types?: string[];
+              /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
               tools?: string[];
             };
             rules: (
@@ -4053,12 +4072,13 @@ export interface operations {
               | {
                   /** @constant */
                   type: 'deny_tools';
+                  /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
                   tools: string[];
                 }
               | {
                   /** @constant */
                   type: 'deny_pattern';
-                  /** @description RE2 syntax (linear time), at most 1000 characters. */
+                  /** @description RE2 syntax (linear time), at most 1000 characters. Matched against every message's content and the arguments of every tool call in the messages. */
                   pattern: string;
                   /** @description i: case-insensitive, m: ^ and $ match at line breaks, s: . matches a line break. */
                   flags?: string;
@@ -4066,7 +4086,7 @@ export interface operations {
               | {
                   /** @constant */
                   type: 'redact_pattern';
-                  /** @description RE2 syntax (linear time), at most 1000 characters. */
+                  /** @description RE2 syntax (linear time), at most 1000 characters. Matched against every message's content and the arguments of every tool call in the messages. */
                   pattern: string;
                   replacement: string;
                 }
@@ -4090,6 +4110,7 @@ export interface operations {
                    */
                   when: {
                     models?: string[];
+                    /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
                     tools?: string[];
                     min_estimated_cost_usd?: number;
                   };

@@ -7,6 +7,7 @@ import { newAuditEvent } from '../audit/new-event';
 import { worstCase } from '../budget/charges';
 import type { Clock } from '../clock';
 import { actionDigest } from '../policy/action-digest';
+import { offeredToolNames } from '../policy/action-tools';
 import type { Decision } from '../policy/decision';
 import { actionJson as contractAction } from '../policy/evaluation';
 import type { GuardedAction, Guardian, GuardianInput, GuardianVerdict } from '../policy/guardian';
@@ -248,6 +249,7 @@ const guardedAction = (invocation: Invocation): GuardedAction => ({
   messages: invocation.request.messages,
   maxTokens: invocation.request.maxTokens,
   ...(invocation.request.tool ? { tool: invocation.request.tool } : {}),
+  ...(invocation.request.tools?.length ? { offeredTools: offeredToolNames(invocation.request.tools) } : {}),
   estimatedCostUsd: microsToUsd(invocation.reservation.costMicros),
 });
 

@@ -11,6 +11,8 @@ export interface RecordedInvocation {
   messages: ChatMessage[];
   maxTokens: number;
   tool?: { name: string; arguments: unknown };
+  /** The names of the function tools it offered the model. */
+  offeredTools?: string[];
   /** The worst case reserved for the call, which cost rules judge. */
   reserveMicros: number;
 }

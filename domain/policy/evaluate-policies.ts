@@ -1,4 +1,5 @@
 import { RE2JS } from 're2js';
+import { mapTexts, textsOf, toolNamesOf } from './action-tools';
 import type { CompiledPolicy, CompiledPolicySet, CompiledRule } from './compile-policies';
 import type {
   Action,
@@ -27,14 +28,19 @@ interface RuleOutcome {
 const inList = (list: readonly string[] | undefined, value: string | null | undefined): boolean =>
   list === undefined || (value !== null && value !== undefined && list.includes(value));
 
-/** Every listed dimension must match; one the action lacks (a tool list, no tool) does not. */
+/** The first of the action's tools (action-tools.ts) that `list` names, if any. */
+const listedTool = (list: readonly string[], action: Action): string | undefined =>
+  toolNamesOf(action).find((name) => list.includes(name));
+
+/**
+ * Every listed dimension must match; one the action lacks (a tool list, no tool) does not. A tool
+ * list matches when any tool the action involves is on it.
+ */
 export const appliesTo = (a: AppliesTo, action: Action, context: EvaluationContext): boolean =>
   inList(a.agentIds, context.agentId) &&
   inList(a.models, action.model) &&
   inList(a.actionTypes, action.type) &&
-  inList(a.tools, action.tool?.name);
-
-const contents = (action: Action): string[] => (action.messages ?? []).map((m) => m.content);
+  (a.tools === undefined || listedTool(a.tools, action) !== undefined);
 
 function outcome(
   policy: Policy,
@@ -61,7 +67,7 @@ const over = (value: number, limit: number) => !(value <= limit);
 function approvalNeeded(rule: Extract<CompiledRule['rule'], { type: 'require_approval' }>, action: Action) {
   const { models, tools, minEstimatedCostUsd } = rule.when;
   if (models && !(action.model && models.includes(action.model))) return false;
-  if (tools && !(action.tool && tools.includes(action.tool.name))) return false;
+  if (tools && listedTool(tools, action) === undefined) return false;
   if (minEstimatedCostUsd === undefined) return true;
   // A cost it cannot judge (none, or not a number) asks a person rather than letting it through.
   const cost = action.estimatedCostUsd;
@@ -88,25 +94,25 @@ function evaluateRule(policy: Policy, compiled: CompiledRule, action: Action): R
       return action.model && !rule.models.includes(action.model)
         ? say('deny', 'model_not_in_policy_allowlist', `model ${action.model} is not in the allowed list`)
         : null;
-    case 'deny_tools':
-      return action.tool && rule.tools.includes(action.tool.name)
-        ? say('deny', 'tool_denied', `tool ${action.tool.name} is denied`)
-        : null;
+    case 'deny_tools': {
+      const denied = listedTool(rule.tools, action);
+      return denied !== undefined ? say('deny', 'tool_denied', `tool ${denied} is denied`) : null;
+    }
     case 'deny_pattern': {
       const regex = compiledRegex(compiled);
-      return contents(action).some((text) => regex.matcher(text).find())
+      return textsOf(action).some((text) => regex.matcher(text).find())
         ? say('deny', 'pattern_denied', 'a message matches a denied pattern')
         : null;
     }
     case 'redact_pattern': {
       const regex = compiledRegex(compiled);
-      if (!contents(action).some((text) => regex.matcher(text).find())) return null;
+      if (!textsOf(action).some((text) => regex.matcher(text).find())) return null;
       // Literal text: a "$1" or "$&" in the replacement is not a group reference.
       const replacement = RE2JS.quoteReplacement(rule.replacement);
       const redact = (text: string) => regex.matcher(text).replaceAll(replacement);
       return {
         ...say('modify', 'redacted', 'matching text is redacted'),
-        modify: (a) => ({ ...a, messages: a.messages?.map((m) => ({ ...m, content: redact(m.content) })) }),
+        modify: (a) => ({ ...a, messages: a.messages && mapTexts(a.messages, redact) }),
       };
     }
     case 'max_tokens':

@@ -34,5 +34,7 @@ export const actionJson = (a: Action) => ({
   ...(a.messages !== undefined ? { messages: a.messages } : {}),
   ...(a.maxTokens !== undefined ? { max_tokens: a.maxTokens } : {}),
   ...(a.tool !== undefined ? { tool: a.tool } : {}),
+  // Only an invoke offering tools has these, so digests of every other action are unchanged.
+  ...(a.offeredTools?.length ? { offered_tools: a.offeredTools } : {}),
   ...(a.estimatedCostUsd !== undefined ? { estimated_cost_usd: a.estimatedCostUsd } : {}),
 });

@@ -18,6 +18,8 @@ export interface GuardedAction {
   messages: ChatMessage[];
   maxTokens: number;
   tool?: { name: string; arguments: unknown };
+  /** The names of the function tools offered to the model: tool rules judge them too. */
+  offeredTools?: string[];
   /** The worst case of the call at the admitted price: what cost rules judge. */
   estimatedCostUsd: number;
 }

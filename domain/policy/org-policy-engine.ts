@@ -11,6 +11,7 @@ const toAction = (a: GuardedAction): Action => ({
   maxTokens: a.maxTokens,
   estimatedCostUsd: a.estimatedCostUsd,
   ...(a.tool ? { tool: a.tool } : {}),
+  ...(a.offeredTools?.length ? { offeredTools: a.offeredTools } : {}),
 });
 
 /** The engine's modified action, back in the guardian's terms (only messages and max_tokens change). */

@@ -76,6 +76,8 @@ export interface Action {
   /** The output limit of an `llm.invoke`; `max_tokens` rules clamp it. */
   maxTokens?: number;
   tool?: { name: string; arguments: unknown };
+  /** The names of the function tools an `llm.invoke` offers the model (Chat Completions `tools`). */
+  offeredTools?: string[];
   estimatedCostUsd?: number;
 }
 

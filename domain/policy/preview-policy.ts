@@ -65,6 +65,7 @@ export const recordedAction = (r: RecordedInvocation): Action => ({
   maxTokens: r.maxTokens,
   estimatedCostUsd: microsToUsd(r.reserveMicros),
   ...(r.tool ? { tool: r.tool } : {}),
+  ...(r.offeredTools ? { offeredTools: r.offeredTools } : {}),
 });
 
 function windowOf(request: PreviewRequest, now: Date): { since: Date; until: Date } {

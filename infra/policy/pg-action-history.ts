@@ -5,7 +5,8 @@ import type {
   RecordedInvocation,
 } from '../../domain/policy/action-history.port';
 import { toDate, type Num, type Time } from '../db/row-values';
-import type { StoredRequest } from '../invocations/invocation-rows';
+import { offeredToolNames } from '../../domain/policy/action-tools';
+import { loadMessage, type StoredRequest } from '../invocations/invocation-rows';
 
 interface HistoryRow {
   id: string;
@@ -16,12 +17,14 @@ interface HistoryRow {
   messages: StoredRequest['messages'];
   max_tokens: Num;
   tool: StoredRequest['tool'] | null;
+  tools: StoredRequest['tools'] | null;
   reserve_micros: Num;
 }
 
-/** Only what the engine judges: the request's messages, max_tokens and tool (not its metadata). */
+/** Only what the engine judges: the request's messages, max_tokens, tool and tools (not its metadata). */
 const COLUMNS = `id, created_at, agent_id, session_id, model, reserve_micros,
-  request->'messages' as messages, request->'max_tokens' as max_tokens, request->'tool' as tool`;
+  request->'messages' as messages, request->'max_tokens' as max_tokens, request->'tool' as tool,
+  request->'tools' as tools`;
 
 const toRecorded = (r: HistoryRow): RecordedInvocation => ({
   id: r.id,
@@ -29,9 +32,10 @@ const toRecorded = (r: HistoryRow): RecordedInvocation => ({
   agentId: r.agent_id,
   sessionId: r.session_id,
   model: r.model,
-  messages: r.messages,
+  messages: r.messages.map(loadMessage),
   maxTokens: Number(r.max_tokens),
   ...(r.tool ? { tool: r.tool } : {}),
+  ...(r.tools?.length ? { offeredTools: offeredToolNames(r.tools) } : {}),
   reserveMicros: Number(r.reserve_micros),
 });
 

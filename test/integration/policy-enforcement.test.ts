@@ -138,6 +138,68 @@ describe("the org's policies decide every invoke", () => {
     expect((await run('hello')).invocation.status).toBe('succeeded');
   });
 
+  describe('through /v1/chat/completions, tools count', () => {
+    const shellTool = { type: 'function', function: { name: 'shell', parameters: { type: 'object' } } };
+    const searchTool = { type: 'function', function: { name: 'search' } };
+
+    async function chat(body: Record<string, unknown>) {
+      const session = await openSession(app.http, setup.org.adminKey, {
+        agent_id: setup.agentId,
+        max_cost_usd: 1,
+      });
+      const before = stub.requests.length;
+      const res = await app.http.call<{ error?: { code: string } }>('POST', '/v1/chat/completions', {
+        token: setup.org.adminKey,
+        headers: { 'X-Session-Id': session.id },
+        body: { model: 'stub-model', max_tokens: 50, ...body },
+      });
+      return { res, sent: stub.requests.slice(before) as RecordedRequest[] };
+    }
+
+    it('deny_tools refuses a call that offers the model a denied tool, before the provider', async () => {
+      const id = await createPolicy({ name: 'no shell', rules: [{ type: 'deny_tools', tools: ['shell'] }] });
+      try {
+        const messages = [{ role: 'user', content: 'tidy up' }];
+        const denied = await chat({ messages, tools: [searchTool, shellTool] });
+        expect(denied.res.status).toBe(403);
+        expect(denied.res.body.error?.code).toBe('tool_denied');
+        expect(denied.sent).toHaveLength(0);
+        const allowed = await chat({ messages, tools: [searchTool] });
+        expect(allowed.res.status).toBe(200);
+        expect(allowed.sent).toHaveLength(1);
+      } finally {
+        await removePolicy(id);
+      }
+    });
+
+    it('a redaction reaches the arguments of tool calls in the conversation', async () => {
+      const id = await createPolicy({
+        name: 'redact cards',
+        rules: [{ type: 'redact_pattern', pattern: '\\d{4}-\\d{4}-\\d{4}-\\d{4}', replacement: '[card]' }],
+      });
+      try {
+        const call = {
+          id: 'call_1',
+          type: 'function',
+          function: { name: 'pay', arguments: '{"card":"4111-1111-1111-1111"}' },
+        };
+        const { res, sent } = await chat({
+          messages: [
+            { role: 'user', content: 'pay it' },
+            { role: 'assistant', content: null, tool_calls: [call] },
+            { role: 'tool', tool_call_id: 'call_1', content: 'paid' },
+          ],
+        });
+        expect(res.status).toBe(200);
+        expect(sent).toHaveLength(1);
+        expect(JSON.stringify(sent[0]?.body)).not.toContain('4111');
+        expect(JSON.stringify(sent[0]?.body)).toContain('{\\"card\\":\\"[card]\\"}');
+      } finally {
+        await removePolicy(id);
+      }
+    });
+  });
+
   it('a shadow policy changes nothing, and its decision records what it would have done', async () => {
     const id = await createPolicy({
       name: 'trial',

@@ -276,4 +276,45 @@ describe('POST /v1/policies/preview', () => {
       expect(redacted.changed.total).toBe(1);
     });
   });
+  describe('chat calls that offered tools or called them (the last calls of this file)', () => {
+    it('replays the tools offered and the tool calls and their arguments in the conversation', async () => {
+      const session = await openSession(app.http, setup.org.adminKey, {
+        agent_id: setup.agentId,
+        max_cost_usd: 1,
+      });
+      const since = new Date(Date.now() - 5).toISOString();
+      const chat = async (body: Record<string, unknown>) => {
+        const res = await app.http.call<{ id: string }>('POST', '/v1/chat/completions', {
+          token: setup.org.adminKey,
+          headers: { 'X-Session-Id': session.id },
+          body: { model: 'mock-1', max_tokens: 16, ...body },
+        });
+        expect(res.status).toBe(200);
+        return res.body.id;
+      };
+      const shell = { type: 'function', function: { name: 'shell' } };
+      const offered = await chat({ messages: [{ role: 'user', content: 'tidy' }], tools: [shell] });
+      const shellCall = {
+        id: 'c1',
+        type: 'function',
+        function: { name: 'shell', arguments: '{"cmd":"rm -rf /"}' },
+      };
+      await chat({
+        messages: [
+          { role: 'user', content: 'tidy' },
+          { role: 'assistant', content: null, tool_calls: [shellCall] },
+          { role: 'tool', tool_call_id: 'c1', content: 'done' },
+        ],
+      });
+      await chat({ messages: [{ role: 'user', content: 'hello' }] });
+      const tools = await previewOk({ policy: draft([{ type: 'deny_tools', tools: ['shell'] }]), since });
+      expect(tools).toMatchObject({ actions_replayed: 3, changed: { total: 2 } });
+      expect(tools.examples[0]?.invocation_id).toBe(offered);
+      const pattern = await previewOk({
+        policy: draft([{ type: 'deny_pattern', pattern: 'rm -rf' }]),
+        since,
+      });
+      expect(pattern.changed.total).toBe(1);
+    });
+  });
 });

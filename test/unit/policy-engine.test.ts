@@ -53,6 +53,13 @@ const without = (key: keyof Action, over: Partial<Action> = {}): Action => {
   return a;
 };
 
+/** An assistant turn's call of the `shell` function, with these arguments (JSON text). */
+const shellCall = (args: string) => ({
+  id: 'call_1',
+  type: 'function' as const,
+  function: { name: 'shell', arguments: args },
+});
+
 const context: EvaluationContext = { agentId: 'agt_1', sessionId: 'ses_1' };
 const compile = (policies: Policy[], policyVersion = 7): CompiledPolicySet =>
   compilePolicies({ orgId: 'org_1', policyVersion, policies });
@@ -126,6 +133,26 @@ describe('the policy engine: every rule type', () => {
     expect(decide([p]).verdict).toBe('allow');
   });
 
+  it('deny_tools also denies a listed tool the call offers the model or that its conversation called', () => {
+    const p = policy([{ type: 'deny_tools', tools: ['shell'] }]);
+    const offered = action({ offeredTools: ['search', 'shell'] });
+    expect(decide([p], offered).reasons).toEqual([
+      expect.objectContaining({
+        code: 'tool_denied',
+        message: expect.stringContaining('tool shell is denied'),
+      }),
+    ]);
+    expect(decide([p], action({ offeredTools: ['search'] })).verdict).toBe('allow');
+    const called = action({
+      messages: [
+        { role: 'user', content: 'list the files' },
+        { role: 'assistant', content: '', toolCalls: [shellCall('{"cmd":"ls"}')] },
+        { role: 'tool', content: 'a.txt', toolCallId: 'call_1' },
+      ],
+    });
+    expect(codes(decide([p], called))).toEqual(['tool_denied']);
+  });
+
   it('deny_pattern denies when any message matches, honouring the i, m and s flags', () => {
     const on = (rule: Rule, content: string) =>
       decide([policy([rule])], action({ messages: [{ role: 'assistant', content }] })).verdict;
@@ -167,6 +194,26 @@ describe('the policy engine: every rule type', () => {
       ],
     });
     expect(a.messages?.[0]?.content).toBe('pin 1234'); // the input is not mutated
+  });
+
+  it('deny_pattern and redact_pattern see the arguments of tool calls in the conversation', () => {
+    const a = action({
+      messages: [
+        { role: 'user', content: 'run it' },
+        { role: 'assistant', content: '', toolCalls: [shellCall('{"card":"4111-1111-1111-1111"}')] },
+      ],
+    });
+    expect(codes(decide([policy([{ type: 'deny_pattern', pattern: '4111' }])], a))).toEqual([
+      'pattern_denied',
+    ]);
+    const d = decide([policy([{ type: 'redact_pattern', pattern: '\\d{4}', replacement: '#' }])], a);
+    expect(d.verdict).toBe('modify');
+    expect(d.modifiedAction?.messages?.[1]).toEqual({
+      role: 'assistant',
+      content: '',
+      toolCalls: [shellCall('{"card":"#-#-#-#"}')],
+    });
+    expect(a.messages?.[1]?.toolCalls?.[0]?.function.arguments).toContain('4111'); // not mutated
   });
 
   it('redact_pattern says nothing when no message matches', () => {
@@ -234,6 +281,7 @@ describe('the policy engine: every rule type', () => {
     expect(when({ tools: ['shell'] }, shell)).toBe('require_approval');
     expect(when({ models: ['gpt-4o'], tools: ['shell'] }, shell)).toBe('require_approval');
     expect(when({ models: ['claude'], tools: ['shell'] }, shell)).toBe('allow');
+    expect(when({ tools: ['shell'] }, action({ offeredTools: ['shell'] }))).toBe('require_approval');
     expect(when({ minEstimatedCostUsd: 0.02 })).toBe('require_approval');
     expect(when({ minEstimatedCostUsd: 0.03 })).toBe('allow');
     // A cost it cannot judge asks a person rather than letting the call through.
@@ -325,6 +373,14 @@ describe('applies_to', () => {
     ['tool listed', { tools: ['shell'] }, action({ tool: shell }), context, true],
     ['tool not listed', { tools: ['search'] }, action({ tool: shell }), context, false],
     ['tools listed, no tool', { tools: ['shell'] }, action(), context, false],
+    [
+      'tool listed, offered',
+      { tools: ['shell'] },
+      action({ offeredTools: ['search', 'shell'] }),
+      context,
+      true,
+    ],
+    ['tool not listed, offered', { tools: ['shell'] }, action({ offeredTools: ['search'] }), context, false],
     [
       'all dimensions match',
       { agentIds: ['agt_1'], models: ['gpt-4o'], tools: ['shell'] },

@@ -1,0 +1,50 @@
+import type { ChatMessage } from '../providers';
+import type { Action } from './policy';
+
+/**
+ * The tools an action involves, for the rules that name tools (`deny_tools`, `applies_to.tools`,
+ * `require_approval.when.tools`): the tool call it is about, the function tools it offers the
+ * model (Chat Completions `tools`) and the tool calls already in its conversation. A tool the
+ * model may call, or has called, is as much the agent's use of it as a call made directly.
+ */
+export function toolNamesOf(action: Action): string[] {
+  const names = new Set<string>(action.offeredTools);
+  if (action.tool) names.add(action.tool.name);
+  for (const m of action.messages ?? []) for (const call of m.toolCalls ?? []) names.add(call.function.name);
+  return [...names];
+}
+
+/** The names of the function tools a Chat Completions request offers (validated at the API). */
+export function offeredToolNames(tools: unknown[] | undefined): string[] {
+  const names: string[] = [];
+  for (const tool of tools ?? []) {
+    const name = (tool as { function?: { name?: unknown } } | null)?.function?.name;
+    if (typeof name === 'string') names.push(name);
+  }
+  return names;
+}
+
+/**
+ * The conversation's text that patterns judge: every message's content and the arguments of
+ * every tool call in it, which the model reads as much as the content.
+ */
+export const textsOf = (action: Action): string[] =>
+  (action.messages ?? []).flatMap((m) => [
+    m.content,
+    ...(m.toolCalls ?? []).map((c) => c.function.arguments),
+  ]);
+
+/** The same conversation with `change` applied to each text `textsOf` returns. */
+export const mapTexts = (messages: ChatMessage[], change: (text: string) => string): ChatMessage[] =>
+  messages.map((m) => ({
+    ...m,
+    content: change(m.content),
+    ...(m.toolCalls
+      ? {
+          toolCalls: m.toolCalls.map((c) => ({
+            ...c,
+            function: { ...c.function, arguments: change(c.function.arguments) },
+          })),
+        }
+      : {}),
+  }));
