@@ -4,9 +4,23 @@ import type { AuditFilter, AuditLog, AuditPage, ChainSnapshot } from '../../doma
 import { signCheckpoint, type Checkpoint, type CheckpointKey } from '../../domain/audit/checkpoint';
 import { GENESIS_HASH, sealEvents, type ChainHead } from '../../domain/audit/hash-chain';
 import { eventColumns } from '../db/audit-rows';
+import { OutboxVacuum } from './outbox-vacuum';
 import type { RedisSignedHeads } from './redis-signed-heads';
 
 const SEAL_BATCH = 500;
+
+/**
+ * The orgs with events in audit_outbox, one index probe per org (a loose index scan on
+ * (org_id, pos)): `select distinct` reads the whole table, dead rows included.
+ */
+const ORGS_WITH_PENDING = `
+  with recursive orgs as (
+    (select org_id from audit_outbox order by org_id limit 1)
+    union all
+    select (select o.org_id from audit_outbox o where o.org_id > orgs.org_id order by o.org_id limit 1)
+    from orgs where orgs.org_id is not null
+  )
+  select org_id from orgs where org_id is not null`;
 const VERIFY_BATCH = 1000;
 
 interface EventRow {
@@ -80,11 +94,15 @@ export const toCheckpoint = (r: CheckpointRow): Checkpoint => ({
  * kept outside the database.
  */
 export class PgAuditLog implements AuditLog {
+  private readonly outboxVacuum: OutboxVacuum;
+
   constructor(
     private readonly knex: Knex,
     private readonly checkpointKey: CheckpointKey,
     private readonly signedHeads: RedisSignedHeads,
-  ) {}
+  ) {
+    this.outboxVacuum = new OutboxVacuum(knex);
+  }
 
   async seal(orgId: string): Promise<number> {
     let total = 0;
@@ -97,9 +115,10 @@ export class PgAuditLog implements AuditLog {
 
   /** Seals every org that has pending events; what the background job runs. */
   async sealAll(): Promise<number> {
-    const orgs: { org_id: string }[] = await this.knex('audit_outbox').distinct('org_id');
+    const { rows: orgs } = await this.knex.raw<{ rows: { org_id: string }[] }>(ORGS_WITH_PENDING);
     let total = 0;
     for (const { org_id } of orgs) total += await this.seal(org_id);
+    await this.outboxVacuum.afterSealing(total);
     return total;
   }
 
