@@ -156,7 +156,7 @@ describe("the org's policies decide every invoke", () => {
       return { res, sent: stub.requests.slice(before) as RecordedRequest[] };
     }
 
-    it('deny_tools refuses a call that offers the model a denied tool, before the provider', async () => {
+    it('deny_tools refuses a call that offers the model a denied tool, streamed or not, before the provider', async () => {
       const id = await createPolicy({ name: 'no shell', rules: [{ type: 'deny_tools', tools: ['shell'] }] });
       try {
         const messages = [{ role: 'user', content: 'tidy up' }];
@@ -164,6 +164,10 @@ describe("the org's policies decide every invoke", () => {
         expect(denied.res.status).toBe(403);
         expect(denied.res.body.error?.code).toBe('tool_denied');
         expect(denied.sent).toHaveLength(0);
+        const streamed = await chat({ messages, tools: [shellTool], stream: true });
+        expect(streamed.res.status).toBe(403);
+        expect(streamed.res.body.error?.code).toBe('tool_denied');
+        expect(streamed.sent).toHaveLength(0);
         const allowed = await chat({ messages, tools: [searchTool] });
         expect(allowed.res.status).toBe(200);
         expect(allowed.sent).toHaveLength(1);
