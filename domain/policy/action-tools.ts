@@ -1,18 +1,47 @@
 import type { ChatMessage } from '../providers';
 import type { Action } from './policy';
 
+interface Derived {
+  tools: string[];
+  texts: string[];
+}
+
+/**
+ * Worked out once per action object: the engine asks for them for every policy and rule, and
+ * each walks the whole conversation. Actions are never changed in place (a modification makes a
+ * new one), so an entry cannot go stale.
+ */
+const memo = new WeakMap<Action, Derived>();
+
+function derived(action: Action): Derived {
+  let found = memo.get(action);
+  if (!found) {
+    found = { tools: toolNames(action), texts: texts(action) };
+    memo.set(action, found);
+  }
+  return found;
+}
+
+function toolNames(action: Action): string[] {
+  const names = new Set<string>(action.offeredTools);
+  if (action.tool) names.add(action.tool.name);
+  for (const m of action.messages ?? []) for (const call of m.toolCalls ?? []) names.add(call.function.name);
+  return [...names];
+}
+
+const texts = (action: Action): string[] =>
+  (action.messages ?? []).flatMap((m) => [
+    m.content,
+    ...(m.toolCalls ?? []).map((c) => c.function.arguments),
+  ]);
+
 /**
  * The tools an action involves, for the rules that name tools (`deny_tools`, `applies_to.tools`,
  * `require_approval.when.tools`): the tool call it is about, the function tools it offers the
  * model (Chat Completions `tools`) and the tool calls already in its conversation. A tool the
  * model may call, or has called, is as much the agent's use of it as a call made directly.
  */
-export function toolNamesOf(action: Action): string[] {
-  const names = new Set<string>(action.offeredTools);
-  if (action.tool) names.add(action.tool.name);
-  for (const m of action.messages ?? []) for (const call of m.toolCalls ?? []) names.add(call.function.name);
-  return [...names];
-}
+export const toolNamesOf = (action: Action): string[] => derived(action).tools;
 
 /** The names of the function tools a Chat Completions request offers (validated at the API). */
 export function offeredToolNames(tools: unknown[] | undefined): string[] {
@@ -28,11 +57,7 @@ export function offeredToolNames(tools: unknown[] | undefined): string[] {
  * The conversation's text that patterns judge: every message's content and the arguments of
  * every tool call in it, which the model reads as much as the content.
  */
-export const textsOf = (action: Action): string[] =>
-  (action.messages ?? []).flatMap((m) => [
-    m.content,
-    ...(m.toolCalls ?? []).map((c) => c.function.arguments),
-  ]);
+export const textsOf = (action: Action): string[] => derived(action).texts;
 
 /** The same conversation with `change` applied to each text `textsOf` returns. */
 export const mapTexts = (messages: ChatMessage[], change: (text: string) => string): ChatMessage[] =>
