@@ -69,9 +69,20 @@ export async function runHere(
  * decided first by the guardian stage (the same code the guardian queue runs), and one it admits
  * runs at once (runHere). An invoke job an approval, the reaper or a guardian job enqueued runs
  * an invocation that is running. Its span is the parent of the provider call's.
+ *
+ * An invoke job that finds its invocation still undecided is a submit's job too: one an API from
+ * before the submit's job had an id of its own enqueued under the invocation's id (a rolling
+ * upgrade). Nothing else puts an undecided invocation on this queue, so it is decided here rather
+ * than left to the reaper.
  */
 export const runProcessor = async (payload: InvocationJob, infra: Infra, job: JobInfo) => {
-  if (job.id !== submitJobId(payload.invocation_id)) return runStage(payload, infra, job);
+  if (job.id === submitJobId(payload.invocation_id)) return submitStages(payload, infra, job);
+  const outcome = await runStage(payload, infra, job);
+  return outcome === 'undecided' ? submitStages(payload, infra, job) : outcome;
+};
+
+/** The submit's job: the guardian stage, then the run of what it admitted, in this job. */
+async function submitStages(payload: InvocationJob, infra: Infra, job: JobInfo) {
   const decided = await inGuardianSpan(payload, (stage) => decideInvocation(guardianDeps(infra), stage));
   const here = await runHere(decided, infra.queues.stages);
   if (!here) return decided.outcome;
@@ -81,7 +92,7 @@ export const runProcessor = async (payload: InvocationJob, infra: Infra, job: Jo
     'invocation run',
   );
   return outcome;
-};
+}
 
 const runStage = (payload: InvocationJob, infra: Infra, job: JobInfo, loaded?: RunView) =>
   inSpan(

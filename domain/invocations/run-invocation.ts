@@ -51,10 +51,12 @@ export class RetryLater extends Error {
   }
 }
 
-export type RunOutcome = 'succeeded' | 'failed' | 'skipped';
+/** `undecided`: the invocation still waits for the guardian stage, which this stage never runs. */
+export type RunOutcome = 'succeeded' | 'failed' | 'skipped' | 'undecided';
 
 /** The statuses this stage works on (lifecycle.ts): its writes apply only while it holds one. */
 const RUN_STATUSES = statusesOf('invocation.run');
+const EVALUATE_STATUSES = statusesOf('invocation.evaluate');
 
 /** One provider attempt of an invocation: it reserves, and is charged, under its own charge id. */
 interface AttemptRun {
@@ -276,6 +278,7 @@ export async function runInvocation(
   loaded?: RunView,
 ): Promise<RunOutcome> {
   const view = loaded ?? (await deps.store.forRun(job.invocationId));
+  if (view && EVALUATE_STATUSES.includes(view.invocation.status)) return 'undecided';
   if (!view || !RUN_STATUSES.includes(view.invocation.status)) return 'skipped';
   const { invocation } = view;
   const number = invocation.providerAttempts + 1;

@@ -278,3 +278,24 @@ describe('the reaper', () => {
     expect(await usageOf(session.id)).toMatchObject({ reserved_usd: 0, cost_usd: 0, calls: 0 });
   });
 });
+
+describe('a rolling upgrade', () => {
+  it("runs at once an invocation whose submit job an older API enqueued under the invocation's own id", async () => {
+    const session = await newSession();
+    const queued = await invoke(app.http, setup.org.adminKey, body(session.id), 0);
+    // What an API from before the submit's job had an id of its own left in Redis.
+    const invokeQueue = app.infra.queues.queue('invoke');
+    await invokeQueue.remove(submitJobId(queued.body.id));
+    const payload = { invocation_id: queued.body.id, org_id: setup.org.orgId, trace: {} };
+    await invokeQueue.add('invocation.run', payload, { jobId: queued.body.id, removeOnComplete: true });
+    const worker = await startWorkerProcess(workerEnv());
+    try {
+      // Well before the reaper (CP_REAP_AFTER_MS, 60 s by default) would take it up.
+      const done = await finished(app.http, setup.org.adminKey, queued.body.id, 15_000);
+      expect(done).toMatchObject({ status: 'succeeded', decision: { verdict: 'allow' } });
+      expect((await usageOf(session.id)).calls).toBe(1);
+    } finally {
+      await worker.stop();
+    }
+  }, 60_000);
+});
