@@ -101,7 +101,7 @@ function startRole(
 const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 
 /** CPU milliseconds (user + system) a process has used, from /proc; 0 once it is gone. */
-function cpuMs(pid: number | 'self'): number {
+export function cpuMs(pid: number | 'self'): number {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
@@ -111,7 +111,7 @@ function cpuMs(pid: number | 'self'): number {
   }
 }
 
-const pidsOf = (name: string): number[] => {
+export const pidsOf = (name: string): number[] => {
   try {
     return execFileSync('pgrep', ['-x', name], { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
   } catch {

@@ -23,6 +23,7 @@ const SCRIPTS: [string, string[]][] = [
   ['bench/scaling.ts', ['--warmup', 'long']],
   ['bench/evaluate.ts', ['--nope']],
   ['bench/audit-writers.ts', ['fifty']],
+  ['bench/audit-seal.ts', ['--events', 'x']],
   ['bench/provider-client.ts', ['-3']],
   ['scripts/generate-master-key.ts', ['--nope']],
   ['scripts/reseal-credentials.ts', ['--nope']],
