@@ -3,7 +3,7 @@ import type { AuditEntry, AuditEvent } from '../../domain/audit/audit-event';
 import type { AuditFilter, AuditLog, AuditPage, ChainSnapshot } from '../../domain/audit/audit-log';
 import { signCheckpoint, type Checkpoint, type CheckpointKey } from '../../domain/audit/checkpoint';
 import { GENESIS_HASH, sealEvents, type ChainHead } from '../../domain/audit/hash-chain';
-import { eventColumns } from '../db/audit-rows';
+import { eventColumns, INSERT_ENTRIES } from '../db/audit-rows';
 import { OutboxVacuum } from './outbox-vacuum';
 import type { RedisSignedHeads } from './redis-signed-heads';
 
@@ -71,7 +71,6 @@ const toEntry = (r: EntryRow): AuditEntry => ({
 
 const toEntryRow = (e: AuditEntry) => ({
   ...eventColumns(e),
-  details: JSON.stringify(e.details),
   seq: e.seq,
   prev_hash: e.prevHash,
   hash: e.hash,
@@ -178,7 +177,7 @@ export class PgAuditLog implements AuditLog {
 
   /** Appends the entries, moves the head and signs it as a checkpoint. */
   private async append(trx: Knex.Transaction, orgId: string, entries: AuditEntry[]): Promise<Checkpoint> {
-    await trx('audit_entries').insert(entries.map(toEntryRow));
+    await trx.raw(INSERT_ENTRIES, [JSON.stringify(entries.map(toEntryRow))]);
     const last = entries.at(-1) as AuditEntry;
     await trx('audit_heads')
       .where({ org_id: orgId })
