@@ -23,11 +23,11 @@ then verifies the chain.
 
 ${NEEDS_STORES}`;
 
-/** An invoke's events carry ids, a model, usage and a cost in their details. `org` is the bench's own. */
-const backlog = (org: string) => `
+/** Bindings: org id (twice), how many. An invoke's events carry ids, a model, usage and a cost. */
+const BACKLOG = `
   insert into audit_outbox (id, org_id, at, actor_type, actor_id, action, resource_type, resource_id,
     outcome, details, request_id)
-  select 'evt_${org}_' || n, '${org}', now() + n * interval '1 microsecond', 'api_key', 'key_bench',
+  select 'evt_' || ?::text || '_' || n, ?, now() + n * interval '1 microsecond', 'api_key', 'key_bench',
     'llm.invoke.succeeded', 'invocation', 'inv_bench_' || n, 'success',
     jsonb_build_object('session_id', 'ses_bench', 'agent_id', 'agt_bench', 'model', 'bench-model',
       'provider', 'openai_compatible', 'input_tokens', 12, 'output_tokens', 20, 'cost_usd', 0.000014,
@@ -38,7 +38,7 @@ const backlog = (org: string) => `
 const postgresCpuMs = (): number => pidsOf('postgres').reduce((sum, pid) => sum + cpuMs(pid), 0);
 
 async function sealRound(infra: Infra, orgId: string, events: number): Promise<void> {
-  await infra.knex.raw(backlog(orgId), [events]);
+  await infra.knex.raw(BACKLOG, [orgId, orgId, events]);
   const [ownBefore, pgBefore, start] = [cpuMs('self'), postgresCpuMs(), performance.now()];
   const sealed = await infra.auditLog.seal(orgId);
   const ms = performance.now() - start;
