@@ -52,6 +52,21 @@ const removePolicy = async (id: string) =>
     204,
   );
 
+const REDACT_CARDS = {
+  name: 'redact cards',
+  rules: [{ type: 'redact_pattern', pattern: '\\d{4}-\\d{4}-\\d{4}-\\d{4}', replacement: '[card]' }],
+};
+
+/** Runs `work` with the policy in force, and removes the policy afterwards whatever happens. */
+async function withPolicy(body: Record<string, unknown>, work: (id: string) => Promise<void>) {
+  const id = await createPolicy(body);
+  try {
+    await work(id);
+  } finally {
+    await removePolicy(id);
+  }
+}
+
 async function run(content: string, maxTokens = 400) {
   const session = await openSession(app.http, setup.org.adminKey, {
     agent_id: setup.agentId,
@@ -79,28 +94,24 @@ async function run(content: string, maxTokens = 400) {
 
 describe("the org's policies decide every invoke", () => {
   it('a deny stops the invoke before the provider, with the policy reason', async () => {
-    const id = await createPolicy({
-      name: 'no secrets',
-      rules: [{ type: 'deny_pattern', pattern: 'password' }],
-    });
-    try {
-      const { invocation, sent } = await run('my password is hunter2');
-      expect(invocation).toMatchObject({ status: 'denied', error: { error_code: 'guardian_denied' } });
-      expect(invocation.decision?.reasons).toEqual([
-        expect.objectContaining({ policy_id: id, code: 'pattern_denied' }),
-      ]);
-      expect(sent).toHaveLength(0);
-    } finally {
-      await removePolicy(id);
-    }
+    await withPolicy(
+      {
+        name: 'no secrets',
+        rules: [{ type: 'deny_pattern', pattern: 'password' }],
+      },
+      async (id) => {
+        const { invocation, sent } = await run('my password is hunter2');
+        expect(invocation).toMatchObject({ status: 'denied', error: { error_code: 'guardian_denied' } });
+        expect(invocation.decision?.reasons).toEqual([
+          expect.objectContaining({ policy_id: id, code: 'pattern_denied' }),
+        ]);
+        expect(sent).toHaveLength(0);
+      },
+    );
   });
 
   it('a redaction means the provider never receives the redacted text', async () => {
-    const id = await createPolicy({
-      name: 'redact cards',
-      rules: [{ type: 'redact_pattern', pattern: '\\d{4}-\\d{4}-\\d{4}-\\d{4}', replacement: '[card]' }],
-    });
-    try {
+    await withPolicy(REDACT_CARDS, async () => {
       const { invocation, sent } = await run('charge 4111-1111-1111-1111 please');
       expect(invocation.status).toBe('succeeded');
       expect(sent).toHaveLength(1);
@@ -108,23 +119,18 @@ describe("the org's policies decide every invoke", () => {
       expect((sent[0]?.body as { messages: { content: string }[] }).messages[0]?.content).toBe(
         'charge [card] please',
       );
-    } finally {
-      await removePolicy(id);
-    }
+    });
   });
 
   it('a clamp makes the provider receive the clamped max_tokens, and the reservation use it', async () => {
-    const id = await createPolicy({ name: 'short answers', rules: [{ type: 'max_tokens', limit: 50 }] });
-    try {
+    await withPolicy({ name: 'short answers', rules: [{ type: 'max_tokens', limit: 50 }] }, async () => {
       const { invocation, sent } = await run('hello', 400);
       expect(invocation.status).toBe('succeeded');
       expect((sent[0]?.body as { max_tokens: number }).max_tokens).toBe(50);
       const [row] = await app.infra.knex('invocations').where({ id: invocation.id }).select('reserve_tokens');
       // 'hello' bounds the input at 81 tokens: 81 + 50, not 81 + 400.
       expect(Number(row.reserve_tokens)).toBe(131);
-    } finally {
-      await removePolicy(id);
-    }
+    });
   });
 
   it('a policy change is enforced by the other process at once, and its removal too', async () => {
@@ -157,8 +163,7 @@ describe("the org's policies decide every invoke", () => {
     }
 
     it('deny_tools refuses a call that offers the model a denied tool, streamed or not, before the provider', async () => {
-      const id = await createPolicy({ name: 'no shell', rules: [{ type: 'deny_tools', tools: ['shell'] }] });
-      try {
+      await withPolicy({ name: 'no shell', rules: [{ type: 'deny_tools', tools: ['shell'] }] }, async () => {
         const messages = [{ role: 'user', content: 'tidy up' }];
         const denied = await chat({ messages, tools: [searchTool, shellTool] });
         expect(denied.res.status).toBe(403);
@@ -171,17 +176,11 @@ describe("the org's policies decide every invoke", () => {
         const allowed = await chat({ messages, tools: [searchTool] });
         expect(allowed.res.status).toBe(200);
         expect(allowed.sent).toHaveLength(1);
-      } finally {
-        await removePolicy(id);
-      }
+      });
     });
 
     it('a redaction reaches the arguments of tool calls in the conversation', async () => {
-      const id = await createPolicy({
-        name: 'redact cards',
-        rules: [{ type: 'redact_pattern', pattern: '\\d{4}-\\d{4}-\\d{4}-\\d{4}', replacement: '[card]' }],
-      });
-      try {
+      await withPolicy(REDACT_CARDS, async () => {
         const call = {
           id: 'call_1',
           type: 'function',
@@ -198,31 +197,29 @@ describe("the org's policies decide every invoke", () => {
         expect(sent).toHaveLength(1);
         expect(JSON.stringify(sent[0]?.body)).not.toContain('4111');
         expect(JSON.stringify(sent[0]?.body)).toContain('{\\"card\\":\\"[card]\\"}');
-      } finally {
-        await removePolicy(id);
-      }
+      });
     });
   });
 
   it('a shadow policy changes nothing, and its decision records what it would have done', async () => {
-    const id = await createPolicy({
-      name: 'trial',
-      mode: 'shadow',
-      rules: [{ type: 'deny_models', models: ['stub-model'] }],
-    });
-    try {
-      const { invocation, sent } = await run('hello');
-      expect(invocation.status).toBe('succeeded');
-      expect(sent).toHaveLength(1);
-      const decision = await app.http.get<{ shadow_reasons: unknown[] }>(
-        `/v1/acs/decisions/${invocation.decision?.id}`,
-        setup.org.adminKey,
-      );
-      expect(decision.body.shadow_reasons).toEqual([
-        expect.objectContaining({ policy_id: id, code: 'model_denied', verdict: 'deny' }),
-      ]);
-    } finally {
-      await removePolicy(id);
-    }
+    await withPolicy(
+      {
+        name: 'trial',
+        mode: 'shadow',
+        rules: [{ type: 'deny_models', models: ['stub-model'] }],
+      },
+      async (id) => {
+        const { invocation, sent } = await run('hello');
+        expect(invocation.status).toBe('succeeded');
+        expect(sent).toHaveLength(1);
+        const decision = await app.http.get<{ shadow_reasons: unknown[] }>(
+          `/v1/acs/decisions/${invocation.decision?.id}`,
+          setup.org.adminKey,
+        );
+        expect(decision.body.shadow_reasons).toEqual([
+          expect.objectContaining({ policy_id: id, code: 'model_denied', verdict: 'deny' }),
+        ]);
+      },
+    );
   });
 });
