@@ -8,6 +8,7 @@ import { OutboxVacuum } from './outbox-vacuum';
 import type { RedisSignedHeads } from './redis-signed-heads';
 
 const SEAL_BATCH = 500;
+const VERIFY_BATCH = 1000;
 
 /**
  * The orgs with events in audit_outbox, one index probe per org (a loose index scan on
@@ -21,7 +22,6 @@ const ORGS_WITH_PENDING = `
     from orgs where orgs.org_id is not null
   )
   select org_id from orgs where org_id is not null`;
-const VERIFY_BATCH = 1000;
 
 interface EventRow {
   id: string;
