@@ -53,7 +53,7 @@ type LeaseClient = Redis & {
  */
 export class TokenLeases {
   private readonly windows = new Map<string, Window>();
-  private readonly leasing = new Map<string, Promise<void>>();
+  private readonly leasing = new Map<string, Promise<Window>>();
   private sweptAt = 0;
 
   constructor(
@@ -71,14 +71,17 @@ export class TokenLeases {
   }
 
   async take(subject: string): Promise<Taken> {
+    let window = this.live(subject, Date.now());
     for (;;) {
-      const window = this.live(subject, Date.now());
       if (window && window.tokens > 0) {
         window.tokens--;
         return this.taken(true, window);
       }
       if (window && window.leased >= this.limit) return this.taken(false, window);
-      await this.lease(subject);
+      // Spent from as the lease left it, even if its window ended meanwhile: the tokens were
+      // counted in that window. Checking the clock again would let a process that stalls longer
+      // than a short window lease over and over and never spend what it leased.
+      window = await this.lease(subject);
     }
   }
 
@@ -100,7 +103,7 @@ export class TokenLeases {
   }
 
   /** One lease in flight per subject: concurrent requests wait for it and share its tokens. */
-  private lease(subject: string): Promise<void> {
+  private lease(subject: string): Promise<Window> {
     let pending = this.leasing.get(subject);
     if (!pending) {
       pending = this.fetchLease(subject).finally(() => this.leasing.delete(subject));
@@ -109,7 +112,7 @@ export class TokenLeases {
     return pending;
   }
 
-  private async fetchLease(subject: string): Promise<void> {
+  private async fetchLease(subject: string): Promise<Window> {
     // As rate-limiter-flexible's rejectIfRedisNotReady: an outage answers 503, not a wait.
     if (this.redis.status !== 'ready') throw new Error('Redis is not ready');
     const before = this.live(subject, Date.now());
@@ -125,7 +128,9 @@ export class TokenLeases {
     const opened = leased === asked;
     const kept = opened ? 0 : (this.live(subject, Date.now())?.tokens ?? 0);
     this.sweep();
-    this.windows.set(subject, { tokens: kept + granted, leased, endsAt: Date.now() + ttl });
+    const window = { tokens: kept + granted, leased, endsAt: Date.now() + ttl };
+    this.windows.set(subject, window);
+    return window;
   }
 
   /** Gated in time: with more live subjects than SWEEP_AT (a flood of addresses), not every lease scans them all. */

@@ -76,6 +76,19 @@ describe('rate-limit tokens leased from Redis and spent in process', () => {
     expect(leases.held).toBe(1);
   });
 
+  it('spends what it leased even when the process stalls past a short window, instead of leasing again', async () => {
+    const leases = replica(10, 100);
+    // Every reading of the clock comes 150 ms after the one before: a process stalled past its windows.
+    let clock = Date.now();
+    const stalled = jest.spyOn(Date, 'now').mockImplementation(() => (clock += 150));
+    try {
+      expect(await leases.take('stalled')).toMatchObject({ granted: true });
+    } finally {
+      stalled.mockRestore();
+    }
+    expect(await counter('stalled')).toBe(1);
+  });
+
   it('fails fast while Redis is not connected (the API answers 503)', async () => {
     const down = new Redis(TEST_REDIS_URL, { lazyConnect: true });
     await expect(new TokenLeases(down, prefix, 10, 60_000).take('offline')).rejects.toThrow(
