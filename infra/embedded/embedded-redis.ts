@@ -1,9 +1,9 @@
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import Redis from 'ioredis';
 import type { EmbeddedStore } from './embedded-postgres';
 import { freePort } from './free-port';
+import { spawnStore, whenReady } from './store-process';
 
 const HOW_TO_GET_ONE = [
   'no redis-server on the PATH, and REDIS_URL is not set. Either:',
@@ -42,7 +42,8 @@ async function waitForPing(url: string, timeoutMs: number): Promise<void> {
 
 /**
  * A `redis-server` child process for the quick start, on loopback, with its append-only file
- * under `<dataDir>/redis` so queued jobs and caps survive a restart.
+ * under `<dataDir>/redis` so queued jobs and caps survive a restart. It runs in a process group
+ * of its own and ends with the service (store-process.ts).
  */
 export async function startEmbeddedRedis(
   dataDir: string,
@@ -65,26 +66,12 @@ export async function startEmbeddedRedis(
     '--save',
     '',
   ];
-  const child = spawn(binary, [...args, '--maxmemory-policy', 'noeviction', '--daemonize', 'no'], {
-    stdio: 'pipe',
+  const server = spawnStore(binary, [...args, '--maxmemory-policy', 'noeviction', '--daemonize', 'no'], {
+    // redis-server flushes its append-only file on SIGTERM.
+    stopSignal: 'SIGTERM',
+    onOutput: log,
   });
-  child.stdout.on('data', (d) => log(String(d)));
-  child.stderr.on('data', (d) => log(String(d)));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const killOnExit = () => child.kill('SIGKILL');
-  process.once('exit', killOnExit);
   const url = `redis://127.0.0.1:${port}`;
-  await waitForPing(url, 10_000).catch((err) => {
-    child.kill('SIGKILL');
-    throw err;
-  });
-  return {
-    url,
-    stop: async () => {
-      process.removeListener('exit', killOnExit);
-      // redis-server flushes its append-only file on SIGTERM (it may have had one already).
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      await exited;
-    },
-  };
+  await whenReady(server, waitForPing(url, 10_000), 'redis-server');
+  return { url, stop: server.stop };
 }

@@ -22,6 +22,18 @@ afterAll(async () => {
 const processesUsing = (dir: string): string =>
   execSync(`ps -eo args | grep -F -- '${dir}' | grep -v grep || true`, { encoding: 'utf8' }).trim();
 
+/** The process groups of the embedded servers (their command lines name the data dir). */
+const storeGroups = (dir: string): number[] =>
+  execSync(
+    `ps -eo pgid=,args= | grep -F -- '${dir}' | grep -E 'postgres -D|redis-server' | grep -v grep || true`,
+    {
+      encoding: 'utf8',
+    },
+  )
+    .trim()
+    .split('\n')
+    .map((line) => Number(line.trim().split(/\s+/)[0]));
+
 describe('the quick start: npm start with no DATABASE_URL and no REDIS_URL', () => {
   it('brings up embedded PostgreSQL and Redis under the data dir, serves, and keeps data across restarts', async () => {
     const port = await freePort();
@@ -41,6 +53,11 @@ describe('the quick start: npm start with no DATABASE_URL and no REDIS_URL', () 
       checks: { database: 'ok', redis: 'ok' },
     });
     const org = await signupOrg(http);
+    // A terminal's Ctrl-C signals the service's whole group: the stores must not be in it, so
+    // that the service stops them only after its own graceful shutdown.
+    const groups = storeGroups(dataDir);
+    expect(groups.length).toBeGreaterThanOrEqual(1);
+    expect(groups).not.toContain(proc.child.pid);
     const clean = await proc.stop();
     if (!clean) console.log(proc.output());
     expect(clean).toBe(true);
