@@ -56,8 +56,8 @@ async function main(): Promise<void> {
 }
 
 /**
- * Every step runs even when one before it failed (a store may already be gone, e.g. when a
- * terminal's Ctrl-C reached the embedded servers too); failures are logged, not fatal.
+ * Every step runs even when one before it failed (a store may already be gone: an operator
+ * stopped it, or an embedded one crashed); failures are logged, not fatal.
  */
 async function stopInOrder(
   logger: Logger,

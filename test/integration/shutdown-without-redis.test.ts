@@ -22,7 +22,7 @@ afterAll(async () => {
   }
 });
 
-describe('stopping the workers when Redis went first (a Ctrl-C reaches an embedded redis-server too)', () => {
+describe('stopping the workers when Redis went first (restarted or stopped under them)', () => {
   it('does not wait for ever on a job in flight: it gives up within seconds and says why', async () => {
     const workers = await startWorkers(app.infra, ['invoke']);
     const setup = await setUpInvoking(app.http, { models: ['mock-slow-1500'] });
