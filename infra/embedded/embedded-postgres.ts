@@ -44,9 +44,11 @@ async function postgresBinary(): Promise<string> {
   return binaries.postgres;
 }
 
-/** PostgreSQL refuses to run as root: as root, the server runs as the `postgres` user. */
+/** PostgreSQL refuses to run as root: as root, its cluster and server belong to the `postgres` user. */
+const runsAsRoot = (): boolean => process.getuid?.() === 0;
+
 function postgresUser(): { uid?: number; gid?: number } {
-  if (process.getuid?.() !== 0) return {};
+  if (!runsAsRoot()) return {};
   const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }).trim());
   return { uid: id('-u'), gid: id('-g') };
 }
@@ -98,7 +100,7 @@ async function initialiseCluster(databaseDir: string, password: string, log: (ms
     password,
     authMethod: 'scram-sha-256',
     persistent: true,
-    createPostgresUser: process.getuid?.() === 0,
+    createPostgresUser: runsAsRoot(),
     onLog: log,
     onError: (err: unknown) => log(`error: ${err instanceof Error ? err.message : String(err)}`),
   });
@@ -116,7 +118,7 @@ export async function startEmbeddedPostgres(
 ): Promise<EmbeddedStore> {
   mkdirSync(dataDir, { recursive: true });
   // The postgres user must be able to reach its cluster directory inside ours.
-  if (process.getuid?.() === 0) chmodSync(dataDir, 0o711);
+  if (runsAsRoot()) chmodSync(dataDir, 0o711);
   const password = passwordIn(dataDir);
   const databaseDir = join(dataDir, 'postgres');
   if (!existsSync(join(databaseDir, 'PG_VERSION'))) await initialiseCluster(databaseDir, password, log);

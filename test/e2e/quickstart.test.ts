@@ -19,19 +19,17 @@ afterAll(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-const processesUsing = (dir: string): string =>
-  execSync(`ps -eo args | grep -F -- '${dir}' | grep -v grep || true`, { encoding: 'utf8' }).trim();
+/** `ps` lines, with the given columns, of the processes whose command line names `dir`. */
+const psLinesNaming = (dir: string, columns: string): string =>
+  execSync(`ps -eo ${columns} | grep -F -- '${dir}' | grep -v grep || true`, { encoding: 'utf8' }).trim();
+
+const processesUsing = (dir: string): string => psLinesNaming(dir, 'args');
 
 /** The process groups of the embedded servers (their command lines name the data dir). */
 const storeGroups = (dir: string): number[] =>
-  execSync(
-    `ps -eo pgid=,args= | grep -F -- '${dir}' | grep -E 'postgres -D|redis-server' | grep -v grep || true`,
-    {
-      encoding: 'utf8',
-    },
-  )
-    .trim()
+  psLinesNaming(dir, 'pgid=,args=')
     .split('\n')
+    .filter((line) => /postgres -D|redis-server/.test(line))
     .map((line) => Number(line.trim().split(/\s+/)[0]));
 
 describe('the quick start: npm start with no DATABASE_URL and no REDIS_URL', () => {

@@ -49,8 +49,9 @@ describe('stopping the workers when Redis went first (restarted or stopped under
     // Tidying up, not a promise of the service (its shutdown goes on without them): with Redis
     // back, the workers given up on usually finish closing, but BullMQ's own close can stay
     // pending for good once its blocking connection was cut while it waited for it to end (seen
-    // about one run in five), so the wait is bounded. Its connections then retry until Jest ends
-    // this worker process (run alone, this file can then wait for Jest's exit).
+    // about one run in five), so the wait is bounded. Such a worker keeps BullMQ's lock-extender
+    // and stalled-check timers until Jest ends this worker process (run alone, this file then
+    // waits for Jest's exit; the service itself ends with process.exit).
     await redis.start();
     await eventually(() =>
       app.infra.checks.redis().then(
