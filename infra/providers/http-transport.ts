@@ -1,5 +1,5 @@
 import { lookup, type LookupAddress, type LookupOptions } from 'node:dns';
-import { Agent, request } from 'undici';
+import { Agent, request, type Dispatcher } from 'undici';
 import { isLocalName, isPrivateAddress } from '../../domain/credentials/provider-host';
 import { ProviderError } from '../../domain/providers';
 import { abortedError, badResponse, networkError, timeoutError } from './provider-errors';
@@ -64,53 +64,58 @@ export class HttpTransport {
     });
   }
 
-  async postJson(
+  postJson(
     url: string,
     headers: Record<string, string>,
     body: unknown,
     timeoutMs: number,
     signal?: AbortSignal,
   ): Promise<JsonResponse> {
-    const target = new URL(url);
-    const host = target.hostname.replace(/^\[|\]$/g, '');
-    if (!this.options.allowPrivateHosts && (isPrivateAddress(host) || isLocalName(host))) throw blocked(host);
-    const deadline = AbortSignal.timeout(timeoutMs);
-    const abort = signal ? AbortSignal.any([deadline, signal]) : deadline;
-    try {
-      const res = await request(target, {
-        method: 'POST',
-        dispatcher: this.agent,
-        headers: { 'content-type': 'application/json', accept: 'application/json', ...headers },
-        body: JSON.stringify(body),
-        signal: abort,
-      });
+    return this.post(url, 'application/json', headers, body, timeoutMs, signal, async (res) => {
       const text = await this.readCapped(res.body);
-      const retryAfter = res.headers['retry-after'];
-      return {
-        status: res.statusCode,
-        retryAfter: typeof retryAfter === 'string' ? retryAfter : null,
-        json: parseJson(text),
-        text,
-      };
-    } catch (err) {
-      if (err instanceof ProviderError) throw err;
-      if (deadline.aborted) throw timeoutError(timeoutMs);
-      if (signal?.aborted) throw abortedError();
-      throw unwrapBlocked(err) ?? networkError(err);
-    }
+      return { status: res.statusCode, retryAfter: retryAfterOf(res), json: parseJson(text), text };
+    });
   }
 
   /**
    * As postJson, for a streamed answer (server-sent events): the body of a 2xx answer is read by
    * the caller as it arrives, under the same deadline, abort signal and size cap.
    */
-  async postStream(
+  postStream(
     url: string,
     headers: Record<string, string>,
     body: unknown,
     timeoutMs: number,
     signal?: AbortSignal,
   ): Promise<StreamResponse> {
+    return this.post(url, 'text/event-stream', headers, body, timeoutMs, signal, async (res, call) => {
+      if (res.statusCode >= 200 && res.statusCode < 300)
+        return { ok: true, chunks: this.capped(res.body), ...call };
+      const text = await this.readCapped(res.body);
+      return {
+        ok: false,
+        status: res.statusCode,
+        retryAfter: retryAfterOf(res),
+        json: parseJson(text),
+        text,
+      };
+    });
+  }
+
+  /**
+   * One POST under the SSRF guard and the whole-call deadline; `read` turns the answer into the
+   * caller's shape, and whatever fails on the way (connect, send, read) comes out as a
+   * ProviderError that says which it was.
+   */
+  private async post<T>(
+    url: string,
+    accept: string,
+    headers: Record<string, string>,
+    body: unknown,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+    read: (res: Dispatcher.ResponseData, call: { signal: AbortSignal; deadline: AbortSignal }) => Promise<T>,
+  ): Promise<T> {
     const target = new URL(url);
     const host = target.hostname.replace(/^\[|\]$/g, '');
     if (!this.options.allowPrivateHosts && (isPrivateAddress(host) || isLocalName(host))) throw blocked(host);
@@ -120,21 +125,11 @@ export class HttpTransport {
       const res = await request(target, {
         method: 'POST',
         dispatcher: this.agent,
-        headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...headers },
+        headers: { 'content-type': 'application/json', accept, ...headers },
         body: JSON.stringify(body),
         signal: abort,
       });
-      const retryAfter = res.headers['retry-after'];
-      if (res.statusCode >= 200 && res.statusCode < 300)
-        return { ok: true, chunks: this.capped(res.body), signal: abort, deadline };
-      const text = await this.readCapped(res.body);
-      return {
-        ok: false,
-        status: res.statusCode,
-        retryAfter: typeof retryAfter === 'string' ? retryAfter : null,
-        json: parseJson(text),
-        text,
-      };
+      return await read(res, { signal: abort, deadline });
     } catch (err) {
       if (err instanceof ProviderError) throw err;
       if (deadline.aborted) throw timeoutError(timeoutMs);
@@ -161,18 +156,15 @@ export class HttpTransport {
 
   private async readCapped(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<string> {
     const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of body) {
-      size += chunk.length;
-      if (size > this.maxBytes) {
-        body.destroy();
-        throw badResponse(`response larger than ${this.maxBytes} bytes`);
-      }
-      chunks.push(chunk);
-    }
+    for await (const chunk of this.capped(body)) chunks.push(chunk);
     return Buffer.concat(chunks).toString('utf8');
   }
 }
+
+const retryAfterOf = (res: Dispatcher.ResponseData): string | null => {
+  const value = res.headers['retry-after'];
+  return typeof value === 'string' ? value : null;
+};
 
 const parseJson = (text: string): unknown => {
   try {
