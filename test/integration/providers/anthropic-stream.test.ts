@@ -2,7 +2,7 @@ import { ProviderError, type CompletionRequest, type StreamDelta } from '../../.
 import { ProviderRouter } from '../../../infra/providers/provider-router';
 import { installTelemetry } from '../../../infra/telemetry';
 import { StubProvider } from '../../support/stub-provider';
-import { collect, sse, sseInPieces, textOf } from './stream-harness';
+import { collect, sse, sseInPieces, textOf, sseThenDrop } from './stream-harness';
 
 /** Anthropic Messages with tools, plain and streamed, mapped to and from Chat Completions' shapes. */
 const SECRET = 'sk-ant-api03-ANTHROPICSTREAMSECRET77';
@@ -339,10 +339,7 @@ describe('anthropic, a stream that fails', () => {
   );
 
   it('a connection dropped after the text began: connection lost, unknown, the text, and no partial usage', async () => {
-    stub.handler = (_req, res) => {
-      sse(res, textSoFar, false);
-      setTimeout(() => res.destroy(), 30);
-    };
+    stub.handler = sseThenDrop(textSoFar);
     const { pieces, error } = await collect(router, request());
     expect(textOf(pieces)).toBe('Let me check.');
     expect(error).toBeInstanceOf(ProviderError);
@@ -356,10 +353,7 @@ describe('anthropic, a stream that fails', () => {
   });
 
   it('a connection dropped inside a tool_use block keeps its name and the input that arrived, for the charge', async () => {
-    stub.handler = (_req, res) => {
-      sse(res, toolEvents.slice(0, 8), false);
-      setTimeout(() => res.destroy(), 30);
-    };
+    stub.handler = sseThenDrop(toolEvents.slice(0, 8));
     const { error } = await collect(router, request());
     expect(error).toMatchObject({
       code: 'provider_connection_lost',
@@ -369,14 +363,10 @@ describe('anthropic, a stream that fails', () => {
   });
 
   it('a connection dropped after message_delta keeps the usage the provider reported', async () => {
-    stub.handler = (_req, res) => {
-      sse(
-        res,
-        [...upToMessageDelta.slice(0, -1), { type: 'message_delta', delta: {}, usage: { output_tokens: 9 } }],
-        false,
-      );
-      setTimeout(() => res.destroy(), 30);
-    };
+    stub.handler = sseThenDrop([
+      ...upToMessageDelta.slice(0, -1),
+      { type: 'message_delta', delta: {}, usage: { output_tokens: 9 } },
+    ]);
     const { error } = await collect(router, request());
     // No stop_reason yet, so it may not be over: still a broken stream, but its usage is known.
     expect(error).toMatchObject({

@@ -3,7 +3,7 @@ import { ProviderError, type CompletionRequest, type StreamDelta } from '../../.
 import { ProviderRouter } from '../../../infra/providers/provider-router';
 import { addSpanProcessor, installTelemetry } from '../../../infra/telemetry';
 import { StubProvider } from '../../support/stub-provider';
-import { collect, openStream, sse, sseInPieces, sseText, textOf } from './stream-harness';
+import { collect, openStream, sse, sseInPieces, sseText, textOf, sseThenDrop } from './stream-harness';
 
 /** Chat Completions with tools, plain and streamed, through the router against a local stub. */
 const SECRET = 'sk-proj-OPENAISTREAMSECRET4242';
@@ -294,10 +294,7 @@ describe('openai and openai_compatible, a stream that fails', () => {
   );
 
   it('a connection dropped mid-stream: provider_connection_lost, delivery unknown, the text so far', async () => {
-    stub.handler = (_req, res) => {
-      sse(res, toolChunks.slice(0, 2), false);
-      setTimeout(() => res.destroy(), 30);
-    };
+    stub.handler = sseThenDrop(toolChunks.slice(0, 2));
     const { pieces, error } = await collect(router, request());
     expect(textOf(pieces)).toBe('Let me check.');
     expect(error).toBeInstanceOf(ProviderError);
@@ -311,10 +308,7 @@ describe('openai and openai_compatible, a stream that fails', () => {
   });
 
   it('a connection dropped inside a tool call keeps the name and arguments that arrived, for the charge', async () => {
-    stub.handler = (_req, res) => {
-      sse(res, toolChunks.slice(0, 4), false);
-      setTimeout(() => res.destroy(), 30);
-    };
+    stub.handler = sseThenDrop(toolChunks.slice(0, 4));
     const { error } = await collect(router, request());
     expect(error).toMatchObject({
       code: 'provider_connection_lost',
@@ -334,19 +328,12 @@ describe('openai and openai_compatible, a stream that fails', () => {
   });
 
   it('a running usage count on a middle chunk is not taken for the whole call', async () => {
-    stub.handler = (_req, res) => {
-      sse(
-        res,
-        [
-          {
-            choices: [{ index: 0, delta: { content: 'a' } }],
-            usage: { prompt_tokens: 9, completion_tokens: 1 },
-          },
-        ],
-        false,
-      );
-      setTimeout(() => res.destroy(), 30);
-    };
+    stub.handler = sseThenDrop([
+      {
+        choices: [{ index: 0, delta: { content: 'a' } }],
+        usage: { prompt_tokens: 9, completion_tokens: 1 },
+      },
+    ]);
     const { error } = await collect(router, request());
     expect(error).toMatchObject({ delivery: 'unknown', streamed: { content: 'a', usage: null } });
   });

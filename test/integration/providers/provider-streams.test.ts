@@ -1,7 +1,7 @@
-import type { ServerResponse } from 'node:http';
 import { ProviderError, type CompletionRequest, type StreamDelta } from '../../../domain/providers';
 import { ProviderRouter } from '../../../infra/providers/provider-router';
 import { StubProvider } from '../../support/stub-provider';
+import { collect, sse, sseThenDrop } from './stream-harness';
 
 /** Streamed calls through the adapters against a local stub speaking each provider's event stream. */
 const SECRET = 'sk-proj-STREAMSECRETSECRET9876';
@@ -25,23 +25,6 @@ const request = (over: Partial<CompletionRequest> = {}): CompletionRequest => ({
   timeoutMs: 2_000,
   ...over,
 });
-
-const sse = (res: ServerResponse, events: unknown[], end = true) => {
-  res.writeHead(200, { 'content-type': 'text/event-stream' });
-  for (const e of events) res.write(`data: ${typeof e === 'string' ? e : JSON.stringify(e)}\n\n`);
-  if (end) res.end();
-};
-
-async function collect(req: CompletionRequest) {
-  const pieces: StreamDelta[] = [];
-  const outcome = await router
-    .stream(req, (d) => pieces.push(d))
-    .then(
-      (result) => ({ result, error: null }),
-      (error: unknown) => ({ result: null, error: error as ProviderError }),
-    );
-  return { pieces, ...outcome };
-}
 
 describe('openai and openai_compatible, streamed', () => {
   it('hands on the pieces in order and resolves with the assembled answer and the usage chunk', async () => {
@@ -69,7 +52,7 @@ describe('openai and openai_compatible, streamed', () => {
         { choices: [], usage: { prompt_tokens: 9, completion_tokens: 4 } },
         '[DONE]',
       ]);
-    const { pieces, result } = await collect(request());
+    const { pieces, result } = await collect(router, request());
     expect(pieces.map((p) => p.content ?? '').join('')).toBe('hi there');
     expect(pieces.filter((p) => p.toolCalls).length).toBe(2);
     expect(result).toEqual({
@@ -87,7 +70,7 @@ describe('openai and openai_compatible, streamed', () => {
 
   it('classifies a 500 before the stream like a plain call, without the secret', async () => {
     stub.answer(500, { error: { message: `upstream broke for ${SECRET}` } });
-    const { error } = await collect(request());
+    const { error } = await collect(router, request());
     expect(error).toMatchObject({
       kind: 'retryable',
       code: 'provider_unavailable',
@@ -98,11 +81,8 @@ describe('openai and openai_compatible, streamed', () => {
   });
 
   it('a stream that breaks after it started: delivery unknown, with the text that had arrived', async () => {
-    stub.handler = (_req, res) => {
-      sse(res, [{ choices: [{ index: 0, delta: { content: 'partial ' } }] }], false);
-      setTimeout(() => res.destroy(), 50);
-    };
-    const { pieces, error } = await collect(request());
+    stub.handler = sseThenDrop([{ choices: [{ index: 0, delta: { content: 'partial ' } }] }], 50);
+    const { pieces, error } = await collect(router, request());
     expect(pieces).toEqual([{ content: 'partial ' }]);
     expect(error).toBeInstanceOf(ProviderError);
     expect(error).toMatchObject({ delivery: 'unknown', streamed: { content: 'partial ', usage: null } });
@@ -110,7 +90,7 @@ describe('openai and openai_compatible, streamed', () => {
 
   it('a stream with no usage is unusable and its outcome unknown (the call may be billed)', async () => {
     stub.handler = (_req, res) => sse(res, [{ choices: [{ index: 0, delta: { content: 'x' } }] }, '[DONE]']);
-    const { error } = await collect(request());
+    const { error } = await collect(router, request());
     expect(error).toMatchObject({
       code: 'provider_bad_response',
       delivery: 'unknown',
@@ -135,7 +115,7 @@ describe('openai and openai_compatible, streamed', () => {
 
   it('the whole-call timeout applies to a stream', async () => {
     stub.handler = (_req, res) => sse(res, [{ choices: [{ index: 0, delta: { content: 'slow' } }] }], false);
-    const { error } = await collect(request({ timeoutMs: 300 }));
+    const { error } = await collect(router, request({ timeoutMs: 300 }));
     expect(error).toMatchObject({
       code: 'provider_timeout',
       delivery: 'unknown',
@@ -174,6 +154,7 @@ describe('anthropic, streamed', () => {
         { type: 'message_stop' },
       ]);
     const { pieces, result } = await collect(
+      router,
       request({
         provider: 'anthropic',
         baseUrl: stub.url,
@@ -246,6 +227,7 @@ describe('mock, streamed', () => {
   it('answers in pieces that add up to the plain answer, and calls an offered tool when asked', async () => {
     const mock = { provider: 'mock' as const, baseUrl: null, model: 'mock-1' };
     const { pieces, result } = await collect(
+      router,
       request({ ...mock, messages: [{ role: 'user', content: 'two words' }] }),
     );
     expect(pieces.length).toBeGreaterThan(1);

@@ -29,6 +29,17 @@ export function sse(res: ServerResponse, events: SseEvent[], end = true): void {
   if (end) res.end();
 }
 
+/**
+ * A stub handler whose connection drops mid-stream: the events, then (30 ms later) the socket is
+ * destroyed without the body's end.
+ */
+export const sseThenDrop =
+  (events: SseEvent[], afterMs = 30) =>
+  (_req: unknown, res: ServerResponse): void => {
+    sse(res, events, false);
+    setTimeout(() => res.destroy(), afterMs);
+  };
+
 /** Writes the stream in small pieces with pauses, so lines and events straddle network reads. */
 export async function sseInPieces(res: ServerResponse, events: SseEvent[], size = 7, gapMs = 2) {
   openStream(res);
