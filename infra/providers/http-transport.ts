@@ -154,9 +154,18 @@ export class HttpTransport {
     }
   }
 
+  /** As `capped`, gathered whole; it reads the body itself, without a generator's extra turns per chunk. */
   private async readCapped(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<string> {
     const chunks: Buffer[] = [];
-    for await (const chunk of this.capped(body)) chunks.push(chunk);
+    let size = 0;
+    for await (const chunk of body) {
+      size += chunk.length;
+      if (size > this.maxBytes) {
+        body.destroy();
+        throw badResponse(`response larger than ${this.maxBytes} bytes`);
+      }
+      chunks.push(chunk);
+    }
     return Buffer.concat(chunks).toString('utf8');
   }
 }
