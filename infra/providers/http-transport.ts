@@ -64,33 +64,39 @@ export class HttpTransport {
     });
   }
 
-  postJson(
+  async postJson(
     url: string,
     headers: Record<string, string>,
     body: unknown,
     timeoutMs: number,
     signal?: AbortSignal,
   ): Promise<JsonResponse> {
-    return this.post(url, 'application/json', headers, body, timeoutMs, signal, async (res) => {
+    const call = this.send(url, 'application/json', headers, body, timeoutMs, signal);
+    try {
+      const res = await call.response;
       const text = await this.readCapped(res.body);
       return { status: res.statusCode, retryAfter: retryAfterOf(res), json: parseJson(text), text };
-    });
+    } catch (err) {
+      throw failure(err, call);
+    }
   }
 
   /**
    * As postJson, for a streamed answer (server-sent events): the body of a 2xx answer is read by
    * the caller as it arrives, under the same deadline, abort signal and size cap.
    */
-  postStream(
+  async postStream(
     url: string,
     headers: Record<string, string>,
     body: unknown,
     timeoutMs: number,
     signal?: AbortSignal,
   ): Promise<StreamResponse> {
-    return this.post(url, 'text/event-stream', headers, body, timeoutMs, signal, async (res, call) => {
+    const call = this.send(url, 'text/event-stream', headers, body, timeoutMs, signal);
+    try {
+      const res = await call.response;
       if (res.statusCode >= 200 && res.statusCode < 300)
-        return { ok: true, chunks: this.capped(res.body), ...call };
+        return { ok: true, chunks: this.capped(res.body), signal: call.signal, deadline: call.deadline };
       const text = await this.readCapped(res.body);
       return {
         ok: false,
@@ -99,43 +105,36 @@ export class HttpTransport {
         json: parseJson(text),
         text,
       };
-    });
+    } catch (err) {
+      throw failure(err, call);
+    }
   }
 
   /**
-   * One POST under the SSRF guard and the whole-call deadline; `read` turns the answer into the
-   * caller's shape, and whatever fails on the way (connect, send, read) comes out as a
-   * ProviderError that says which it was.
+   * Starts one POST under the SSRF guard and a whole-call deadline. The caller awaits the answer
+   * itself (no extra async layer on the invoke path) and maps what fails with `failure`.
    */
-  private async post<T>(
+  private send(
     url: string,
     accept: string,
     headers: Record<string, string>,
     body: unknown,
     timeoutMs: number,
-    signal: AbortSignal | undefined,
-    read: (res: Dispatcher.ResponseData, call: { signal: AbortSignal; deadline: AbortSignal }) => Promise<T>,
-  ): Promise<T> {
+    callerSignal: AbortSignal | undefined,
+  ): Call {
     const target = new URL(url);
     const host = target.hostname.replace(/^\[|\]$/g, '');
     if (!this.options.allowPrivateHosts && (isPrivateAddress(host) || isLocalName(host))) throw blocked(host);
     const deadline = AbortSignal.timeout(timeoutMs);
-    const abort = signal ? AbortSignal.any([deadline, signal]) : deadline;
-    try {
-      const res = await request(target, {
-        method: 'POST',
-        dispatcher: this.agent,
-        headers: { 'content-type': 'application/json', accept, ...headers },
-        body: JSON.stringify(body),
-        signal: abort,
-      });
-      return await read(res, { signal: abort, deadline });
-    } catch (err) {
-      if (err instanceof ProviderError) throw err;
-      if (deadline.aborted) throw timeoutError(timeoutMs);
-      if (signal?.aborted) throw abortedError();
-      throw unwrapBlocked(err) ?? networkError(err);
-    }
+    const signal = callerSignal ? AbortSignal.any([deadline, callerSignal]) : deadline;
+    const response = request(target, {
+      method: 'POST',
+      dispatcher: this.agent,
+      headers: { 'content-type': 'application/json', accept, ...headers },
+      body: JSON.stringify(body),
+      signal,
+    });
+    return { response, signal, deadline, callerSignal, timeoutMs };
   }
 
   close(): Promise<void> {
@@ -168,6 +167,23 @@ export class HttpTransport {
     }
     return Buffer.concat(chunks).toString('utf8');
   }
+}
+
+interface Call {
+  response: Promise<Dispatcher.ResponseData>;
+  /** The deadline and the caller's abort together: what the request and its reading obey. */
+  signal: AbortSignal;
+  deadline: AbortSignal;
+  callerSignal: AbortSignal | undefined;
+  timeoutMs: number;
+}
+
+/** What went wrong on the way (connect, send, read), as a ProviderError that says which. */
+function failure(err: unknown, call: Call): ProviderError {
+  if (err instanceof ProviderError) return err;
+  if (call.deadline.aborted) return timeoutError(call.timeoutMs);
+  if (call.callerSignal?.aborted) return abortedError();
+  return unwrapBlocked(err) ?? networkError(err);
 }
 
 const retryAfterOf = (res: Dispatcher.ResponseData): string | null => {
