@@ -13,15 +13,20 @@ export { exitWithUsage, handleHelp, positiveInt } from '../scripts/cli-usage';
  * flags (`flags`, no value); anything else, or an option without its value, prints the usage and
  * what was wrong (exit 2).
  */
-export function benchOptions(usage: string, valued: readonly string[], flags: readonly string[] = []) {
-  handleHelp(usage);
+export function benchOptions(
+  usage: string,
+  valued: readonly string[],
+  flags: readonly string[] = [],
+  argv = process.argv.slice(2),
+) {
+  handleHelp(usage, argv);
   const options = Object.fromEntries([
     ...valued.map((name) => [name, { type: 'string' as const }]),
     ...flags.map((name) => [name, { type: 'boolean' as const }]),
   ]);
   let values: Record<string, unknown> = {};
   try {
-    ({ values } = parseArgs({ options }));
+    ({ values } = parseArgs({ args: argv, options }));
   } catch (err) {
     exitWithUsage(usage, (err as Error).message);
   }

@@ -25,6 +25,8 @@ const SCRIPTS: [string, string[]][] = [
   ['bench/audit-writers.ts', ['fifty']],
   ['bench/audit-seal.ts', ['--events', 'x']],
   ['bench/provider-client.ts', ['-3']],
+  ['bench/ab.ts', ['--base', 'HEAD', '--pairs', 'two']],
+  ['bench/ab.ts', []],
   ['scripts/generate-master-key.ts', ['--nope']],
   ['scripts/reseal-credentials.ts', ['--nope']],
 ];
