@@ -56,7 +56,11 @@ function build(tree: string): void {
 
 function checkOut(rev: string): string {
   const tree = join(mkdtempSync(join(tmpdir(), 'bench-ab-')), 'base');
-  must('git', ['worktree', 'add', '--detach', tree, rev], ROOT);
+  const added = spawnSync('git', ['worktree', 'add', '--detach', tree, rev], { cwd: ROOT, encoding: 'utf8' });
+  if (added.status !== 0) {
+    rmSync(join(tree, '..'), { recursive: true, force: true });
+    exitWithUsage(USAGE, `--base ${rev}: git could not check it out (${added.stderr.trim()})`);
+  }
   symlinkSync(join(ROOT, 'node_modules'), join(tree, 'node_modules'));
   return tree;
 }
@@ -91,8 +95,8 @@ function bench(tree: string, side: Side, benchArgs: string[]): Promise<Run> {
 
 async function main(): Promise<void> {
   const { base, pairs, benchArgs } = args();
-  console.log(`building the working tree and ${base} ...`);
   const baseTree = checkOut(base);
+  console.log(`building the working tree and ${base} ...`);
   process.once('SIGINT', () => {
     remove(baseTree);
     process.exit(130);

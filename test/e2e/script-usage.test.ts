@@ -27,6 +27,7 @@ const SCRIPTS: [string, string[]][] = [
   ['bench/provider-client.ts', ['-3']],
   ['bench/ab.ts', ['--base', 'HEAD', '--pairs', 'two']],
   ['bench/ab.ts', []],
+  ['bench/ab.ts', ['--base', 'no-such-revision']],
   ['scripts/generate-master-key.ts', ['--nope']],
   ['scripts/reseal-credentials.ts', ['--nope']],
 ];
