@@ -8,6 +8,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { parseBenchOutput, summarize, type Run, type Side } from './ab-report';
 import { benchOptions, exitWithUsage, NEEDS_STORES, positiveInt } from './bench-cli';
 
@@ -15,7 +16,7 @@ const USAGE = `
 npm run bench:ab -- --base <rev> [--pairs 3] [-- <npm run bench arguments>]
 
 Builds the working tree (head) and --base (a git revision, checked out in a temporary worktree
-that shares this node_modules) and runs \`npm run bench\` on each in turn, --pairs times, the
+that shares this node_modules) and runs each one's own \`npm run bench\` in turn, --pairs times, the
 order swapped every pair (base head, head base, ...). Prints each run as it ends, then for every
 row the medians of each side and in how many pairs head was ahead. The bench arguments default to
 --only b --seconds 8 --warmup 5 --concurrency 50.
@@ -39,13 +40,13 @@ function args() {
   };
 }
 
-/** Runs a command to its end, or stops this script with what failed and its output. */
+/** Runs a command to its end, or throws what failed with its output (the worktree is removed then). */
 function must(command: string, commandArgs: string[], cwd: string): void {
   const result = spawnSync(command, commandArgs, { cwd, encoding: 'utf8' });
-  if (result.status !== 0) {
-    console.error(`${command} ${commandArgs.join(' ')} failed in ${cwd}:\n${result.stdout}${result.stderr}`);
-    process.exit(1);
-  }
+  if (result.status !== 0)
+    throw new Error(
+      `${command} ${commandArgs.join(' ')} failed in ${cwd}:\n${result.stdout}${result.stderr}`,
+    );
 }
 
 /** The compiled build the bench starts (`node dist/main.js`), as `npm run build` makes it. */
@@ -77,17 +78,15 @@ function bench(tree: string, side: Side, benchArgs: string[]): Promise<Run> {
       cwd: tree,
       stdio: ['ignore', 'pipe', 'inherit'],
     });
-    let text = '';
-    child.stdout.setEncoding('utf8');
-    child.stdout.on('data', (chunk: string) => {
-      text += chunk;
-      for (const line of chunk.split('\n'))
-        if (/\/s\s+p50|CPU µs/.test(line)) console.log(`  ${side}: ${line.trim()}`);
+    const lines: string[] = [];
+    createInterface({ input: child.stdout }).on('line', (line) => {
+      lines.push(line);
+      if (/\/s\s+p50|CPU µs/.test(line)) console.log(`  ${side}: ${line.trim()}`);
     });
     child.on('error', reject);
     child.on('close', (code) =>
       code === 0
-        ? resolve({ side, rows: parseBenchOutput(text) })
+        ? resolve({ side, rows: parseBenchOutput(lines.join('\n')) })
         : reject(new Error(`the bench in ${tree} exited with ${code}`)),
     );
   });
