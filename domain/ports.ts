@@ -64,6 +64,8 @@ export interface CredentialRepository {
    * across all orgs; locked, waiting for whoever holds them (so no caller sees one mid-reseal).
    */
   sealedWithOlderAad(aadVersion: number, afterRef: string, limit: number): Promise<Credential[]>;
+  /** Whether any live credential has associated data older than `aadVersion` (no lock: a probe). */
+  anySealedWithOlderAad(aadVersion: number): Promise<boolean>;
   update(credential: Credential): void;
 }
 

@@ -170,6 +170,9 @@ export function repositoriesFor(em: EntityManager): Tx {
           { aadVersion: { $lt: aadVersion }, ref: { $gt: afterRef }, sealedSecret: { $ne: null } },
           { limit, orderBy: { ref: 'asc' }, lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true },
         ),
+      anySealedWithOlderAad: async (aadVersion) =>
+        (await em.count(CredentialSchema, { aadVersion: { $lt: aadVersion }, sealedSecret: { $ne: null } })) >
+        0,
       update: (credential) => void em.persist(credential),
     },
     agents: {
