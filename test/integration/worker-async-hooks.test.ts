@@ -9,8 +9,8 @@ import { startWorkerProcess, type WorkerProcess } from '../support/worker-proces
 
 /**
  * A worker process never switches on an AsyncLocalStorage. On Node 20 and 22 one that is on makes
- * every promise of the process run async hooks (about 100 ns more per await), which measured 15%
- * of a worker's CPU per invoke; MikroORM switches its own on at its first transaction or flush,
+ * every promise of the process run async hooks (about 100 ns more per await): 4-5% of a busy
+ * worker's CPU in a profile; MikroORM switches its own on at its first transaction or flush,
  * for good. The workers' job paths use their own SQL, so the only way in was the start-up reseal.
  * Node versions whose AsyncLocalStorage no longer runs on promise hooks have nothing to watch.
  */
