@@ -18,8 +18,11 @@ export interface Run {
 const ROW = /^(.+?)\s+(\d+ callers|at \d+\/s)\s+(\d+)\/s\s+p50\s+([\d.]+) ms\s+p99\s+([\d.]+) ms/;
 const CPU = /CPU µs per call: (.*)$/;
 
-/** The processes of the service under test: what its CPU per call sums, the load generator and stub left out. */
-const SERVICE = ['api', 'worker', 'workers', 'postgres', 'redis'];
+/**
+ * The processes of the service under test (the bench sums all worker processes as `worker`): what
+ * its CPU per call sums, the load generator and stub left out.
+ */
+const SERVICE = ['api', 'worker', 'postgres', 'redis'];
 
 /**
  * The rows a bench printed, keyed by label and load. An open-loop row's rate differs from run to

@@ -5,8 +5,8 @@ const REDIS_CHECK_EVERY_MS = 250;
  * Waits for `closing` (the workers letting their jobs in flight finish) while Redis answers. A
  * job needs Redis to record its end, and BullMQ's connections wait for Redis without limit, so
  * once Redis is gone (restarted, or stopped by its operator) the wait would last until the
- * shutdown timeout. Then this gives up with an error that says what happens to
- * those jobs, and the shutdown goes on to its next step.
+ * shutdown timeout. Then this gives up with an error that says what happens to those jobs, and
+ * the shutdown goes on to its next step.
  */
 export async function closeOrGiveUp(
   closing: Promise<unknown>,

@@ -104,6 +104,12 @@ async function modelsUsedBy(em: EntityManager, orgId: string, agentId: string): 
  * The domain's repositories over one MikroORM EntityManager. Entities loaded through it are
  * tracked, so `update` only marks them; everything is written when the transaction flushes.
  */
+/** Live credentials (a secret still sealed) whose associated data predates `aadVersion`. */
+const sealedWithAadBefore = (aadVersion: number) => ({
+  aadVersion: { $lt: aadVersion },
+  sealedSecret: { $ne: null },
+});
+
 export function repositoriesFor(em: EntityManager): Tx {
   return {
     orgs: {
@@ -167,12 +173,11 @@ export function repositoriesFor(em: EntityManager): Tx {
       sealedWithOlderAad: (aadVersion, afterRef, limit) =>
         em.find(
           CredentialSchema,
-          { aadVersion: { $lt: aadVersion }, ref: { $gt: afterRef }, sealedSecret: { $ne: null } },
+          { ...sealedWithAadBefore(aadVersion), ref: { $gt: afterRef } },
           { limit, orderBy: { ref: 'asc' }, lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true },
         ),
       anySealedWithOlderAad: async (aadVersion) =>
-        (await em.count(CredentialSchema, { aadVersion: { $lt: aadVersion }, sealedSecret: { $ne: null } })) >
-        0,
+        (await em.count(CredentialSchema, sealedWithAadBefore(aadVersion))) > 0,
       update: (credential) => void em.persist(credential),
     },
     agents: {

@@ -73,14 +73,37 @@ export function spawnStore(binary: string, args: string[], options: StoreOptions
   };
 }
 
-/** Waits for `ready`; if it fails, or the server exits first, stops the server and says so. */
-export async function whenReady(server: StoreProcess, ready: Promise<void>, name: string): Promise<void> {
+/** Longest a server may take to start (PostgreSQL replaying its log after a crash included). */
+const START_TIMEOUT_MS = 60_000;
+
+/**
+ * Waits for `ready`; if it fails, does not come within `timeoutMs`, or the server exits first,
+ * stops the server and says so.
+ */
+export async function whenReady(
+  server: StoreProcess,
+  ready: Promise<void>,
+  name: string,
+  timeoutMs = START_TIMEOUT_MS,
+): Promise<void> {
   const exitedFirst = server.exited.then(() => {
     throw new Error(`${name} exited while starting; run with LOG_LEVEL=debug to see its log`);
   });
-  // Promise.race listens to both, so the exit after a successful start is no unhandled rejection.
-  await Promise.race([ready, exitedFirst]).catch(async (err: unknown) => {
-    await server.stop();
-    throw err;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(
+          new Error(`${name} was not ready within ${timeoutMs} ms; run with LOG_LEVEL=debug to see its log`),
+        ),
+      timeoutMs,
+    );
   });
+  // Promise.race listens to all three, so the exit after a successful start is no unhandled rejection.
+  await Promise.race([ready, exitedFirst, late])
+    .catch(async (err: unknown) => {
+      await server.stop();
+      throw err;
+    })
+    .finally(() => clearTimeout(timer));
 }

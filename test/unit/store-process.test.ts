@@ -64,6 +64,15 @@ describe('an embedded store process', () => {
     expect(membersOf(store.pid)).toEqual([]);
   });
 
+  it('stops the server, and says what to do, when it is not ready in time', async () => {
+    const store = spawnStore('sleep', ['300'], { stopSignal: 'SIGTERM', ...quiet });
+    const never = new Promise<void>(() => undefined);
+    await expect(whenReady(store, never, 'the test server', 200)).rejects.toThrow(
+      'the test server was not ready within 200 ms; run with LOG_LEVEL=debug to see its log',
+    );
+    expect(membersOf(store.pid)).toEqual([]);
+  });
+
   it('stops the server when it does not become ready', async () => {
     const store = spawnStore('sleep', ['300'], { stopSignal: 'SIGTERM', ...quiet });
     await expect(whenReady(store, Promise.reject(new Error('no answer')), 'the test server')).rejects.toThrow(
