@@ -12,6 +12,7 @@ import { Client } from 'pg';
 import { BalancedPool, Pool, type Dispatcher } from 'undici';
 import { freePort } from '../infra/embedded/free-port';
 import { benchOptions, exitWithUsage, positiveInt } from './bench-cli';
+import { statementLines, StatementStats, type StatementRow } from './pg-statements';
 
 const ADMIN_URL =
   process.env.BENCH_DATABASE_ADMIN_URL ?? 'postgres://postgres:postgres@127.0.0.1:5432/postgres';
@@ -173,6 +174,8 @@ export interface Result {
   cpuPerCall: Record<string, number>;
   /** read() and write() calls per completed call, per component (usageSnapshot). */
   syscallsPerCall: Record<string, number>;
+  /** With BENCH_PG_STATEMENTS: what PostgreSQL ran during the row. */
+  statements?: StatementRow[];
 }
 
 export const percentile = (sorted: number[], p: number) =>
@@ -221,7 +224,7 @@ export async function measure(
   await warmUp(service, callers, once);
   const latencies: number[] = [];
   let errors = 0;
-  const usageBefore = usageSnapshot(service.components);
+  const counted = await countFrom(service);
   const started = performance.now();
   const stopAt = started + seconds * 1000;
   await Promise.all(
@@ -235,10 +238,22 @@ export async function measure(
     }),
   );
   const elapsed = (performance.now() - started) / 1000;
-  const usageAfter = usageSnapshot(service.components);
+  const usage = await counted(latencies.length);
   latencies.sort((a, b) => a - b);
-  const usage = usagePerCall(usageBefore, usageAfter, latencies.length);
   return { label, callers, done: latencies.length, errors, seconds: elapsed, latencies, ...usage };
+}
+
+/**
+ * Starts counting a row: CPU and syscalls of every process and, with BENCH_PG_STATEMENTS, what
+ * PostgreSQL ran. The returned function ends the count, per completed call.
+ */
+async function countFrom(service: Service) {
+  await service.statements?.reset();
+  const before = usageSnapshot(service.components);
+  return async (done: number) => ({
+    ...usagePerCall(before, usageSnapshot(service.components), done),
+    statements: await service.statements?.read(),
+  });
 }
 
 /**
@@ -255,9 +270,9 @@ export async function measureOpenLoop(
   once: () => Promise<boolean>,
 ): Promise<Result> {
   await offer(1, perSecond, once);
-  const usageBefore = usageSnapshot(service.components);
+  const counted = await countFrom(service);
   const { timeline, errors, elapsed } = await offer(seconds, perSecond, once);
-  const usageAfter = usageSnapshot(service.components);
+  const usage = await counted(timeline.length);
   if (process.env.BENCH_TIMELINE)
     writeTimeline(`${process.env.BENCH_TIMELINE}-${Math.round(perSecond)}.json`, timeline);
   const latencies = timeline.map(([, latency]) => latency).sort((a, b) => a - b);
@@ -269,7 +284,7 @@ export async function measureOpenLoop(
     errors,
     seconds: elapsed,
     latencies,
-    ...usagePerCall(usageBefore, usageAfter, latencies.length),
+    ...usage,
   };
 }
 
@@ -321,6 +336,8 @@ export function report(r: Result): void {
     .map(([name, n]) => `${name} ${n.toFixed(1)}`)
     .join('  ');
   console.log(`${''.padEnd(34)} read/write syscalls per call: ${calls}`);
+  if (r.statements)
+    for (const line of statementLines(r.statements, r.done)) console.log(`${''.padEnd(34)} ${line}`);
 }
 
 // --- the API --------------------------------------------------------------------------------------------
@@ -403,6 +420,8 @@ export interface Service {
   /** The first measurement's warm-up, in seconds; `warm` once it has run. */
   warmUpSeconds: number;
   warm: boolean;
+  /** BENCH_PG_STATEMENTS=1: PostgreSQL's statements, counted per row (pg-statements.ts). */
+  statements?: StatementStats;
 }
 
 /**
@@ -422,7 +441,9 @@ export async function withService(
   const dbUrl = new URL(ADMIN_URL);
   dbUrl.pathname = `/${database}`;
   const children: ChildProcess[] = [];
+  let statements: StatementStats | undefined;
   try {
+    if (process.env.BENCH_PG_STATEMENTS) statements = await StatementStats.open(dbUrl.toString());
     const stub = await startStub();
     children.push(stub.child);
     const apis = options.apis ?? 1;
@@ -469,11 +490,12 @@ export async function withService(
         : new BalancedPool(apiUrls, { ...poolOptions, connections: Math.ceil(options.connections / apis) });
     try {
       const warmUpSeconds = options.warmUpSeconds ?? DEFAULT_WARM_UP_SECONDS;
-      await body({ api, stubUrl: stub.url, components, warmUpSeconds, warm: false });
+      await body({ api, stubUrl: stub.url, components, warmUpSeconds, warm: false, statements });
     } finally {
       await api.close();
     }
   } finally {
+    await statements?.close();
     for (const child of children.reverse()) child.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 1500));
     await admin.query(`drop database if exists ${database} with (force)`).catch(() => undefined);

@@ -37,7 +37,9 @@ recv/send /proc does not count). The first row runs --warmup seconds of load bef
 does; run npm run build first) or, with --runtime tsx, from the sources. --open-loop then offers
 (b) at fixed arrival rates of 50% and 80% of the most the closed loop reached, each latency
 counted from when its call was due (1 s at each rate first, uncounted); BENCH_TIMELINE=<prefix>
-writes each rate's calls, [due ms, latency ms], to <prefix>-<rate>.json.
+writes each rate's calls, [due ms, latency ms], to <prefix>-<rate>.json. BENCH_PG_STATEMENTS=1
+adds, per row, PostgreSQL's executor time and WAL per call for each statement (it needs the
+pg_stat_statements extension loaded in the server, and says how when it is not).
 
 ${NEEDS_STORES}`);
 const SECONDS = args.seconds;
