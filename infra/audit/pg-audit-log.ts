@@ -3,7 +3,7 @@ import type { AuditEntry, AuditEvent } from '../../domain/audit/audit-event';
 import type { AuditFilter, AuditLog, AuditPage, ChainSnapshot } from '../../domain/audit/audit-log';
 import { signCheckpoint, type Checkpoint, type CheckpointKey } from '../../domain/audit/checkpoint';
 import { GENESIS_HASH, sealEvents, type ChainHead } from '../../domain/audit/hash-chain';
-import { eventColumns, INSERT_ENTRIES } from '../db/audit-rows';
+import { MOVE_TO_ENTRIES } from '../db/audit-rows';
 import { OutboxVacuum } from './outbox-vacuum';
 import type { RedisSignedHeads } from './redis-signed-heads';
 
@@ -67,13 +67,6 @@ const toEntry = (r: EntryRow): AuditEntry => ({
   seq: Number(r.seq),
   prevHash: r.prev_hash,
   hash: r.hash,
-});
-
-const toEntryRow = (e: AuditEntry) => ({
-  ...eventColumns(e),
-  seq: e.seq,
-  prev_hash: e.prevHash,
-  hash: e.hash,
 });
 
 export const toCheckpoint = (r: CheckpointRow): Checkpoint => ({
@@ -166,18 +159,18 @@ export class PgAuditLog implements AuditLog {
   }
 
   private async takePending(trx: Knex.Transaction, orgId: string): Promise<AuditEvent[]> {
-    const { rows } = await trx.raw<{ rows: (EventRow & { pos: string })[] }>(
-      `delete from audit_outbox where pos in
-         (select pos from audit_outbox where org_id = ? order by pos limit ?)
-       returning *`,
+    const { rows } = await trx.raw<{ rows: EventRow[] }>(
+      `select * from audit_outbox where org_id = ? order by pos limit ?`,
       [orgId, SEAL_BATCH],
     );
-    return rows.sort((a, b) => Number(a.pos) - Number(b.pos)).map(toEvent);
+    return rows.map(toEvent);
   }
 
   /** Appends the entries, moves the head and signs it as a checkpoint. */
   private async append(trx: Knex.Transaction, orgId: string, entries: AuditEntry[]): Promise<Checkpoint> {
-    await trx.raw(INSERT_ENTRIES, [JSON.stringify(entries.map(toEntryRow))]);
+    const links = entries.map((e) => ({ id: e.id, seq: e.seq, prev_hash: e.prevHash, hash: e.hash }));
+    const { rows } = await trx.raw<{ rows: { n: number }[] }>(MOVE_TO_ENTRIES, [JSON.stringify(links)]);
+    if (rows[0]?.n !== entries.length) throw new Error('audit seal: the outbox changed under the head lock');
     const last = entries.at(-1) as AuditEntry;
     await trx('audit_heads')
       .where({ org_id: orgId })

@@ -238,6 +238,55 @@ describe('a backlog', () => {
   });
 });
 
+describe('a seal that cannot move every event it hashed', () => {
+  it('writes nothing of the batch, and the next seal chains all of it', async () => {
+    const org = await signupOrg(app.http);
+    await app.infra.auditLog.seal(org.orgId);
+    const sealed = () =>
+      app.infra.knex('audit_entries').where({ org_id: org.orgId }).count<{ count: string }[]>();
+    const before = Number((await sealed())[0]?.count);
+    // An outbox row that refuses to leave, as if another writer took it under the head lock.
+    await superuserQuery(
+      app.db.url,
+      `create function keep_stuck_event() returns trigger language plpgsql as $$ begin return null; end $$;
+       create trigger keep_stuck_event before delete on audit_outbox
+         for each row when (old.id = 'evt_stuck') execute function keep_stuck_event()`,
+    );
+    try {
+      const event = (id: string) => ({
+        id,
+        org_id: org.orgId,
+        at: new Date(),
+        actor_type: 'system',
+        actor_id: 'system',
+        action: 'stuck.probe',
+        resource_type: 'probe',
+        resource_id: id,
+        outcome: 'success',
+        details: JSON.stringify({ id }),
+      });
+      await app.infra
+        .knex('audit_outbox')
+        .insert([event('evt_before'), event('evt_stuck'), event('evt_after')]);
+      await expect(app.infra.auditLog.seal(org.orgId)).rejects.toThrow(/outbox changed/);
+      expect(Number((await sealed())[0]?.count)).toBe(before);
+      const waiting = await app.infra.knex('audit_outbox').where({ org_id: org.orgId }).pluck('id');
+      expect(waiting.sort()).toEqual(['evt_after', 'evt_before', 'evt_stuck']);
+    } finally {
+      await superuserQuery(
+        app.db.url,
+        'drop trigger keep_stuck_event on audit_outbox; drop function keep_stuck_event()',
+      );
+    }
+    const verify = await app.http.get('/v1/audit/verify', org.adminKey);
+    expect(verify.body).toMatchObject({
+      valid: true,
+      entries_checked: before + 3,
+      head: { seq: before + 3 },
+    });
+  });
+});
+
 describe('isolation', () => {
   it("never shows another org's entries or keys", async () => {
     const a = await signupOrg(app.http, 'A');
