@@ -6,6 +6,7 @@
 import { Client } from 'pg';
 import * as invocationSql from '../infra/invocations/invocation-sql';
 import type { Statement } from '../infra/db/prepared-pool';
+import { MOVE_TO_ENTRIES } from '../infra/db/audit-rows';
 
 export interface StatementRow {
   query: string;
@@ -74,16 +75,25 @@ export class StatementStats {
 
 const collapse = (text: string) => text.replace(/\s+/g, ' ').trim();
 
-/** The invoke path's prepared statements by their text, so the report can name them. */
+/**
+ * A statement's text with its constants and parameters as `?`: pg_stat_statements keeps the text
+ * it first saw, often with the constants replaced by `$n` (`coalesce(x, 0)` becomes `coalesce(x, $3)`).
+ */
+const shape = (text: string) => collapse(text).replace(/'(?:[^']|'')*'|\$\d+|\b\d+(?:\.\d+)?\b/g, '?');
+
+/** The invoke path's prepared statements and the seal's move, by their shape, so the report can name them. */
 const KNOWN: ReadonlyMap<string, string> = new Map(
-  Object.values(invocationSql)
-    .filter((s): s is Statement => typeof s === 'object' && s !== null && 'text' in s)
-    .map((s) => [collapse(s.text), s.name]),
+  [
+    ...Object.values(invocationSql).filter(
+      (s): s is Statement => typeof s === 'object' && s !== null && 'text' in s,
+    ),
+    { name: 'audit seal: move to entries', text: MOVE_TO_ENTRIES },
+  ].map((s) => [shape(s.text), s.name]),
 );
 
 /** A statement's name when it is one of the invoke path's, else the start of its text. */
 export const statementLabel = (query: string): string =>
-  KNOWN.get(collapse(query)) ?? collapse(query).slice(0, 60);
+  KNOWN.get(shape(query)) ?? collapse(query).slice(0, 60);
 
 /**
  * The `top` statements by executor time, per completed call of the row (`calls`): how many

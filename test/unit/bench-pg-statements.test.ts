@@ -15,6 +15,12 @@ describe('the bench report of PostgreSQL statements', () => {
     expect(statementLabel(`\n  ${FINISH.text.replace(/\n\s*/g, ' ')}  `)).toBe('cp_finish');
   });
 
+  it('still names them when pg_stat_statements kept their constants as parameters', () => {
+    const kept = FINISH.text.replace('coalesce(i.input_tokens, 0)', 'coalesce(i.input_tokens, $3)');
+    expect(kept).not.toBe(FINISH.text);
+    expect(statementLabel(kept.replace("'{}'", '$9'))).toBe('cp_finish');
+  });
+
   it('shows the start of any other statement, with its whitespace collapsed', () => {
     const seal =
       'delete from audit_outbox\n   where pos in (select pos from audit_outbox where org_id = $1 order by pos limit $2)';
