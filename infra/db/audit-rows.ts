@@ -16,7 +16,7 @@ export const auditRecordset = (param: string): string =>
   `json_to_recordset(${param}::json) as a(${EVENT_TYPES})`;
 
 /**
- * $1: JSON of `{id, seq, prev_hash, hash}`, one per sealed event. Moves those events from the
+ * `?` (knex): JSON of `{id, seq, prev_hash, hash}`, one per sealed event. Moves those events from the
  * outbox into the sealed log inside PostgreSQL, so only their links travel: sending whole entries
  * back as JSON cost the sealer its serialization and PostgreSQL its parse (`npm run bench:seal`,
  * four alternations: 34-45 against 44-63 µs of sealer CPU per event, 31-43 against 38-49 in
