@@ -13,6 +13,7 @@ import { createInfra, type Infra } from '../infra/container';
 import { createLogger } from '../infra/logger';
 import { verifyAudit } from '../domain/audit/verify-audit';
 import { createTestDatabase, TEST_REDIS_URL } from '../test/support/test-db';
+import { deleteKeysWithPrefix } from '../test/support/redis-keys';
 
 const USAGE = `
 npm run bench:seal -- [--events 20000] [--rounds 3]
@@ -54,9 +55,10 @@ async function main() {
   const events = positiveInt(USAGE, '--events', text('events'), 20_000);
   const rounds = positiveInt(USAGE, '--rounds', text('rounds'), 3);
   const db = await createTestDatabase();
+  const prefix = `bench_${randomBytes(4).toString('hex')}`;
   const config = loadConfig({
     LOG_LEVEL: 'silent',
-    CP_REDIS_PREFIX: `bench_${randomBytes(4).toString('hex')}`,
+    CP_REDIS_PREFIX: prefix,
     CP_MASTER_KEY: randomBytes(32).toString('base64'),
   });
   const infra = await createInfra(
@@ -70,6 +72,7 @@ async function main() {
     const verified = await verifyAudit(infra.auditLog, `org_bench${rounds}`, infra.checkpointKeys);
     console.log(`verify of the last round's chain: ${JSON.stringify(verified)}`);
   } finally {
+    await deleteKeysWithPrefix(infra.redis, prefix);
     await infra.close();
     await db.drop();
   }

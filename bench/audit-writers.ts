@@ -16,6 +16,7 @@ import { createLogger } from '../infra/logger';
 import { signupOrg } from '../test/support/factories';
 import { HttpClient } from '../test/support/http-client';
 import { createTestDatabase, TEST_REDIS_URL } from '../test/support/test-db';
+import { deleteKeysWithPrefix } from '../test/support/redis-keys';
 import { startWorkers } from '../workers/start-workers';
 
 const USAGE = `
@@ -94,6 +95,7 @@ async function main() {
   } finally {
     await api.close();
     await workers.close();
+    await deleteKeysWithPrefix(infra.redis, prefix);
     await infra.close();
     await db.drop();
   }

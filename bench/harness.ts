@@ -13,6 +13,7 @@ import { BalancedPool, Pool, type Dispatcher } from 'undici';
 import { freePort } from '../infra/embedded/free-port';
 import { benchOptions, exitWithUsage, positiveInt } from './bench-cli';
 import { statementLines, StatementStats, type StatementRow } from './pg-statements';
+import { deleteKeysWithPrefix } from '../test/support/redis-keys';
 
 const ADMIN_URL =
   process.env.BENCH_DATABASE_ADMIN_URL ?? 'postgres://postgres:postgres@127.0.0.1:5432/postgres';
@@ -506,11 +507,6 @@ export async function withService(
 
 async function dropKeys(prefix: string): Promise<void> {
   const redis = new Redis(REDIS_URL);
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-    cursor = next;
-    if (keys.length) await redis.del(...keys);
-  } while (cursor !== '0');
+  await deleteKeysWithPrefix(redis, prefix);
   redis.disconnect();
 }

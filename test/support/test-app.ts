@@ -7,6 +7,7 @@ import { createLogger } from '../../infra/logger';
 import { startWorkers, type RunningWorkers } from '../../workers/start-workers';
 import { HttpClient } from './http-client';
 import { createTestDatabase, TEST_REDIS_URL, type TestDatabase } from './test-db';
+import { deleteKeysWithPrefix } from './redis-keys';
 
 /** One key for every app of a test run, so replicas agree on signatures. */
 export const TEST_MASTER_KEY = randomBytes(32).toString('base64');
@@ -29,15 +30,6 @@ export interface TestApp {
   prefix: string;
   logs: string[];
   close(): Promise<void>;
-}
-
-async function deleteRedisKeys(infra: Infra, prefix: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await infra.redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 500);
-    cursor = next;
-    if (keys.length) await infra.redis.del(...keys);
-  } while (cursor !== '0');
 }
 
 /** The real API (and optionally workers) on a fresh database and Redis key prefix. */
@@ -70,7 +62,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     close: async () => {
       await api.close();
       await workers?.close();
-      await deleteRedisKeys(infra, prefix).catch(() => undefined);
+      await deleteKeysWithPrefix(infra.redis, prefix).catch(() => undefined);
       await infra.close();
       if (!options.database) await db.drop();
     },
