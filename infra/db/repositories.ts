@@ -100,16 +100,16 @@ async function modelsUsedBy(em: EntityManager, orgId: string, agentId: string): 
   }));
 }
 
-/**
- * The domain's repositories over one MikroORM EntityManager. Entities loaded through it are
- * tracked, so `update` only marks them; everything is written when the transaction flushes.
- */
 /** Live credentials (a secret still sealed) whose associated data predates `aadVersion`. */
 const sealedWithAadBefore = (aadVersion: number) => ({
   aadVersion: { $lt: aadVersion },
   sealedSecret: { $ne: null },
 });
 
+/**
+ * The domain's repositories over one MikroORM EntityManager. Entities loaded through it are
+ * tracked, so `update` only marks them; everything is written when the transaction flushes.
+ */
 export function repositoriesFor(em: EntityManager): Tx {
   return {
     orgs: {
