@@ -27,7 +27,8 @@ export const MODEL = 'bench-model';
 
 /**
  * The options every bench takes: `--seconds` per row, `--concurrency` callers, `--workers` worker
- * and `--apis` API processes, `--warmup` seconds of load before the first figure, and `--only` to
+ * processes (0: the API processes run the workers too, `--role all` as `npm start` runs) and `--apis`
+ * API processes, `--warmup` seconds of load before the first figure, and `--only` to
  * run one part (for profiling it).
  */
 export function benchArgs(usage: string) {
@@ -39,7 +40,7 @@ export function benchArgs(usage: string) {
   return {
     seconds: positiveInt(usage, '--seconds', text('seconds'), 10),
     concurrency: positiveInt(usage, '--concurrency', text('concurrency'), 50),
-    workers: positiveInt(usage, '--workers', text('workers'), 1),
+    workers: positiveInt(usage, '--workers', text('workers'), 1, 0),
     apis: positiveInt(usage, '--apis', text('apis'), 1),
     warmUpSeconds: positiveInt(usage, '--warmup', text('warmup'), DEFAULT_WARM_UP_SECONDS),
     only: text('only'),
@@ -72,7 +73,7 @@ function startStub(): Promise<{ url: string; child: ChildProcess }> {
 // --- the service ------------------------------------------------------------------------------------
 
 function startRole(
-  role: 'api' | 'worker',
+  role: 'all' | 'api' | 'worker',
   env: Record<string, string>,
   runtime: Runtime,
 ): Promise<ChildProcess> {
@@ -458,15 +459,19 @@ export async function withService(
       CP_ALLOW_PRIVATE_PROVIDER_HOSTS: 'true',
       CP_RATE_LIMIT_PER_MINUTE: '1000000',
     };
+    const layout = options.workers
+      ? `${apis} API and ${options.workers} worker process(es)`
+      : `${apis} process(es) running the API and the workers`;
     console.log(
-      `starting the stub, ${apis} API and ${options.workers} worker process(es) (${options.runtime === 'node' ? 'node dist/main.js' : 'tsx main.ts'}) on ${database} ...`,
+      `starting the stub, ${layout} (${options.runtime === 'node' ? 'node dist/main.js' : 'tsx main.ts'}) on ${database} ...`,
     );
     // One API first: it applies migrations before the others connect.
     const apiProcesses: ChildProcess[] = [];
     const apiUrls: string[] = [];
     for (let i = 0; i < apis; i++) {
       const port = await freePort();
-      const child = await startRole('api', { ...env, PORT: String(port) }, options.runtime);
+      const role = options.workers ? 'api' : 'all';
+      const child = await startRole(role, { ...env, PORT: String(port) }, options.runtime);
       apiProcesses.push(child);
       children.push(child);
       apiUrls.push(`http://127.0.0.1:${port}`);

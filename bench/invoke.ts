@@ -30,7 +30,8 @@ npm run bench -- [--seconds 10] [--concurrency 50] [--workers 1] [--apis 1] [--o
 
 The governed invoke path against a local zero-latency stub: (a) direct to the stub, (b) governed
 invoke with wait, (c) invoke then poll; at 1 caller and at --concurrency callers, with --workers
-worker processes behind --apis API processes (requests spread over them). Prints req/s, p50/p99,
+worker processes behind --apis API processes (requests spread over them; --workers 0: the API
+processes run the workers too, as npm start does). Prints req/s, p50/p99,
 and CPU and read/write syscalls per call of every process (syscalls: all but PostgreSQL, whose
 recv/send /proc does not count). The first row runs --warmup seconds of load before it counts
 (the processes' JIT), later rows 1 s. The service runs compiled (node dist/main.js, as npm start

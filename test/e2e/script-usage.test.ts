@@ -18,6 +18,7 @@ const SCRIPTS: [string, string[]][] = [
   ['bench/invoke.ts', ['--runtime', 'deno']],
   ['bench/invoke.ts', ['--open-loop=yes']],
   ['bench/invoke.ts', ['--apis', 'two']],
+  ['bench/invoke.ts', ['--workers', '-1']],
   ['bench/memory.ts', ['--invokes', 'lots']],
   ['bench/scaling.ts', ['--seconds', '0']],
   ['bench/scaling.ts', ['--warmup', 'long']],
