@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import Redis from 'ioredis';
 import type { Invocation } from '../../domain/invocations/invocation';
 import type {
@@ -18,6 +19,8 @@ interface Message {
   invocation?: Invocation;
   /** A piece of a streamed answer; the finished message of the same invocation comes after it. */
   piece?: StreamDelta;
+  /** The hub that sent a piece: it handed the piece to its own followers already. */
+  from?: string;
 }
 
 type Listener = { settle: (result: WaitResult) => void; onPiece?: (delta: StreamDelta) => void };
@@ -43,6 +46,11 @@ function encode(invocation: Invocation): string {
  * subscription and a map from invocation id to its waiting requests. A thousand waiters cost a
  * thousand map entries and timers, not a thousand Redis listeners or poll loops. A lost message
  * (Redis restarting) costs only latency: a waiter whose wait runs out reads the row once.
+ *
+ * When the worker that finished an invocation runs in the process that waits for it (`--role
+ * all`, as `npm start` runs), the waiters are answered in process at once, with the invocation
+ * itself; the message is still published for every other process. Its echo finds no waiter here
+ * (an answered waiter is forgotten), and the echo of a piece is skipped by its `from`.
  */
 export class CompletionHub implements CompletionSignal, CompletionWaiter, PieceRelay, PieceFollower {
   private subscriber: Redis | null = null;
@@ -53,6 +61,8 @@ export class CompletionHub implements CompletionSignal, CompletionWaiter, PieceR
   private readonly streams = new Map<string, () => void>();
   private readonly channel: string;
   private readonly abortChannel: string;
+  /** Names this hub in the pieces it publishes. */
+  private readonly origin = randomBytes(6).toString('hex');
 
   constructor(
     private readonly publisher: Redis,
@@ -65,12 +75,14 @@ export class CompletionHub implements CompletionSignal, CompletionWaiter, PieceR
   }
 
   /**
-   * Published on the finished channel from the same connection as `finished`, so every piece
-   * reaches the API before the end of its invocation. Not awaited: ioredis sends in order.
+   * Handed to this process's followers at once, and published on the finished channel from the
+   * same connection as `finished`, so every piece reaches another process's API before the end of
+   * its invocation. Not awaited: ioredis sends in order.
    */
   piece(invocationId: string, delta: StreamDelta): void {
-    const text = `${invocationId} ${JSON.stringify({ id: invocationId, piece: delta } satisfies Message)}`;
-    this.publisher.publish(this.channel, text).catch(() => undefined);
+    this.handPiece(this.waiters.get(invocationId), delta);
+    const message = { id: invocationId, piece: delta, from: this.origin } satisfies Message;
+    this.publisher.publish(this.channel, `${invocationId} ${JSON.stringify(message)}`).catch(() => undefined);
   }
 
   watchAbort(invocationId: string, onAbort: () => void): () => void {
@@ -88,11 +100,13 @@ export class CompletionHub implements CompletionSignal, CompletionWaiter, PieceR
   }
 
   async finished(invocation: Invocation): Promise<void> {
+    this.settleAll(this.waiters.get(invocation.id), invocation);
     await this.publisher.publish(this.channel, encode(invocation));
   }
 
   /** Wakes whoever waits on `id` with no payload (an evaluation: its answer is read elsewhere). */
   async announce(id: string): Promise<void> {
+    this.settleAll(this.waiters.get(id), null);
     await this.publisher.publish(this.channel, `${id} ${JSON.stringify({ id } satisfies Message)}`);
   }
 
@@ -175,10 +189,25 @@ export class CompletionHub implements CompletionSignal, CompletionWaiter, PieceR
       return;
     }
     if (message.piece) {
-      for (const listener of set) listener.onPiece?.(message.piece);
+      if (message.from !== this.origin) this.handPiece(set, message.piece);
       return;
     }
-    const invocation = message.invocation ? revive(message.invocation) : null;
+    this.settleAll(set, message.invocation ? revive(message.invocation) : null);
+  }
+
+  /** A follower's failure stays its own: in process it must not break the worker's stream. */
+  private handPiece(set: Set<Listener> | undefined, piece: StreamDelta): void {
+    if (!set) return;
+    for (const listener of set)
+      try {
+        listener.onPiece?.(piece);
+      } catch (err) {
+        this.logger.warn({ err }, 'a stream follower failed on a piece');
+      }
+  }
+
+  private settleAll(set: Set<Listener> | undefined, invocation: Invocation | null): void {
+    if (!set) return;
     for (const listener of [...set]) listener.settle({ kind: 'finished', invocation });
   }
 

@@ -1,0 +1,131 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import type Redis from 'ioredis';
+import type { StreamDelta } from '../../domain/providers';
+import { CompletionHub } from '../../infra/invocations/completion-hub';
+import { createLogger } from '../../infra/logger';
+import { openRedis } from '../../infra/redis/connections';
+import { invocationRow } from '../support/invocation-row';
+import { deleteKeysWithPrefix } from '../support/redis-keys';
+import { TEST_REDIS_URL } from '../support/test-db';
+
+const logger = createLogger('silent');
+const prefix = `cpt_${randomBytes(5).toString('hex')}`;
+let publisher: Redis;
+const hubs: CompletionHub[] = [];
+/** Takes connections and never answers: a hub subscribed there hears nothing through Redis. */
+let silent: Server;
+let silentUrl: string;
+const silentSockets = new Set<Socket>();
+
+const hub = (subscribeTo = TEST_REDIS_URL): CompletionHub => {
+  const made = new CompletionHub(publisher, subscribeTo, prefix, logger);
+  hubs.push(made);
+  return made;
+};
+
+const finishedInvocation = () =>
+  invocationRow({
+    id: `inv_${randomBytes(8).toString('hex')}`,
+    status: 'succeeded',
+    completedAt: new Date('2026-11-27T04:00:00.123Z'),
+  });
+
+const text = (content: string): StreamDelta => ({ content });
+
+/**
+ * Everything a hub published before this returns has reached `listener`'s subscription: Redis
+ * delivers one channel's messages in the order it took them, and `sender` sends after them.
+ */
+async function drained(listener: CompletionHub, sender: CompletionHub): Promise<void> {
+  const marker = `inv_marker_${randomBytes(4).toString('hex')}`;
+  const waiting = listener.wait(marker, 5_000);
+  await sender.announce(marker);
+  expect(await waiting.result).toEqual({ kind: 'finished', invocation: null });
+}
+
+beforeAll(async () => {
+  publisher = await openRedis(TEST_REDIS_URL);
+  silent = createServer((socket) => void silentSockets.add(socket));
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  silentUrl = `redis://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+});
+
+afterAll(async () => {
+  await Promise.all(hubs.map((h) => h.close()));
+  for (const socket of silentSockets) socket.destroy();
+  await new Promise((resolve) => silent.close(resolve));
+  await deleteKeysWithPrefix(publisher, prefix);
+  publisher.disconnect();
+});
+
+describe('completion hub, API and worker in one process (--role all)', () => {
+  it('answers a waiter in the same process with the finished invocation itself, not through Redis', async () => {
+    const inProcess = hub(silentUrl);
+    const invocation = finishedInvocation();
+    const waiting = inProcess.wait(invocation.id, 3_000);
+
+    await inProcess.finished(invocation);
+
+    const result = await waiting.result;
+    expect(result).toEqual({ kind: 'finished', invocation });
+    expect(result.kind === 'finished' && result.invocation).toBe(invocation);
+    expect(inProcess.waiting).toBe(0);
+  });
+
+  it('wakes a waiter in the same process on an announcement, with no payload', async () => {
+    const inProcess = hub(silentUrl);
+    const waiting = inProcess.wait('evl_local', 3_000);
+
+    await inProcess.announce('evl_local');
+
+    expect(await waiting.result).toEqual({ kind: 'finished', invocation: null });
+  });
+
+  it('hands each piece once, in order, to followers here and in another process', async () => {
+    const [here, elsewhere] = [hub(), hub()];
+    await Promise.all([here.listen(), elsewhere.listen()]);
+    const invocation = finishedInvocation();
+    const seenHere: string[] = [];
+    const seenElsewhere: string[] = [];
+    const followingHere = here.follow(invocation.id, (d) => seenHere.push(d.content ?? ''), 5_000);
+    const followingElsewhere = elsewhere.follow(
+      invocation.id,
+      (d) => seenElsewhere.push(d.content ?? ''),
+      5_000,
+    );
+
+    for (const piece of ['one', 'two', 'three']) here.piece(invocation.id, text(piece));
+    await drained(here, elsewhere); // the echoes of its own pieces reach this hub mid-stream
+    await drained(elsewhere, here);
+    expect(seenHere).toEqual(['one', 'two', 'three']);
+    expect(seenElsewhere).toEqual(['one', 'two', 'three']);
+    await here.finished(invocation);
+
+    expect(await followingHere.result).toEqual({ kind: 'finished', invocation });
+    // Through Redis: the invocation as JSON, its dates revived.
+    expect(await followingElsewhere.result).toEqual({ kind: 'finished', invocation });
+  });
+
+  it("keeps a follower's failure away from the worker's stream", async () => {
+    const [here, elsewhere] = [hub(), hub()];
+    await Promise.all([here.listen(), elsewhere.listen()]);
+    const invocation = finishedInvocation();
+    const throwing = here.follow(
+      invocation.id,
+      () => {
+        throw new Error('the client went away');
+      },
+      5_000,
+    );
+    const seenElsewhere: string[] = [];
+    const following = elsewhere.follow(invocation.id, (d) => seenElsewhere.push(d.content ?? ''), 5_000);
+
+    expect(() => here.piece(invocation.id, text('one'))).not.toThrow();
+    await here.finished(invocation);
+
+    expect(await throwing.result).toEqual({ kind: 'finished', invocation });
+    expect(await following.result).toEqual({ kind: 'finished', invocation });
+    expect(seenElsewhere).toEqual(['one']);
+  });
+});
