@@ -31,13 +31,15 @@ export const MODEL = 'bench-model';
  * API processes, `--warmup` seconds of load before the first figure, and `--only` to
  * run one part (for profiling it).
  */
-export function benchArgs(usage: string) {
+export function benchArgs(usage: string, extra: readonly string[] = []) {
   const { text, flag } = benchOptions(
     usage,
-    ['seconds', 'concurrency', 'workers', 'apis', 'warmup', 'only', 'runtime'],
+    ['seconds', 'concurrency', 'workers', 'apis', 'warmup', 'only', 'runtime', ...extra],
     ['open-loop'],
   );
   return {
+    /** The value of one of `extra`, this bench's own options. */
+    text,
     seconds: positiveInt(usage, '--seconds', text('seconds'), 10),
     concurrency: positiveInt(usage, '--concurrency', text('concurrency'), 50),
     workers: positiveInt(usage, '--workers', text('workers'), 1, 0),
@@ -396,12 +398,24 @@ export async function setUpOrg(service: Service) {
   return { admin, agentId: agent.body.id as string, sessionId: session.body.id as string };
 }
 
+/** The user's message of every call: a short one, or prose of about `bytes` bytes. */
+export function promptOf(bytes?: number): string {
+  if (!bytes) return 'Say ok.';
+  const prose = 'The quick brown fox jumps over the lazy dog, and the agent asks the model about it. ';
+  return prose.repeat(Math.ceil(bytes / prose.length)).slice(0, bytes);
+}
+
 /** A governed invoke with `wait` (sync) that must succeed: `npm run bench`'s row (b). */
-export function syncInvoker(api: Dispatcher, token: string, sessionId: string): () => Promise<boolean> {
+export function syncInvoker(
+  api: Dispatcher,
+  token: string,
+  sessionId: string,
+  prompt = promptOf(),
+): () => Promise<boolean> {
   const body = JSON.stringify({
     session_id: sessionId,
     model: MODEL,
-    messages: [{ role: 'user', content: 'Say ok.' }],
+    messages: [{ role: 'user', content: prompt }],
     max_tokens: 16,
   });
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${token}` };

@@ -14,6 +14,7 @@ import {
   measure,
   measureOpenLoop,
   MODEL,
+  promptOf,
   report,
   setUpOrg,
   syncInvoker,
@@ -21,12 +22,12 @@ import {
   withService,
   type Service,
 } from './harness';
-import { NEEDS_STORES } from './bench-cli';
+import { NEEDS_STORES, positiveInt } from './bench-cli';
 
 // --only a, b or c runs those rows only (for profiling one scenario)
-const args = benchArgs(`
+const USAGE = `
 npm run bench -- [--seconds 10] [--concurrency 50] [--workers 1] [--apis 1] [--only a|b|c]
-  [--runtime node|tsx] [--open-loop] [--warmup 15]
+  [--runtime node|tsx] [--open-loop] [--warmup 15] [--prompt-bytes 8192]
 
 The governed invoke path against a local zero-latency stub: (a) direct to the stub, (b) governed
 invoke with wait, (c) invoke then poll; at 1 caller and at --concurrency callers, with --workers
@@ -40,9 +41,13 @@ does; run npm run build first) or, with --runtime tsx, from the sources. --open-
 counted from when its call was due (1 s at each rate first, uncounted); BENCH_TIMELINE=<prefix>
 writes each rate's calls, [due ms, latency ms], to <prefix>-<rate>.json. BENCH_PG_STATEMENTS=1
 adds, per row, PostgreSQL's executor time and WAL per call for each statement (it needs the
-pg_stat_statements extension loaded in the server, and says how when it is not).
+pg_stat_statements extension loaded in the server, and says how when it is not). --prompt-bytes
+makes every call's user message prose of that many bytes (rows a, b and c alike) instead of
+"Say ok.".
 
-${NEEDS_STORES}`);
+${NEEDS_STORES}`;
+const args = benchArgs(USAGE, ['prompt-bytes']);
+const PROMPT = promptOf(positiveInt(USAGE, '--prompt-bytes', args.text('prompt-bytes'), 0));
 const SECONDS = args.seconds;
 const CONCURRENCY = args.concurrency;
 const WORKERS = args.workers;
@@ -63,7 +68,7 @@ async function main(): Promise<void> {
       const invokeBody = JSON.stringify({
         session_id: sessionId,
         model: MODEL,
-        messages: [{ role: 'user', content: 'Say ok.' }],
+        messages: [{ role: 'user', content: PROMPT }],
         max_tokens: 16,
       });
       const headers = { 'content-type': 'application/json', authorization: `Bearer ${token}` };
@@ -75,7 +80,7 @@ async function main(): Promise<void> {
           headers: { 'content-type': 'application/json', authorization: 'Bearer sk-bench-secret' },
           body: JSON.stringify({
             model: MODEL,
-            messages: [{ role: 'user', content: 'Say ok.' }],
+            messages: [{ role: 'user', content: PROMPT }],
             max_tokens: 16,
           }),
         });
@@ -98,19 +103,19 @@ async function main(): Promise<void> {
       };
 
       // The stack's warm-up is of the service, whichever row comes first.
-      if (args.only !== 'a') await warmUp(service, CONCURRENCY, syncInvoker(api, token, sessionId));
+      if (args.only !== 'a') await warmUp(service, CONCURRENCY, syncInvoker(api, token, sessionId, PROMPT));
       console.log(
         `node ${process.version}, ${SECONDS} s per row; ${args.warmUpSeconds} s of warm-up first, then 1 s per row\n`,
       );
       for (const [label, call] of [
         ['(a) direct to the stub', directCall],
-        ['(b) governed invoke, wait (sync)', syncInvoker(api, token, sessionId)],
+        ['(b) governed invoke, wait (sync)', syncInvoker(api, token, sessionId, PROMPT)],
         ['(c) governed invoke, 202 + poll', asyncInvoke],
       ] as const) {
         if (args.only && !label.startsWith(`(${args.only})`)) continue;
         for (const callers of [1, CONCURRENCY]) report(await measure(service, SECONDS, label, callers, call));
       }
-      if (args.openLoop) await openLoop(service, syncInvoker(api, token, sessionId));
+      if (args.openLoop) await openLoop(service, syncInvoker(api, token, sessionId, PROMPT));
       await direct.close();
     },
   );

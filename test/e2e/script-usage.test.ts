@@ -19,6 +19,7 @@ const SCRIPTS: [string, string[]][] = [
   ['bench/invoke.ts', ['--open-loop=yes']],
   ['bench/invoke.ts', ['--apis', 'two']],
   ['bench/invoke.ts', ['--workers', '-1']],
+  ['bench/invoke.ts', ['--prompt-bytes', 'big']],
   ['bench/memory.ts', ['--invokes', 'lots']],
   ['bench/scaling.ts', ['--seconds', '0']],
   ['bench/scaling.ts', ['--warmup', 'long']],
