@@ -4,7 +4,7 @@ import type { Policy } from '../domain/policy/policy';
 import { policyDocument } from '../domain/policy/policy-document';
 import type { VerifyResult } from '../domain/audit/hash-chain';
 import type { Agent, ApiKey, Credential, Org, User } from '../domain/model';
-import type { Invocation } from '../domain/invocations/invocation';
+import type { InvocationSummary } from '../domain/invocations/invocation';
 import type { Decision } from '../domain/policy/decision';
 import type { ShadowReason } from '../domain/policy/policy';
 import type { DecisionReason } from '../domain/policy/verdict';
@@ -126,7 +126,7 @@ const presentReasons = (reasons: DecisionReason[]) => reasons.map(presentReason)
 const presentShadowReasons = (reasons: ShadowReason[]) =>
   reasons.map((r) => ({ ...presentReason(r), verdict: r.verdict }));
 
-export const presentInvocation = (i: Invocation) => ({
+export const presentInvocation = (i: InvocationSummary) => ({
   id: i.id,
   session_id: i.sessionId,
   agent_id: i.agentId,

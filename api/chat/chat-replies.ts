@@ -1,27 +1,27 @@
-import type { Invocation } from '../../domain/invocations/invocation';
+import type { InvocationSummary } from '../../domain/invocations/invocation';
 import { microsToUsd } from '../../domain/pricing/cost';
 import type { Reply } from '../http/route';
 import { openAiError } from '../http/openai-errors';
 
 /** The headers every answer about an invocation carries. */
-export const invocationHeaders = (i: Invocation): Record<string, string> => ({
+export const invocationHeaders = (i: InvocationSummary): Record<string, string> => ({
   'X-Invocation-Id': i.id,
   'X-Cost-Usd': String(microsToUsd(i.costMicros)),
 });
 
-export const usageOf = (i: Invocation) => {
+export const usageOf = (i: InvocationSummary) => {
   const prompt = i.usage?.inputTokens ?? 0;
   const completion = i.usage?.outputTokens ?? 0;
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 };
 
-export const createdOf = (i: Invocation): number => Math.floor(i.createdAt.getTime() / 1000);
+export const createdOf = (i: InvocationSummary): number => Math.floor(i.createdAt.getTime() / 1000);
 
-export const finishReasonOf = (i: Invocation): string =>
+export const finishReasonOf = (i: InvocationSummary): string =>
   i.output?.finishReason ?? (i.output?.toolCalls?.length ? 'tool_calls' : 'stop');
 
 /** A finished invocation as a `chat.completion`. */
-export const completionOf = (i: Invocation) => ({
+export const completionOf = (i: InvocationSummary) => ({
   id: i.id,
   object: 'chat.completion' as const,
   created: createdOf(i),
@@ -47,7 +47,7 @@ export const completionOf = (i: Invocation) => ({
  * approval_pending (`param` the approval id; send the request again with X-Invocation-Id to go on
  * waiting). `x-should-retry: false` stops the SDKs' automatic retries, which would submit anew.
  */
-export function refusalOf(i: Invocation): Reply {
+export function refusalOf(i: InvocationSummary): Reply {
   const headers = { ...invocationHeaders(i), 'x-should-retry': 'false' };
   const reply = (status: number, code: string, message: string, param: string | null = null): Reply => ({
     status,
@@ -80,7 +80,7 @@ export function refusalOf(i: Invocation): Reply {
 
 type ReplyFn = (status: number, code: string, message: string, param?: string | null) => Reply;
 
-function failureOf(i: Invocation, reply: ReplyFn): Reply {
+function failureOf(i: InvocationSummary, reply: ReplyFn): Reply {
   const code = i.error?.errorCode ?? 'internal_error';
   const message = i.error?.message ?? 'the invocation failed';
   if (code === 'budget_exceeded') return reply(402, code, message);

@@ -1,16 +1,16 @@
 import { PassThrough } from 'node:stream';
-import type { Invocation } from '../../domain/invocations/invocation';
+import type { InvocationSummary } from '../../domain/invocations/invocation';
 import type { CompletionWaiter, PieceFollower } from '../../domain/invocations/signals';
 import type { StreamDelta } from '../../domain/providers';
 import type { Reply } from '../http/route';
 import { createdOf, finishReasonOf, invocationHeaders, refusalOf, usageOf } from './chat-replies';
 
 /** How the route runs the invocation, with the waiter the stream hands it (see streamCompletion). */
-export type RunWith = (waiter: CompletionWaiter) => Promise<Invocation>;
+export type RunWith = (waiter: CompletionWaiter) => Promise<InvocationSummary>;
 
 export interface StreamDeps extends PieceFollower {
   /** The invocation as it is now (to tell a paused one from a slow one). */
-  read(id: string): Promise<Invocation | null>;
+  read(id: string): Promise<InvocationSummary | null>;
   /** How long a request may wait before its stream starts (CP_MAX_WAIT_SECONDS). */
   maxWaitMs: number;
   /** How long a started stream may take in all. */
@@ -55,7 +55,7 @@ class ChunkWriter {
   }
 
   /** The rest of the answer that no piece carried (a piece lost in transit), then the end. */
-  finish(invocation: Invocation, includeUsage: boolean): void {
+  finish(invocation: InvocationSummary, includeUsage: boolean): void {
     const output = invocation.output;
     const content = output?.content ?? '';
     const rest = content.startsWith(this.sentText) ? content.slice(this.sentText.length) : '';
@@ -157,7 +157,12 @@ async function stopIfPaused(
   if (now?.status === 'awaiting_approval') following()?.cancel();
 }
 
-function finishLater(deps: StreamDeps, writer: ChunkWriter, done: Promise<Invocation>, id: string): void {
+function finishLater(
+  deps: StreamDeps,
+  writer: ChunkWriter,
+  done: Promise<InvocationSummary>,
+  id: string,
+): void {
   const hangUp = () => {
     void deps.abort(id).catch(deps.onError);
     writer.out.destroy();

@@ -1,6 +1,6 @@
 import { cancelInvocation } from '../../domain/invocations/cancel-invocation';
 import { getInvocation, listInvocations } from '../../domain/invocations/read-invocations';
-import type { Invocation } from '../../domain/invocations/invocation';
+import type { InvocationSummary } from '../../domain/invocations/invocation';
 import { isTerminal } from '../../domain/invocations/lifecycle';
 import { invoke } from '../../domain/invocations/submit-invocation';
 import { invalidField } from '../../domain/errors';
@@ -42,7 +42,7 @@ const preferenceApplied = (wait: { seconds: number; preferred: boolean }): Recor
   wait.preferred ? { 'Preference-Applied': `wait=${wait.seconds}` } : {};
 
 /** 200 once finished, 202 (with where to poll) while not. */
-const invokeReply = (invocation: Invocation, wait: { seconds: number; preferred: boolean }) => ({
+const invokeReply = (invocation: InvocationSummary, wait: { seconds: number; preferred: boolean }) => ({
   status: isTerminal(invocation.status) ? 200 : 202,
   body: presentInvocation(invocation),
   headers: { Location: `/v1/llm/invocations/${invocation.id}`, ...preferenceApplied(wait) },

@@ -54,6 +54,12 @@ export interface Reservation {
   tokens: number;
 }
 
+/**
+ * An invocation as a client is answered with it: all of it but the request (the prompt, often
+ * most of its size), which no answer shows. The finished signal carries this much.
+ */
+export type InvocationSummary = Omit<Invocation, 'request'>;
+
 export interface Invocation {
   id: string;
   orgId: string;

@@ -1,7 +1,7 @@
 import { notFound } from '../errors';
 import type { Page } from '../model';
 import type { CallContext } from '../principal';
-import type { Invocation } from './invocation';
+import type { Invocation, InvocationSummary } from './invocation';
 import { isTerminal } from './lifecycle';
 import type { InvocationFilter, InvocationStore } from './invocation-store';
 import type { CompletionWaiter, WaitResult } from './signals';
@@ -14,7 +14,7 @@ export async function awaitFinished(
   store: InvocationStore,
   invocation: Invocation,
   waiting: { result: Promise<WaitResult> },
-): Promise<Invocation> {
+): Promise<InvocationSummary> {
   const result = await waiting.result;
   if (result.kind === 'finished' && result.invocation) return result.invocation;
   return (await store.get(invocation.orgId, invocation.id)) ?? invocation;
@@ -31,7 +31,7 @@ export async function getInvocation(
   ctx: CallContext,
   id: string,
   waitMs: number,
-): Promise<Invocation> {
+): Promise<InvocationSummary> {
   const orgId = ctx.principal.orgId;
   // Registered before the read, so a finish between the two is not missed.
   const waiting = waitMs > 0 ? deps.waiter.wait(id, waitMs) : null;

@@ -1,6 +1,6 @@
 import type { InvocationJob } from '../jobs';
 import type { StreamDelta } from '../providers';
-import type { Invocation } from './invocation';
+import type { Invocation, InvocationSummary } from './invocation';
 
 export type InvocationStage = 'invocation.evaluate' | 'invocation.run';
 
@@ -25,8 +25,8 @@ export interface CompletionSignal {
   finished(invocation: Invocation): Promise<void>;
 }
 
-/** The signal carries the finished invocation unless it was too large to broadcast. */
-export type WaitResult = { kind: 'finished'; invocation: Invocation | null } | { kind: 'timeout' };
+/** The signal carries the finished invocation, less its request, unless it was too large to broadcast. */
+export type WaitResult = { kind: 'finished'; invocation: InvocationSummary | null } | { kind: 'timeout' };
 
 export interface CompletionWaiter {
   /**

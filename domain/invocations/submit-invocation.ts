@@ -11,7 +11,7 @@ import { actorOf, type CallContext } from '../principal';
 import type { ChatMessage } from '../providers';
 import { assertFits, assertOpen, type Session } from '../sessions/session';
 import { awaitFinished } from './read-invocations';
-import type { Invocation, InvocationRequest } from './invocation';
+import type { Invocation, InvocationRequest, InvocationSummary } from './invocation';
 import type { AgentGate } from '../policy/guardian';
 import type { CredentialRefInfo, InvocationStore, InvokeContext } from './invocation-store';
 import type { CompletionWaiter, StageQueue } from './signals';
@@ -196,7 +196,7 @@ export async function invoke(
   ctx: CallContext,
   input: InvokeInput,
   waitMs: number,
-): Promise<Invocation> {
+): Promise<InvocationSummary> {
   const invocation = await admit(deps, ctx, input);
   // Registered before the job exists, so even an instant finish is not missed.
   const waiting = waitMs > 0 ? deps.waiter.wait(invocation.id, waitMs) : null;

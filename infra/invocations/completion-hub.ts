@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import Redis from 'ioredis';
-import type { Invocation } from '../../domain/invocations/invocation';
+import type { Invocation, InvocationSummary } from '../../domain/invocations/invocation';
 import type {
   CompletionSignal,
   CompletionWaiter,
@@ -16,7 +16,7 @@ const MAX_MESSAGE_BYTES = 64 * 1024;
 
 interface Message {
   id: string;
-  invocation?: Invocation;
+  invocation?: InvocationSummary;
   /** A piece of a streamed answer; the finished message of the same invocation comes after it. */
   piece?: StreamDelta;
   /** The hub that sent a piece: it handed the piece to its own followers already. */
@@ -25,7 +25,7 @@ interface Message {
 
 type Listener = { settle: (result: WaitResult) => void; onPiece?: (delta: StreamDelta) => void };
 
-const revive = (i: Invocation): Invocation => ({
+const revive = (i: InvocationSummary): InvocationSummary => ({
   ...i,
   createdAt: new Date(i.createdAt),
   updatedAt: new Date(i.updatedAt),
@@ -34,10 +34,12 @@ const revive = (i: Invocation): Invocation => ({
 
 /**
  * `<id> <json>`: every API process receives every message, so the id comes first and the JSON is
- * parsed only where someone waits for that invocation.
+ * parsed only where someone waits for that invocation. The request stays out: no answer shows it,
+ * and the prompt is often most of an invocation's size.
  */
 function encode(invocation: Invocation): string {
-  const full = JSON.stringify({ id: invocation.id, invocation } satisfies Message);
+  const { request: _request, ...summary } = invocation;
+  const full = JSON.stringify({ id: invocation.id, invocation: summary } satisfies Message);
   return `${invocation.id} ${Buffer.byteLength(full) <= MAX_MESSAGE_BYTES ? full : JSON.stringify({ id: invocation.id })}`;
 }
 
@@ -206,7 +208,7 @@ export class CompletionHub implements CompletionSignal, CompletionWaiter, PieceR
       }
   }
 
-  private settleAll(set: Set<Listener> | undefined, invocation: Invocation | null): void {
+  private settleAll(set: Set<Listener> | undefined, invocation: InvocationSummary | null): void {
     if (!set) return;
     for (const listener of [...set]) listener.settle({ kind: 'finished', invocation });
   }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import type Redis from 'ioredis';
+import type { Invocation, InvocationSummary } from '../../domain/invocations/invocation';
 import type { StreamDelta } from '../../domain/providers';
 import { CompletionHub } from '../../infra/invocations/completion-hub';
 import { createLogger } from '../../infra/logger';
@@ -32,6 +33,9 @@ const finishedInvocation = () =>
   });
 
 const text = (content: string): StreamDelta => ({ content });
+
+/** What another process receives: the invocation without its request. */
+const summaryOf = ({ request: _request, ...summary }: Invocation): InvocationSummary => summary;
 
 /**
  * Everything a hub published before this returns has reached `listener`'s subscription: Redis
@@ -103,8 +107,8 @@ describe('completion hub, API and worker in one process (--role all)', () => {
     await here.finished(invocation);
 
     expect(await followingHere.result).toEqual({ kind: 'finished', invocation });
-    // Through Redis: the invocation as JSON, its dates revived.
-    expect(await followingElsewhere.result).toEqual({ kind: 'finished', invocation });
+    // Through Redis: the invocation as JSON less its request, its dates revived.
+    expect(await followingElsewhere.result).toEqual({ kind: 'finished', invocation: summaryOf(invocation) });
   });
 
   it("keeps a follower's failure away from the worker's stream", async () => {
@@ -125,7 +129,27 @@ describe('completion hub, API and worker in one process (--role all)', () => {
     await here.finished(invocation);
 
     expect(await throwing.result).toEqual({ kind: 'finished', invocation });
-    expect(await following.result).toEqual({ kind: 'finished', invocation });
+    expect(await following.result).toEqual({ kind: 'finished', invocation: summaryOf(invocation) });
     expect(seenElsewhere).toEqual(['one']);
+  });
+});
+
+describe('completion hub, the finished message', () => {
+  it('leaves the request out, so an invocation with a prompt past the size limit still travels whole', async () => {
+    const [worker, api] = [hub(), hub()];
+    await api.listen();
+    const prompt = 'x'.repeat(200 * 1024); // the message's limit is 64 KiB
+    const invocation = {
+      ...finishedInvocation(),
+      request: { messages: [{ role: 'user' as const, content: prompt }], maxTokens: 10 },
+      output: { role: 'assistant' as const, content: 'ok' },
+    };
+    const waiting = api.wait(invocation.id, 5_000);
+
+    await worker.finished(invocation);
+
+    const result = await waiting.result;
+    expect(result).toEqual({ kind: 'finished', invocation: summaryOf(invocation) });
+    expect(result.kind === 'finished' && result.invocation).not.toHaveProperty('request');
   });
 });
