@@ -398,11 +398,32 @@ export async function setUpOrg(service: Service) {
   return { admin, agentId: agent.body.id as string, sessionId: session.body.id as string };
 }
 
-/** The user's message of every call: a short one, or prose of about `bytes` bytes. */
+const VOCABULARY = (
+  'the a an of to in and or for with on at by from as is are was be this that it its which ' +
+  'agent model session budget policy invoice customer report summary table field value error ' +
+  'request answer token cost price account order refund payment ticket support team release ' +
+  'build test deploy service queue worker database index query record change review approve ' +
+  'deny limit rate window key secret credential provider region audit entry chain hash verify ' +
+  'please explain why how what when where should could would must never always only also then ' +
+  'first last next before after during between under over into about against without within'
+).split(' ');
+
+/**
+ * The user's message of every call: a short one, or about `bytes` bytes of words drawn from a
+ * vocabulary of 107 (the same text every run), which compresses about as prose does: a repeated
+ * sentence would make PostgreSQL's compression of it look far cheaper than a real prompt's.
+ */
 export function promptOf(bytes?: number): string {
   if (!bytes) return 'Say ok.';
-  const prose = 'The quick brown fox jumps over the lazy dog, and the agent asks the model about it. ';
-  return prose.repeat(Math.ceil(bytes / prose.length)).slice(0, bytes);
+  let seed = 12345;
+  const words: string[] = [];
+  for (let length = 0; length < bytes;) {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    const word = VOCABULARY[seed % VOCABULARY.length] as string;
+    words.push(seed % 11 === 0 ? `${word}.` : word);
+    length += word.length + 1;
+  }
+  return words.join(' ').slice(0, bytes);
 }
 
 /** A governed invoke with `wait` (sync) that must succeed: `npm run bench`'s row (b). */
