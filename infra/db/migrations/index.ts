@@ -12,6 +12,7 @@ import { Migration20261126000001Policies } from './Migration20261126000001Polici
 import { Migration20261127000001Approvals } from './Migration20261127000001Approvals';
 import { Migration20261127000002Webhooks } from './Migration20261127000002Webhooks';
 import { Migration20261128000001PendingDeliveries } from './Migration20261128000001PendingDeliveries';
+import { Migration20261128000002Lz4Compression } from './Migration20261128000002Lz4Compression';
 
 /** Every migration, in order. Listed explicitly so the same code runs under tsx, swc and tsc. */
 export const MIGRATIONS: MigrationObject[] = [
@@ -28,4 +29,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261127000001Approvals', class: Migration20261127000001Approvals },
   { name: 'Migration20261127000002Webhooks', class: Migration20261127000002Webhooks },
   { name: 'Migration20261128000001PendingDeliveries', class: Migration20261128000001PendingDeliveries },
+  { name: 'Migration20261128000002Lz4Compression', class: Migration20261128000002Lz4Compression },
 ];
