@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import type Redis from 'ioredis';
 import type { Invocation, InvocationSummary } from '../../domain/invocations/invocation';
+import type { WaitResult } from '../../domain/invocations/signals';
 import type { StreamDelta } from '../../domain/providers';
 import { CompletionHub } from '../../infra/invocations/completion-hub';
 import { createLogger } from '../../infra/logger';
@@ -14,13 +14,8 @@ const logger = createLogger('silent');
 const prefix = `cpt_${randomBytes(5).toString('hex')}`;
 let publisher: Redis;
 const hubs: CompletionHub[] = [];
-/** Takes connections and never answers: a hub subscribed there hears nothing through Redis. */
-let silent: Server;
-let silentUrl: string;
-const silentSockets = new Set<Socket>();
-
-const hub = (subscribeTo = TEST_REDIS_URL): CompletionHub => {
-  const made = new CompletionHub(publisher, subscribeTo, prefix, logger);
+const hub = (): CompletionHub => {
+  const made = new CompletionHub(publisher, TEST_REDIS_URL, prefix, logger);
   hubs.push(made);
   return made;
 };
@@ -48,42 +43,53 @@ async function drained(listener: CompletionHub, sender: CompletionHub): Promise<
   expect(await waiting.result).toEqual({ kind: 'finished', invocation: null });
 }
 
+/**
+ * What a waiter was answered with by the time the microtasks queued so far have run: no I/O runs
+ * in between, so nothing published can have come back through Redis yet.
+ */
+async function answeredWithoutIo(waiting: { result: Promise<WaitResult> }): Promise<WaitResult | undefined> {
+  let answer: WaitResult | undefined;
+  void waiting.result.then((result) => (answer = result));
+  await Promise.resolve();
+  await Promise.resolve();
+  return answer;
+}
+
 beforeAll(async () => {
   publisher = await openRedis(TEST_REDIS_URL);
-  silent = createServer((socket) => void silentSockets.add(socket));
-  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-  silentUrl = `redis://127.0.0.1:${(silent.address() as AddressInfo).port}`;
 });
 
 afterAll(async () => {
   await Promise.all(hubs.map((h) => h.close()));
-  for (const socket of silentSockets) socket.destroy();
-  await new Promise((resolve) => silent.close(resolve));
   await deleteKeysWithPrefix(publisher, prefix);
   publisher.disconnect();
 });
 
 describe('completion hub, API and worker in one process (--role all)', () => {
-  it('answers a waiter in the same process with the finished invocation itself, not through Redis', async () => {
-    const inProcess = hub(silentUrl);
+  it('answers a waiter in the same process with the finished invocation itself, before Redis could', async () => {
+    const inProcess = hub();
+    await inProcess.listen();
     const invocation = finishedInvocation();
     const waiting = inProcess.wait(invocation.id, 3_000);
 
-    await inProcess.finished(invocation);
+    const publishing = inProcess.finished(invocation);
+    const answer = await answeredWithoutIo(waiting);
 
-    const result = await waiting.result;
-    expect(result).toEqual({ kind: 'finished', invocation });
-    expect(result.kind === 'finished' && result.invocation).toBe(invocation);
+    expect(answer).toEqual({ kind: 'finished', invocation });
+    expect(answer?.kind === 'finished' && answer.invocation).toBe(invocation);
     expect(inProcess.waiting).toBe(0);
+    await publishing;
   });
 
-  it('wakes a waiter in the same process on an announcement, with no payload', async () => {
-    const inProcess = hub(silentUrl);
+  it('wakes a waiter in the same process on an announcement, with no payload, before Redis could', async () => {
+    const inProcess = hub();
+    await inProcess.listen();
     const waiting = inProcess.wait('evl_local', 3_000);
 
-    await inProcess.announce('evl_local');
+    const publishing = inProcess.announce('evl_local');
 
-    expect(await waiting.result).toEqual({ kind: 'finished', invocation: null });
+    expect(await answeredWithoutIo(waiting)).toEqual({ kind: 'finished', invocation: null });
+    await publishing;
   });
 
   it('hands each piece once, in order, to followers here and in another process', async () => {
