@@ -30,10 +30,7 @@ export const MOVE_TO_ENTRIES = `
   moved as (delete from audit_outbox o using links l where o.id = l.id returning o.*),
   written as (
     insert into audit_entries (${EVENT_COLUMNS}, seq, prev_hash, hash)
-    select ${EVENT_COLUMNS.split(',')
-      .map((column) => `m.${column.trim()}`)
-      .join(', ')}, l.seq, l.prev_hash, l.hash
-    from moved m join links l on l.id = m.id
+    select ${EVENT_COLUMNS}, seq, prev_hash, hash from moved join links using (id)
     returning 1
   )
   select count(*)::int as n from written`;
