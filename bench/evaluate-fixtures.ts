@@ -6,7 +6,7 @@
 import { actionOf, EvaluateBody } from '../api/schemas/acs.schemas';
 import { PolicyBody, toFields } from '../api/schemas/policies.schemas';
 import type { Action, Policy } from '../domain/policy/policy';
-import { MODEL } from './harness';
+import { MODEL, promptOf } from './harness';
 
 type Body = Record<string, unknown>;
 
@@ -124,7 +124,7 @@ export const ACTIONS: Body[] = [
 export const INVOKE_ACTION: Action = {
   type: 'llm.invoke',
   model: MODEL,
-  messages: [{ role: 'user', content: 'Say ok.' }],
+  messages: [{ role: 'user', content: promptOf() }],
   maxTokens: 16,
   estimatedCostUsd: 0.00001,
 };

@@ -426,6 +426,15 @@ export function promptOf(bytes?: number): string {
   return words.join(' ').slice(0, bytes);
 }
 
+/** The body of every governed invoke the benches send. */
+export const invokeBodyOf = (sessionId: string, prompt = promptOf()): string =>
+  JSON.stringify({
+    session_id: sessionId,
+    model: MODEL,
+    messages: [{ role: 'user', content: prompt }],
+    max_tokens: 16,
+  });
+
 /** A governed invoke with `wait` (sync) that must succeed: `npm run bench`'s row (b). */
 export function syncInvoker(
   api: Dispatcher,
@@ -433,12 +442,7 @@ export function syncInvoker(
   sessionId: string,
   prompt = promptOf(),
 ): () => Promise<boolean> {
-  const body = JSON.stringify({
-    session_id: sessionId,
-    model: MODEL,
-    messages: [{ role: 'user', content: prompt }],
-    max_tokens: 16,
-  });
+  const body = invokeBodyOf(sessionId, prompt);
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${token}` };
   return async () => {
     const res = await api.request({ method: 'POST', path: '/v1/llm/invoke?wait=30', headers, body });

@@ -13,6 +13,7 @@ import {
   benchArgs,
   measure,
   measureOpenLoop,
+  invokeBodyOf,
   MODEL,
   promptOf,
   report,
@@ -65,12 +66,7 @@ async function main(): Promise<void> {
       const { api } = service;
       const direct = new Pool(service.stubUrl, { connections: CONCURRENCY + 10, pipelining: 1 });
       const { admin: token, sessionId } = await setUpOrg(service);
-      const invokeBody = JSON.stringify({
-        session_id: sessionId,
-        model: MODEL,
-        messages: [{ role: 'user', content: PROMPT }],
-        max_tokens: 16,
-      });
+      const invokeBody = invokeBodyOf(sessionId, PROMPT);
       const headers = { 'content-type': 'application/json', authorization: `Bearer ${token}` };
 
       const directCall = async () => {
