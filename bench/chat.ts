@@ -16,7 +16,8 @@ npm run bench:chat -- [--seconds 10] [--concurrency 50] [--workers 1] [--only a|
   [--warmup 15]
 
 POST /v1/chat/completions beside the stub: (a) direct, (b) governed, (c) direct streamed,
-(d) governed streamed; streamed rows also print the time to first byte.
+(d) governed streamed; streamed rows also print the time to first byte. --workers 0: the API
+process runs the workers too, as npm start does.
 
 ${NEEDS_STORES}`);
 

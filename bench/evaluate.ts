@@ -30,7 +30,7 @@ npm run bench:evaluate -- [--seconds 10] [--concurrency 50] [--workers 1] [--onl
   [--runtime node|tsx] [--warmup 15]
 
 The policy engine alone (engine), POST /v1/acs/evaluate (evaluate) and governed invokes under the
-same policies (invoke).
+same policies (invoke). --workers 0: the API process runs the workers too, as npm start does.
 
 ${NEEDS_STORES}`);
 const SECONDS = args.seconds;
