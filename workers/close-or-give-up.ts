@@ -18,7 +18,10 @@ export async function closeOrGiveUp(
     closed = true;
   });
   for (;;) {
-    await Promise.race([done, new Promise((resolve) => setTimeout(resolve, everyMs))]);
+    let tick: NodeJS.Timeout | undefined;
+    await Promise.race([done, new Promise((resolve) => (tick = setTimeout(resolve, everyMs)))]);
+    // A pending tick would hold the process (and a test runner's worker) open after shutdown.
+    clearTimeout(tick);
     if (closed) return;
     const answers = await redisAnswers().then(
       () => true,

@@ -13,6 +13,14 @@ describe('closing the workers at shutdown', () => {
     expect(finished).toBe(true);
   });
 
+  it('leaves no timer behind once the workers have closed', async () => {
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    await after(50); // past the 20-ms ticks the test before may have left
+    const before = timers();
+    await closeOrGiveUp(after(30), up, 250);
+    expect(timers()).toBe(before);
+  });
+
   it('returns at once when nothing is in flight, even with Redis gone', async () => {
     await expect(closeOrGiveUp(Promise.resolve(), gone, 20)).resolves.toBeUndefined();
   });
