@@ -440,7 +440,7 @@ export function syncInvoker(
   api: Dispatcher,
   token: string,
   sessionId: string,
-  prompt = promptOf(),
+  prompt?: string,
 ): () => Promise<boolean> {
   const body = invokeBodyOf(sessionId, prompt);
   const headers = { 'content-type': 'application/json', authorization: `Bearer ${token}` };

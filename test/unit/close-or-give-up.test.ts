@@ -15,7 +15,7 @@ describe('closing the workers at shutdown', () => {
 
   it('leaves no timer behind once the workers have closed', async () => {
     const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
-    await after(50); // past the 20-ms ticks the test before may have left
+    await after(50); // outlasts any 20-ms tick an earlier test left, which would mask one left here
     const before = timers();
     await closeOrGiveUp(after(30), up, 250);
     expect(timers()).toBe(before);
