@@ -127,7 +127,11 @@ describe('GET /metrics', () => {
   });
 
   it('counts the audit events no signed checkpoint covers yet', async () => {
-    // Holding the org's chain head keeps the sealing job (every second) from taking the event.
+    const pending = async () => Number((await app.infra.knex('audit_outbox').count('* as n'))[0]?.n);
+    // Start from an empty outbox: an earlier test's events, sealed between the two reads below,
+    // would count in the first and not in the scrape.
+    await eventually(async () => (await pending()) === 0);
+    // Holding the org's chain head keeps the sealing job (every 200 ms) from taking the event.
     const hold = await app.infra.knex.transaction();
     try {
       await hold('audit_heads').where({ org_id: setup.org.orgId }).forUpdate().first();
@@ -143,7 +147,6 @@ describe('GET /metrics', () => {
         outcome: 'success',
         details: '{}',
       });
-      const pending = async () => Number((await app.infra.knex('audit_outbox').count('* as n'))[0]?.n);
       const least = await pending();
       // On a loaded machine a scrape's 1 s budget for the count can run out (NaN): scrape again.
       const backlog = await eventually(async () => {
