@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import canonicalize from 'canonicalize';
 import type { Context } from 'koa';
+import { canonicalJson } from '../../domain/canonical-json';
 import { DomainError, invalidField } from '../../domain/errors';
 import type { Principal } from '../../domain/principal';
 import type { Infra } from '../../infra/container';
@@ -10,7 +10,7 @@ const KEY_SHAPE = /^[\x21-\x7e]{1,255}$/;
 
 const hashRequest = (body: unknown): string =>
   createHash('sha256')
-    .update(canonicalize(body ?? null) ?? '')
+    .update(canonicalJson(body ?? null))
     .digest('hex');
 
 /**

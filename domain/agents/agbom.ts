@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import canonicalize from 'canonicalize';
+import { canonicalJson } from '../canonical-json';
 import type { Agent } from '../model';
 import type { ModelUse, PolicyRef } from '../ports';
 
@@ -173,7 +173,7 @@ export function agbomContent(input: AgbomInput): Json {
 
 export const agbomContentHash = (input: AgbomInput): string =>
   createHash('sha256')
-    .update(canonicalize(agbomContent(input)) ?? '')
+    .update(canonicalJson(agbomContent(input)))
     .digest('hex');
 
 /** An RFC 9562 version-8 (custom) UUID made of the content hash: same content, same serial. */

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import canonicalize from 'canonicalize';
+import { canonicalJson } from '../canonical-json';
 import type { AuditEntry, AuditEvent } from './audit-event';
 
 export const GENESIS_HASH = '0'.repeat(64);
@@ -24,7 +24,7 @@ function canonicalBody(event: AuditEvent, seq: number, prevHash: string): string
     request_id: event.requestId,
     prev_hash: prevHash,
   };
-  return canonicalize(body) ?? '';
+  return canonicalJson(body);
 }
 
 /** hash = SHA-256 over the canonical JSON (RFC 8785) of the entry, prev_hash included. */

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import canonicalize from 'canonicalize';
+import { canonicalJson } from '../canonical-json';
 
 /**
  * SHA-256 (hex) of the canonical JSON (RFC 8785) of an action, as the contract spells it
@@ -7,6 +7,4 @@ import canonicalize from 'canonicalize';
  * can prove it was the one decided, and the log itself reveals nothing of it.
  */
 export const actionDigest = (action: unknown): string =>
-  createHash('sha256')
-    .update(canonicalize(action) ?? '')
-    .digest('hex');
+  createHash('sha256').update(canonicalJson(action)).digest('hex');
