@@ -12,6 +12,7 @@ import { Client } from 'pg';
 import { BalancedPool, Pool, type Dispatcher } from 'undici';
 import { freePort } from '../infra/embedded/free-port';
 import { benchOptions, exitWithUsage, positiveInt } from './bench-cli';
+import { GcTrace, gcLine, gcPerCall, sumTallies, type GcTally } from './gc-trace';
 import { statementLines, StatementStats, type StatementRow } from './pg-statements';
 import { deleteKeysWithPrefix } from '../test/support/redis-keys';
 
@@ -83,8 +84,13 @@ function startRole(
   const profile = process.env.BENCH_CPU_PROF
     ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
     : [];
+  // BENCH_NODE_FLAGS: more node options for the service's processes (--require a probe, a GC flag).
+  const flags = [
+    ...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean),
+    ...(process.env.BENCH_GC ? ['--trace-gc-nvp'] : []),
+  ];
   const entry = runtime === 'node' ? ['dist/main.js'] : ['--import', 'tsx', 'main.ts'];
-  const child = spawn(process.execPath, [...profile, ...entry, '--role', role], {
+  const child = spawn(process.execPath, [...flags, ...profile, ...entry, '--role', role], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -97,6 +103,8 @@ function startRole(
     };
     child.stdout?.on('data', onData);
     child.stderr?.on('data', onData);
+    if (process.env.BENCH_GC)
+      child.stdout?.on('data', (d: Buffer) => gcTrace.feed(child.pid ?? 0, String(d)));
     child.once('exit', (code) => reject(new Error(`${role} exited with ${code}:\n${out}`)));
   });
 }
@@ -161,7 +169,19 @@ function syscalls(pid: number | 'self'): number {
 const usageSnapshot = (components: Components) => ({
   cpu: snapshot(components, cpuMs),
   syscalls: snapshot(components, syscalls, ['postgres']),
+  gc: process.env.BENCH_GC ? gcSnapshot(components) : undefined,
 });
+
+/** With BENCH_GC: the tallies of the service's own processes (the ones run with --trace-gc-nvp). */
+const gcTrace = new GcTrace();
+const GC_TRACED = ['api', 'worker'];
+const gcSnapshot = (components: Components): Record<string, GcTally> =>
+  Object.fromEntries(
+    GC_TRACED.filter((name) => components[name]?.().length).map((name) => [
+      name,
+      sumTallies((components[name]?.() ?? []).map((pid) => gcTrace.read(pid))),
+    ]),
+  );
 
 // --- load ----------------------------------------------------------------------------------------------
 
@@ -180,6 +200,8 @@ export interface Result {
   syscallsPerCall: Record<string, number>;
   /** With BENCH_PG_STATEMENTS: what PostgreSQL ran during the row. */
   statements?: StatementRow[];
+  /** With BENCH_GC: what each service component's collector did, per completed call. */
+  gcPerCall?: Record<string, GcTally>;
 }
 
 export const percentile = (sorted: number[], p: number) =>
@@ -215,6 +237,13 @@ const usagePerCall = (
 ) => ({
   cpuPerCall: perCall(before.cpu, after.cpu, calls),
   syscallsPerCall: perCall(before.syscalls, after.syscalls, calls),
+  ...(before.gc && after.gc
+    ? {
+        gcPerCall: Object.fromEntries(
+          Object.entries(after.gc).map(([name, t]) => [name, gcPerCall(before.gc?.[name] ?? t, t, calls)]),
+        ),
+      }
+    : {}),
 });
 
 /** `callers` closed loops calling `once` for `seconds` after a warm-up (warmUp); false or a throw is an error. */
@@ -340,6 +369,7 @@ export function report(r: Result): void {
     .map(([name, n]) => `${name} ${n.toFixed(1)}`)
     .join('  ');
   console.log(`${''.padEnd(34)} read/write syscalls per call: ${calls}`);
+  if (r.gcPerCall) console.log(`${''.padEnd(34)} ${gcLine(r.gcPerCall)}`);
   if (r.statements)
     for (const line of statementLines(r.statements, r.done)) console.log(`${''.padEnd(34)} ${line}`);
 }

@@ -42,7 +42,10 @@ does; run npm run build first) or, with --runtime tsx, from the sources. --open-
 counted from when its call was due (1 s at each rate first, uncounted); BENCH_TIMELINE=<prefix>
 writes each rate's calls, [due ms, latency ms], to <prefix>-<rate>.json. BENCH_PG_STATEMENTS=1
 adds, per row, PostgreSQL's executor time and WAL per call for each statement (it needs the
-pg_stat_statements extension loaded in the server, and says how when it is not). --prompt-bytes
+pg_stat_statements extension loaded in the server, and says how when it is not). BENCH_GC=1 runs
+the service's processes with --trace-gc-nvp and adds, per row, what each one's garbage collector
+did per call: KB promoted to the old generation, pause, scavenges and mark-compacts.
+BENCH_NODE_FLAGS="<flags>" passes more node options to them (--require a probe, a GC flag). --prompt-bytes
 makes every call's user message prose of that many bytes (rows a, b and c alike) instead of
 "Say ok.".
 

@@ -1,0 +1,87 @@
+/**
+ * BENCH_GC=1: the service processes run with `node --trace-gc-nvp`, which prints a line per
+ * garbage collection on stdout, and each row reports what the collector did per call. What an
+ * invoke promotes out of the young generation is what fills the old one, and the old one's
+ * mark-compacts are the open loop's spikes, so this is the figure an allocation change moves.
+ */
+
+export interface GcTally {
+  /** Young-generation collections. */
+  scavenges: number;
+  /** Bytes those moved to the old generation. */
+  promotedBytes: number;
+  /** Full (mark-compact) collections. */
+  markCompacts: number;
+  /** Time the process stood still for all of them. */
+  pauseMs: number;
+}
+
+const NONE: GcTally = { scavenges: 0, promotedBytes: 0, markCompacts: 0, pauseMs: 0 };
+
+const field = (line: string, name: string): number =>
+  Number(new RegExp(`(?:^|\\s)${name}=([\\d.]+)`).exec(line)?.[1] ?? 0);
+
+/** The tallies of every traced process, fed its stdout as it comes (lines may arrive split). */
+export class GcTrace {
+  private readonly tallies = new Map<number, GcTally>();
+  private readonly partial = new Map<number, string>();
+
+  feed(pid: number, chunk: string): void {
+    const text = (this.partial.get(pid) ?? '') + chunk;
+    const lines = text.split('\n');
+    this.partial.set(pid, lines.pop() ?? '');
+    for (const line of lines) this.count(pid, line);
+  }
+
+  read(pid: number | 'self'): GcTally {
+    return (pid !== 'self' && this.tallies.get(pid)) || NONE;
+  }
+
+  private count(pid: number, line: string): void {
+    const kind = / gc=(\w+)/.exec(line)?.[1];
+    if (!kind) return; // the service's own log lines
+    const t = { ...this.read(pid) };
+    if (kind === 's') {
+      t.scavenges += 1;
+      t.promotedBytes += field(line, 'promoted');
+    } else if (kind === 'mc') t.markCompacts += 1;
+    t.pauseMs += field(line, 'pause');
+    this.tallies.set(pid, t);
+  }
+}
+
+/** Between two readings of one component's processes: what its collector did per completed call. */
+export function gcPerCall(before: GcTally, after: GcTally, calls: number): GcTally {
+  const per = (k: keyof GcTally) => (after[k] - before[k]) / Math.max(1, calls);
+  return {
+    scavenges: per('scavenges'),
+    promotedBytes: per('promotedBytes'),
+    markCompacts: after.markCompacts - before.markCompacts, // a row has a few: counted, not divided
+    pauseMs: per('pauseMs'),
+  };
+}
+
+export const sumTallies = (tallies: GcTally[]): GcTally =>
+  tallies.reduce(
+    (s, t) => ({
+      scavenges: s.scavenges + t.scavenges,
+      promotedBytes: s.promotedBytes + t.promotedBytes,
+      markCompacts: s.markCompacts + t.markCompacts,
+      pauseMs: s.pauseMs + t.pauseMs,
+    }),
+    NONE,
+  );
+
+/** One report line: per component, promoted KB and pause µs per call, scavenges per 1,000 calls, mark-compacts in the row. */
+export function gcLine(perComponent: Record<string, GcTally>): string {
+  return (
+    'GC per call: ' +
+    Object.entries(perComponent)
+      .map(
+        ([name, t]) =>
+          `${name} promoted ${(t.promotedBytes / 1024).toFixed(1)} KB, pause ${(t.pauseMs * 1000).toFixed(0)} µs, ` +
+          `${(t.scavenges * 1000).toFixed(1)} scavenges per 1000, ${t.markCompacts} mark-compacts`,
+      )
+      .join('; ')
+  );
+}
