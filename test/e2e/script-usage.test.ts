@@ -1,14 +1,22 @@
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 
 const ROOT = join(__dirname, '../..');
 
-/** Runs a script as `npm run` would (tsx), with no stores needed: help and bad arguments exit first. */
+/**
+ * Runs a script as `npm run` would (tsx), with no stores needed: help and bad arguments exit first.
+ * Asynchronously: 38 synchronous spawns (about 24 s) kept the Jest worker's event loop from turning,
+ * and the garbage collection work it deferred then held the worker past Jest's exit grace.
+ */
 const run = (script: string, args: string[]) =>
-  spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, script), ...args], {
-    cwd: ROOT,
-    encoding: 'utf8',
-    timeout: 20_000,
+  new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', join(ROOT, script), ...args],
+      { cwd: ROOT, encoding: 'utf8', timeout: 20_000 },
+      (err, stdout, stderr) =>
+        resolve({ status: err ? (typeof err.code === 'number' ? err.code : null) : 0, stdout, stderr }),
+    );
   });
 
 // Each script with an argument it must refuse.
@@ -35,15 +43,15 @@ const SCRIPTS: [string, string[]][] = [
 ];
 
 describe.each(SCRIPTS)('%s', (script, badArgs) => {
-  it('prints its usage for --help and exits 0', () => {
-    const result = run(script, ['--help']);
+  it('prints its usage for --help and exits 0', async () => {
+    const result = await run(script, ['--help']);
     expect(result.stderr).toBe('');
     expect(result.stdout).toMatch(/^(Usage: )?npm run /);
     expect(result.status).toBe(0);
   });
 
-  it('refuses a bad argument with what is wrong and the usage, exit 2', () => {
-    const result = run(script, badArgs);
+  it('refuses a bad argument with what is wrong and the usage, exit 2', async () => {
+    const result = await run(script, badArgs);
     expect(result.status).toBe(2);
     expect(result.stdout).toBe('');
     expect(result.stderr).toMatch(/npm run /);
