@@ -16,7 +16,13 @@ export interface GcTally {
   pauseMs: number;
 }
 
-const NONE: GcTally = { scavenges: 0, promotedBytes: 0, markCompacts: 0, pauseMs: 0 };
+const FIELDS = ['scavenges', 'promotedBytes', 'markCompacts', 'pauseMs'] as const;
+
+/** A tally made field by field. */
+const tally = (value: (field: keyof GcTally) => number): GcTally =>
+  Object.fromEntries(FIELDS.map((f) => [f, value(f)])) as unknown as GcTally;
+
+const NONE: GcTally = tally(() => 0);
 
 const field = (line: string, name: string): number =>
   Number(new RegExp(`(?:^|\\s)${name}=([\\d.]+)`).exec(line)?.[1] ?? 0);
@@ -51,26 +57,14 @@ export class GcTrace {
 }
 
 /** Between two readings of one component's processes: what its collector did per completed call. */
-export function gcPerCall(before: GcTally, after: GcTally, calls: number): GcTally {
-  const per = (k: keyof GcTally) => (after[k] - before[k]) / Math.max(1, calls);
-  return {
-    scavenges: per('scavenges'),
-    promotedBytes: per('promotedBytes'),
-    markCompacts: after.markCompacts - before.markCompacts, // a row has a few: counted, not divided
-    pauseMs: per('pauseMs'),
-  };
-}
+export const gcPerCall = (before: GcTally, after: GcTally, calls: number): GcTally =>
+  tally((f) =>
+    // A row has a few mark-compacts: counted, not divided.
+    f === 'markCompacts' ? after[f] - before[f] : (after[f] - before[f]) / Math.max(1, calls),
+  );
 
 export const sumTallies = (tallies: GcTally[]): GcTally =>
-  tallies.reduce(
-    (s, t) => ({
-      scavenges: s.scavenges + t.scavenges,
-      promotedBytes: s.promotedBytes + t.promotedBytes,
-      markCompacts: s.markCompacts + t.markCompacts,
-      pauseMs: s.pauseMs + t.pauseMs,
-    }),
-    NONE,
-  );
+  tallies.reduce((sum, t) => tally((f) => sum[f] + t[f]), NONE);
 
 /** One report line: per component, promoted KB and pause µs per call, scavenges per 1,000 calls, mark-compacts in the row. */
 export function gcLine(perComponent: Record<string, GcTally>): string {
