@@ -12,6 +12,7 @@ import { Client } from 'pg';
 import { BalancedPool, Pool, type Dispatcher } from 'undici';
 import { freePort } from '../infra/embedded/free-port';
 import { benchOptions, exitWithUsage, positiveInt } from './bench-cli';
+import { OutputTail } from './output-tail';
 import { GcTrace, gcLine, gcPerCall, sumTallies, type GcTally } from './gc-trace';
 import { statementLines, StatementStats, type StatementRow } from './pg-statements';
 import { deleteKeysWithPrefix } from '../test/support/redis-keys';
@@ -95,17 +96,16 @@ function startRole(
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let out = '';
+  const output = new OutputTail();
   return new Promise((resolve, reject) => {
     const onData = (d: Buffer) => {
-      out += String(d);
-      if (/"msg":"ready/.test(out)) resolve(child);
+      if (output.add(String(d))) resolve(child);
     };
     child.stdout?.on('data', onData);
     child.stderr?.on('data', onData);
     if (process.env.BENCH_GC)
       child.stdout?.on('data', (d: Buffer) => gcTrace.feed(child.pid ?? 0, String(d)));
-    child.once('exit', (code) => reject(new Error(`${role} exited with ${code}:\n${out}`)));
+    child.once('exit', (code) => reject(new Error(`${role} exited with ${code}:\n${output.text}`)));
   });
 }
 
