@@ -80,7 +80,7 @@ function bench(tree: string, side: Side, benchArgs: string[]): Promise<Run> {
     const lines: string[] = [];
     createInterface({ input: child.stdout }).on('line', (line) => {
       lines.push(line);
-      if (/\/s\s+p50|CPU µs|GC per call/.test(line)) console.log(`  ${side}: ${line.trim()}`);
+      if (/\/s\s+p50|CPU µs|cores busy|GC per call/.test(line)) console.log(`  ${side}: ${line.trim()}`);
     });
     child.on('error', reject);
     child.on('close', (code) =>

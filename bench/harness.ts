@@ -6,6 +6,7 @@
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
 import { Client } from 'pg';
@@ -204,6 +205,16 @@ export interface Result {
   gcPerCall?: Record<string, GcTally>;
 }
 
+/**
+ * How many of the machine's cores the processes a row counts kept busy: their CPU per call times
+ * the calls per second. Near the core count, latency is queueing (the open loop at 80%, where a
+ * call costs about twice what it does in the closed loop). Kernel threads are not counted.
+ */
+export function coresBusy(r: Pick<Result, 'cpuPerCall' | 'done' | 'seconds'>): number {
+  const msPerCall = Object.values(r.cpuPerCall).reduce((sum, ms) => sum + ms, 0);
+  return (msPerCall * r.done) / r.seconds / 1000;
+}
+
 export const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;
 
@@ -364,6 +375,7 @@ export function report(r: Result): void {
     .map(([name, ms]) => `${name} ${(ms * 1000).toFixed(0)}`)
     .join('  ');
   console.log(`${''.padEnd(34)} CPU µs per call: ${cpu}`);
+  console.log(`${''.padEnd(34)} cores busy: ${coresBusy(r).toFixed(2)} of ${availableParallelism()}`);
   const calls = Object.entries(r.syscallsPerCall)
     .filter(([, n]) => n > 0)
     .map(([name, n]) => `${name} ${n.toFixed(1)}`)
