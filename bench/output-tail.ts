@@ -3,8 +3,7 @@
  * only. At `LOG_LEVEL=info` the service writes an access line per request for as long as a bench
  * runs, tens of megabytes in a long one. Appending every chunk to one string and searching it for
  * the ready line, as the harness once did, made V8 flatten (copy) the whole string on every chunk:
- * work that grew with the run, in the load generator's process, on the cores the service needs, and
- * a slower reader of the pipe the service's log writes block on.
+ * work that grew with the run, in the load generator's process, on the cores the service needs.
  */
 export class OutputTail {
   private tail = '';
