@@ -211,9 +211,14 @@ export interface Result {
  * call costs about twice what it does in the closed loop). Kernel threads are not counted.
  */
 export function coresBusy(r: Pick<Result, 'cpuPerCall' | 'done' | 'seconds'>): number {
-  const msPerCall = Object.values(r.cpuPerCall).reduce((sum, ms) => sum + ms, 0);
-  return (msPerCall * r.done) / r.seconds / 1000;
+  return (cpuMsPerCall(r) * r.done) / r.seconds / 1000;
 }
+
+/** A row's CPU milliseconds per call over the named components: all it counted unless told. */
+export const cpuMsPerCall = (
+  r: Pick<Result, 'cpuPerCall'>,
+  names: string[] = Object.keys(r.cpuPerCall),
+): number => names.reduce((sum, name) => sum + (r.cpuPerCall[name] ?? 0), 0);
 
 export const percentile = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;

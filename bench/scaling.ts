@@ -6,6 +6,7 @@
 import { benchOptions, NEEDS_STORES, positiveInt } from './bench-cli';
 import {
   DEFAULT_WARM_UP_SECONDS,
+  cpuMsPerCall,
   measure,
   percentile,
   runtimeOf,
@@ -37,8 +38,7 @@ function args() {
 const LAYOUTS = [1, 2].flatMap((apis) => [1, 2, 4].map((workers) => ({ apis, workers })));
 
 const ms = (v: number) => v.toFixed(1);
-const µs = (r: Result, ...names: string[]) =>
-  Math.round(names.reduce((sum, name) => sum + (r.cpuPerCall[name] ?? 0), 0) * 1000);
+const µs = (r: Result, ...names: string[]) => Math.round(cpuMsPerCall(r, names) * 1000);
 
 async function main(): Promise<void> {
   const { seconds, concurrency, runtime, warmUpSeconds } = args();
