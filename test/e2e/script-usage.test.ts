@@ -5,8 +5,7 @@ const ROOT = join(__dirname, '../..');
 
 /**
  * Runs a script as `npm run` would (tsx), with no stores needed: help and bad arguments exit first.
- * Asynchronously: 38 synchronous spawns (about 24 s) kept the Jest worker's event loop from turning,
- * and the garbage collection work it deferred then held the worker past Jest's exit grace.
+ * Asynchronously, so the Jest worker's event loop keeps turning through the file's 38 spawns.
  */
 const run = (script: string, args: string[]) =>
   new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {

@@ -30,8 +30,7 @@ afterAll(async () => {
  * connection while ioredis is reconnecting, which cancels the reconnect and never emits the `end`
  * close() waits for). In the test runner's process its lock-extender timer then held the Jest
  * worker open past the run, which Jest force-exited ("a worker process has failed to exit
- * gracefully", about one full run in three); the service itself ends with process.exit, as this
- * process does.
+ * gracefully"); the service itself ends with process.exit, as this process does.
  */
 describe('stopping the workers when Redis went first (restarted or stopped under them)', () => {
   it('does not wait for ever on a job in flight: it gives up within seconds, says why, and exits', async () => {
