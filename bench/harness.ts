@@ -68,7 +68,7 @@ export function runtimeOf(usage: string, text: string | undefined): Runtime {
 
 // --- the stub provider (a child process, so its CPU is its own) ---------------------------------
 
-function startStub(): Promise<{ url: string; child: ChildProcess }> {
+export function startStub(): Promise<{ url: string; child: ChildProcess }> {
   const child = fork(join(__dirname, 'stub-provider.ts'), [], { execArgv: ['--import', 'tsx'] });
   return new Promise((resolve) =>
     child.on('message', (port) => resolve({ url: `http://127.0.0.1:${String(port)}`, child })),
@@ -335,6 +335,32 @@ export async function measureOpenLoop(
     latencies,
     ...usage,
   };
+}
+
+/**
+ * The open loop's rows: the closed loop at `callers` for the maximum, then fixed arrival rates of
+ * 50% and 80% of it, each labelled after `name`.
+ */
+export async function openLoopRows(
+  service: Service,
+  seconds: number,
+  callers: number,
+  name: string,
+  call: () => Promise<boolean>,
+): Promise<void> {
+  const closed = await measure(service, seconds, `${name} closed loop, for the maximum`, callers, call);
+  report(closed);
+  const maximum = closed.done / closed.seconds;
+  for (const share of [0.5, 0.8])
+    report(
+      await measureOpenLoop(
+        service,
+        seconds,
+        `${name} open loop, ${share * 100}% of it`,
+        maximum * share,
+        call,
+      ),
+    );
 }
 
 /** Starts calls at `perSecond` for `seconds`; each answered call's [ms since start it was due, latency]. */

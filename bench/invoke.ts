@@ -12,7 +12,7 @@ import { Pool } from 'undici';
 import {
   benchArgs,
   measure,
-  measureOpenLoop,
+  openLoopRows,
   invokeBodyOf,
   MODEL,
   promptOf,
@@ -21,7 +21,6 @@ import {
   syncInvoker,
   warmUp,
   withService,
-  type Service,
 } from './harness';
 import { NEEDS_STORES, positiveInt } from './bench-cli';
 
@@ -114,24 +113,11 @@ async function main(): Promise<void> {
         if (args.only && !label.startsWith(`(${args.only})`)) continue;
         for (const callers of [1, CONCURRENCY]) report(await measure(service, SECONDS, label, callers, call));
       }
-      if (args.openLoop) await openLoop(service, syncInvoker(api, token, sessionId, PROMPT));
+      if (args.openLoop)
+        await openLoopRows(service, SECONDS, CONCURRENCY, '(b)', syncInvoker(api, token, sessionId, PROMPT));
       await direct.close();
     },
   );
-}
-
-/**
- * The governed sync invoke at fixed arrival rates of 50% and 80% of the most the closed loop
- * reached at --concurrency callers, measured first.
- */
-async function openLoop(service: Service, call: () => Promise<boolean>): Promise<void> {
-  const closed = await measure(service, SECONDS, '(b) closed loop, for the maximum', CONCURRENCY, call);
-  report(closed);
-  const maximum = closed.done / closed.seconds;
-  for (const share of [0.5, 0.8])
-    report(
-      await measureOpenLoop(service, SECONDS, `(b) open loop, ${share * 100}% of it`, maximum * share, call),
-    );
 }
 
 main().catch((err: unknown) => {

@@ -5,7 +5,7 @@ const ROOT = join(__dirname, '../..');
 
 /**
  * Runs a script as `npm run` would (tsx), with no stores needed: help and bad arguments exit first.
- * Asynchronously, so the Jest worker's event loop keeps turning through the file's 38 spawns.
+ * Asynchronously, so the Jest worker's event loop keeps turning through the file's 42 spawns.
  */
 const run = (script: string, args: string[]) =>
   new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
@@ -37,6 +37,8 @@ const SCRIPTS: [string, string[]][] = [
   ['bench/ab.ts', ['--base', 'HEAD', '--pairs', 'two']],
   ['bench/ab.ts', []],
   ['bench/ab.ts', ['--base', 'no-such-revision']],
+  ['bench/peer.ts', []],
+  ['bench/peer.ts', ['--peers', '/no/such/dir']],
   ['scripts/generate-master-key.ts', ['--nope']],
   ['scripts/reseal-credentials.ts', ['--nope']],
 ];
