@@ -5,7 +5,7 @@ const ROOT = join(__dirname, '../..');
 
 /**
  * Runs a script as `npm run` would (tsx), with no stores needed: help and bad arguments exit first.
- * Asynchronously, so the Jest worker's event loop keeps turning through the file's 42 spawns.
+ * Asynchronously, so the Jest worker's event loop keeps turning through the file's many spawns.
  */
 const run = (script: string, args: string[]) =>
   new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
