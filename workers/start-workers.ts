@@ -12,6 +12,7 @@ import type { Infra } from '../infra/container';
 import { bullConnectionOptions } from '../infra/redis/connections';
 import { closeOrGiveUp } from './close-or-give-up';
 import { PROCESSORS } from './processors';
+import { queueWaitMs } from './queue-wait';
 import { webhookBackoff } from './webhook-processor';
 
 export interface RunningWorkers {
@@ -58,27 +59,30 @@ function processJob(job: Job, infra: Infra): Promise<unknown> {
   );
 }
 
+/** Records how long the job waited for a worker, then times its run. */
+function measuredJob(queue: QueueName, job: Job, infra: Infra): Promise<unknown> {
+  const name = isJobName(job.name) ? job.name : 'unknown';
+  const waitedMs = queueWaitMs(job, Date.now());
+  if (waitedMs !== null) infra.metrics.jobWaited(queue, name, waitedMs / 1000);
+  return infra.metrics.timeJob(queue, name, () => processJob(job, infra));
+}
+
 function startWorker(queue: QueueName, infra: Infra): Worker {
-  const worker = new Worker(
-    queue,
-    (job) =>
-      infra.metrics.timeJob(queue, isJobName(job.name) ? job.name : 'unknown', () => processJob(job, infra)),
-    {
-      connection: bullConnectionOptions(infra.urls.redisUrl),
-      prefix: infra.queues.bullPrefix,
-      concurrency: CONCURRENCY(infra)[queue],
-      // A killed worker's jobs are taken over once their lock lapses (checked as often).
-      lockDuration: infra.config.CP_JOB_LOCK_MS,
-      stalledInterval: infra.config.CP_JOB_LOCK_MS,
-      maxStalledCount: 2,
-      settings: {
-        backoffStrategy: (attemptsMade, type, err, job) => {
-          if (type === WEBHOOK_BACKOFF) return webhookBackoff(attemptsMade, job as Job);
-          return type === PROVIDER_BACKOFF ? providerBackoff(attemptsMade, job as Job, err) : 1000;
-        },
+  const worker = new Worker(queue, (job) => measuredJob(queue, job, infra), {
+    connection: bullConnectionOptions(infra.urls.redisUrl),
+    prefix: infra.queues.bullPrefix,
+    concurrency: CONCURRENCY(infra)[queue],
+    // A killed worker's jobs are taken over once their lock lapses (checked as often).
+    lockDuration: infra.config.CP_JOB_LOCK_MS,
+    stalledInterval: infra.config.CP_JOB_LOCK_MS,
+    maxStalledCount: 2,
+    settings: {
+      backoffStrategy: (attemptsMade, type, err, job) => {
+        if (type === WEBHOOK_BACKOFF) return webhookBackoff(attemptsMade, job as Job);
+        return type === PROVIDER_BACKOFF ? providerBackoff(attemptsMade, job as Job, err) : 1000;
       },
     },
-  );
+  });
   worker.on('failed', (job, err) =>
     // `err` goes through the logger's serializer: never its message, which may hold SQL values.
     infra.logger.warn({ job: job?.name, job_id: job?.id, err }, 'job failed'),

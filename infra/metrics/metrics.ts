@@ -6,6 +6,9 @@ import type { ScrapeSources } from './scrape-sources';
 /** Seconds: from a fast Redis-only job to a provider call near its 60 s deadline. */
 const SLOW_BUCKETS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
 
+/** Seconds a job waits for a worker: a few milliseconds when workers keep up, minutes in a backlog. */
+const WAIT_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+
 const HTTP_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
 /** A provider failure by its stable code (provider_timeout, ...); anything else is a bug, named once. */
@@ -39,6 +42,14 @@ export class Metrics {
     help: 'Time a worker spent on a job, by queue, job name and outcome (completed or failed)',
     labelNames: ['queue', 'job', 'outcome'] as const,
     buckets: SLOW_BUCKETS,
+    registers: [this.registry],
+  });
+
+  private readonly jobWait = new Histogram({
+    name: 'cp_job_wait_seconds',
+    help: 'Time a job waited in its queue, from when it was due until a worker started it (first starts only)',
+    labelNames: ['queue', 'job'] as const,
+    buckets: WAIT_BUCKETS,
     registers: [this.registry],
   });
 
@@ -88,6 +99,11 @@ export class Metrics {
     const labels = { method: HTTP_METHODS.has(method) ? method : 'OTHER', route, status: String(status) };
     this.httpRequests.inc(labels);
     this.httpDuration.observe(labels, seconds);
+  }
+
+  /** A worker started a job that had waited `seconds` in its queue (see workers/queue-wait.ts). */
+  jobWaited(queue: string, job: string, seconds: number): void {
+    this.jobWait.observe({ queue, job }, seconds);
   }
 
   async timeJob<T>(queue: string, job: string, run: () => Promise<T>): Promise<T> {

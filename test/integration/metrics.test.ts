@@ -97,10 +97,30 @@ describe('GET /metrics', () => {
     expect(valueOf(after, 'cp_cost_settled_usd_total')).toBeCloseTo(invocation.cost_usd, 9);
     const calls = { provider: 'mock', outcome: 'ok' };
     expect(valueOf(after, 'cp_provider_request_duration_seconds_count', calls)).toBeGreaterThanOrEqual(1);
-    for (const [queue, job] of [['invoke', 'invocation.run']] as const)
+    for (const [queue, job] of [['invoke', 'invocation.run']] as const) {
       expect(
         valueOf(after, 'cp_job_duration_seconds_count', { queue, job, outcome: 'completed' }),
       ).toBeGreaterThanOrEqual(1);
+      expect(valueOf(after, 'cp_job_wait_seconds_count', { queue, job })).toBeGreaterThanOrEqual(1);
+    }
+  });
+
+  it("dates a delayed job's wait from when it was due, not from when it was added", async () => {
+    const labels = { queue: 'approvals', job: 'approval.expire' };
+    const waited = (samples: Sample[]) => ({
+      count: valueOf(samples, 'cp_job_wait_seconds_count', labels) ?? 0,
+      sum: valueOf(samples, 'cp_job_wait_seconds_sum', labels) ?? 0,
+    });
+    const start = waited(await scrape());
+    // An expiry for an approval that does not exist: the job finds nothing to expire.
+    const payload = { approval_id: 'apr_metrics_probe', org_id: setup.org.orgId };
+    await app.infra.queues.enqueue('approval.expire', payload, undefined, 1_500);
+    const end = await eventually(async () => {
+      const now = waited(await scrape());
+      return now.count > start.count && now;
+    });
+    expect(end.count).toBe(start.count + 1);
+    expect(end.sum - start.sum).toBeLessThan(1); // from when it was added, it waited 1.5 s
   });
 
   it('reports every queue by state, the audit backlog and the held reservations when scraped', async () => {

@@ -117,6 +117,17 @@ describe('Metrics', () => {
     expect([count('completed'), count('failed')]).toEqual([1, 1]);
   });
 
+  it('records how long jobs waited for a worker, by queue and job', async () => {
+    const metrics = new Metrics(working);
+    metrics.jobWaited('invoke', 'invocation.run', 0.004);
+    metrics.jobWaited('invoke', 'invocation.run', 0.03);
+    const samples = await scrape(metrics);
+    const labels = { queue: 'invoke', job: 'invocation.run' };
+    expect(valueOf(samples, 'cp_job_wait_seconds_count', labels)).toBe(2);
+    expect(valueOf(samples, 'cp_job_wait_seconds_sum', labels)).toBeCloseTo(0.034, 9);
+    expect(valueOf(samples, 'cp_job_wait_seconds_bucket', { ...labels, le: '0.005' })).toBe(1);
+  });
+
   it('adds up the cost of finished invocations in USD', async () => {
     const metrics = new Metrics(working);
     metrics.invocationFinished('succeeded', 1_500_000);
