@@ -15,6 +15,7 @@ import { freePort } from '../infra/embedded/free-port';
 import { benchOptions, exitWithUsage, positiveInt } from './bench-cli';
 import { OutputTail } from './output-tail';
 import { GcTrace, gcLine, gcPerCall, sumTallies, type GcTally } from './gc-trace';
+import { jobWaitLine, readJobWait } from './job-wait';
 import { statementLines, StatementStats, type StatementRow } from './pg-statements';
 import { deleteKeysWithPrefix } from '../test/support/redis-keys';
 
@@ -203,6 +204,8 @@ export interface Result {
   statements?: StatementRow[];
   /** With BENCH_GC: what each service component's collector did, per completed call. */
   gcPerCall?: Record<string, GcTally>;
+  /** The invoke jobs' wait for a worker during the row (job-wait.ts). */
+  jobWait?: string;
 }
 
 /**
@@ -298,9 +301,13 @@ export async function measure(
  */
 async function countFrom(service: Service) {
   await service.statements?.reset();
+  // A peer (bench:peer) serves no metrics of ours: its rows have no job wait.
+  const urls = service.metricsUrls;
+  const waitedBefore = urls.length ? await readJobWait(urls) : null;
   const before = usageSnapshot(service.components);
   return async (done: number) => ({
     ...usagePerCall(before, usageSnapshot(service.components), done),
+    ...(waitedBefore ? { jobWait: jobWaitLine(waitedBefore, await readJobWait(urls)) } : {}),
     statements: await service.statements?.read(),
   });
 }
@@ -412,6 +419,7 @@ export function report(r: Result): void {
     .map(([name, n]) => `${name} ${n.toFixed(1)}`)
     .join('  ');
   console.log(`${''.padEnd(34)} read/write syscalls per call: ${calls}`);
+  if (r.jobWait) console.log(`${''.padEnd(34)} ${r.jobWait}`);
   if (r.gcPerCall) console.log(`${''.padEnd(34)} ${gcLine(r.gcPerCall)}`);
   if (r.statements)
     for (const line of statementLines(r.statements, r.done)) console.log(`${''.padEnd(34)} ${line}`);
@@ -531,6 +539,8 @@ export interface Service {
   api: Dispatcher;
   stubUrl: string;
   components: Components;
+  /** Every service process's /metrics base URL (the APIs', and each worker's own port). */
+  metricsUrls: string[];
   /** The first measurement's warm-up, in seconds; `warm` once it has run. */
   warmUpSeconds: number;
   warm: boolean;
@@ -589,10 +599,17 @@ export async function withService(
       apiUrls.push(`http://127.0.0.1:${port}`);
     }
     const workerProcesses: ChildProcess[] = [];
+    const metricsUrls = [...apiUrls];
     for (let i = 0; i < options.workers; i++) {
-      const child = await startRole('worker', env, options.runtime);
+      const port = await freePort();
+      const child = await startRole(
+        'worker',
+        { ...env, CP_WORKER_METRICS_PORT: String(port) },
+        options.runtime,
+      );
       workerProcesses.push(child);
       children.push(child);
+      metricsUrls.push(`http://127.0.0.1:${port}`);
     }
     const components: Components = {
       stub: () => [stub.child.pid ?? 0],
@@ -608,7 +625,7 @@ export async function withService(
         : new BalancedPool(apiUrls, { ...poolOptions, connections: Math.ceil(options.connections / apis) });
     try {
       const warmUpSeconds = options.warmUpSeconds ?? DEFAULT_WARM_UP_SECONDS;
-      await body({ api, stubUrl: stub.url, components, warmUpSeconds, warm: false, statements });
+      await body({ api, stubUrl: stub.url, components, metricsUrls, warmUpSeconds, warm: false, statements });
     } finally {
       await api.close();
     }

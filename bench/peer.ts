@@ -102,6 +102,7 @@ async function main(): Promise<void> {
     api: pool,
     stubUrl: stub.url,
     components: { stub: () => [stub.child.pid ?? 0], gateway: () => [gateway.pid ?? 0] },
+    metricsUrls: [],
     warmUpSeconds: options.warmUpSeconds,
     warm: false,
   };

@@ -1,0 +1,48 @@
+import { jobWaitLine, type WaitTally } from '../../bench/job-wait';
+
+/** Cumulative counts by bound, as cp_job_wait_seconds_bucket reads. */
+const tally = (counts: [number, number][], sum: number): WaitTally => ({ buckets: new Map(counts), sum });
+
+describe("the bench's job wait line", () => {
+  const before = tally(
+    [
+      [0.001, 10],
+      [0.01, 10],
+      [0.1, 10],
+      [Infinity, 10],
+    ],
+    0.005,
+  );
+
+  it("reads the row's waits only: their mean and the buckets that hold p50 and p99", () => {
+    // During the row: 60 under 1 ms, 39 more under 10 ms, 1 more under 100 ms.
+    const after = tally(
+      [
+        [0.001, 70],
+        [0.01, 109],
+        [0.1, 110],
+        [Infinity, 110],
+      ],
+      0.005 + 0.3,
+    );
+    expect(jobWaitLine(before, after)).toBe(
+      'invoke jobs waited for a worker: mean 3.0 ms, p50 ≤ 1 ms, p99 ≤ 10 ms',
+    );
+  });
+
+  it('says when a wait fell past the largest bucket, and when no job started', () => {
+    const slow = tally(
+      [
+        [0.001, 10],
+        [0.01, 10],
+        [0.1, 10],
+        [Infinity, 12],
+      ],
+      0.005 + 1,
+    );
+    expect(jobWaitLine(before, slow)).toBe(
+      'invoke jobs waited for a worker: mean 500.0 ms, p50 over the largest bucket, p99 over the largest bucket',
+    );
+    expect(jobWaitLine(before, before)).toBe('invoke jobs waited for a worker: none started');
+  });
+});
