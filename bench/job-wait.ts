@@ -1,8 +1,8 @@
 /**
  * How long the invoke jobs of a row waited for a worker, from the service's own
  * `cp_job_wait_seconds` histogram: its buckets read from every process's /metrics before and after
- * the row. Between the API's job add and the worker's start lies the largest wait of a call under
- * load, and this is the one part of a call's latency the service measures itself.
+ * the row. Between the API's job add and the worker's start lies the longest wait of a call under
+ * load (the README's "Where a call waits").
  */
 import { request } from 'undici';
 import { parsePrometheusText, samplesOf } from '../test/support/prometheus-text';
