@@ -15,7 +15,7 @@ import { freePort } from '../infra/embedded/free-port';
 import { benchOptions, exitWithUsage, positiveInt } from './bench-cli';
 import { OutputTail } from './output-tail';
 import { GcTrace, gcLine, gcPerCall, sumTallies, type GcTally } from './gc-trace';
-import { jobWaitLine, readJobWait } from './job-wait';
+import { jobWaitLine, readJobWait, waitsDuring, type WaitTally } from './job-wait';
 import { statementLines, StatementStats, type StatementRow } from './pg-statements';
 import { deleteKeysWithPrefix } from '../test/support/redis-keys';
 
@@ -204,8 +204,8 @@ export interface Result {
   statements?: StatementRow[];
   /** With BENCH_GC: what each service component's collector did, per completed call. */
   gcPerCall?: Record<string, GcTally>;
-  /** The invoke jobs' wait for a worker during the row (job-wait.ts). */
-  jobWait?: string;
+  /** The invoke jobs' waits for a worker during the row (job-wait.ts). */
+  jobWait?: WaitTally;
 }
 
 /**
@@ -307,7 +307,7 @@ async function countFrom(service: Service) {
   const before = usageSnapshot(service.components);
   return async (done: number) => ({
     ...usagePerCall(before, usageSnapshot(service.components), done),
-    ...(waitedBefore ? { jobWait: jobWaitLine(waitedBefore, await readJobWait(urls)) } : {}),
+    ...(waitedBefore ? { jobWait: waitsDuring(waitedBefore, await readJobWait(urls)) } : {}),
     statements: await service.statements?.read(),
   });
 }
@@ -419,7 +419,7 @@ export function report(r: Result): void {
     .map(([name, n]) => `${name} ${n.toFixed(1)}`)
     .join('  ');
   console.log(`${''.padEnd(34)} read/write syscalls per call: ${calls}`);
-  if (r.jobWait) console.log(`${''.padEnd(34)} ${r.jobWait}`);
+  if (r.jobWait) console.log(`${''.padEnd(34)} ${jobWaitLine(r.jobWait)}`);
   if (r.gcPerCall) console.log(`${''.padEnd(34)} ${gcLine(r.gcPerCall)}`);
   if (r.statements)
     for (const line of statementLines(r.statements, r.done)) console.log(`${''.padEnd(34)} ${line}`);

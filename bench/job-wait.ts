@@ -5,7 +5,7 @@
  * load (the README's "Where a call waits").
  */
 import { request } from 'undici';
-import { parsePrometheusText, samplesOf } from '../test/support/prometheus-text';
+import { parsePrometheusText, samplesOf, valueOf } from '../test/support/prometheus-text';
 
 const INVOKE = { queue: 'invoke', job: 'invocation.run' };
 
@@ -21,8 +21,7 @@ async function tallyOf(metricsUrl: string): Promise<WaitTally> {
   const buckets = new Map<number, number>();
   for (const s of samplesOf(samples, 'cp_job_wait_seconds_bucket', INVOKE))
     buckets.set(Number(s.labels.le === '+Inf' ? Infinity : s.labels.le), s.value);
-  const sum = samplesOf(samples, 'cp_job_wait_seconds_sum', INVOKE)[0]?.value ?? 0;
-  return { buckets, sum };
+  return { buckets, sum: valueOf(samples, 'cp_job_wait_seconds_sum', INVOKE) ?? 0 };
 }
 
 /** The invoke jobs' waits so far, over every process that runs workers (each serves /metrics). */
@@ -33,16 +32,23 @@ export async function readJobWait(metricsUrls: string[]): Promise<WaitTally> {
   return { buckets, sum: all.reduce((s, t) => s + t.sum, 0) };
 }
 
-/** The row's waits: how many, the mean, and the bucket bound that holds p50 and p99. */
-export function jobWaitLine(before: WaitTally, after: WaitTally): string {
-  const bounds = [...after.buckets.keys()].sort((a, b) => a - b);
-  const during = (le: number) => (after.buckets.get(le) ?? 0) - (before.buckets.get(le) ?? 0);
-  const count = during(Infinity);
+/** The waits between two readings: what a row added. */
+export function waitsDuring(before: WaitTally, after: WaitTally): WaitTally {
+  const buckets = new Map(
+    [...after.buckets].map(([le, n]) => [le, n - (before.buckets.get(le) ?? 0)] as const),
+  );
+  return { buckets, sum: after.sum - before.sum };
+}
+
+/** A row's waits: the mean, and the bucket bound that holds p50 and p99. */
+export function jobWaitLine(during: WaitTally): string {
+  const count = during.buckets.get(Infinity) ?? 0;
   if (count === 0) return 'invoke jobs waited for a worker: none started';
+  const bounds = [...during.buckets.keys()].sort((a, b) => a - b);
   const bound = (p: number) => {
-    const le = bounds.find((b) => during(b) >= p * count) ?? Infinity;
+    const le = bounds.find((b) => (during.buckets.get(b) ?? 0) >= p * count) ?? Infinity;
     return le === Infinity ? 'over the largest bucket' : `≤ ${le * 1000} ms`;
   };
-  const mean = ((after.sum - before.sum) / count) * 1000;
+  const mean = (during.sum / count) * 1000;
   return `invoke jobs waited for a worker: mean ${mean.toFixed(1)} ms, p50 ${bound(0.5)}, p99 ${bound(0.99)}`;
 }

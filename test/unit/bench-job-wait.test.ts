@@ -1,4 +1,4 @@
-import { jobWaitLine, type WaitTally } from '../../bench/job-wait';
+import { jobWaitLine, waitsDuring, type WaitTally } from '../../bench/job-wait';
 
 /** Cumulative counts by bound, as cp_job_wait_seconds_bucket reads. */
 const tally = (counts: [number, number][], sum: number): WaitTally => ({ buckets: new Map(counts), sum });
@@ -25,7 +25,7 @@ describe("the bench's job wait line", () => {
       ],
       0.005 + 0.3,
     );
-    expect(jobWaitLine(before, after)).toBe(
+    expect(jobWaitLine(waitsDuring(before, after))).toBe(
       'invoke jobs waited for a worker: mean 3.0 ms, p50 ≤ 1 ms, p99 ≤ 10 ms',
     );
   });
@@ -40,9 +40,9 @@ describe("the bench's job wait line", () => {
       ],
       0.005 + 1,
     );
-    expect(jobWaitLine(before, slow)).toBe(
+    expect(jobWaitLine(waitsDuring(before, slow))).toBe(
       'invoke jobs waited for a worker: mean 500.0 ms, p50 over the largest bucket, p99 over the largest bucket',
     );
-    expect(jobWaitLine(before, before)).toBe('invoke jobs waited for a worker: none started');
+    expect(jobWaitLine(waitsDuring(before, before))).toBe('invoke jobs waited for a worker: none started');
   });
 });
