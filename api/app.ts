@@ -13,10 +13,16 @@ import { serviceIndex } from './docs/service-index';
 import { requestId } from './http/request-id';
 import { tracing } from './http/tracing';
 import { ROUTES } from './routes';
+import type { ReplyCheck } from './http/route';
 
-export function createApp(infra: Infra): Koa {
+export interface AppOptions {
+  /** Sees every route's reply before it is written (the test app's conformance check). */
+  checkReply?: ReplyCheck;
+}
+
+export function createApp(infra: Infra, options: AppOptions = {}): Koa {
   const app = new Koa({ proxy: infra.config.CP_TRUST_PROXY });
-  const router = mountRoutes(ROUTES, infra);
+  const router = mountRoutes(ROUTES, infra, options.checkReply);
   app.use(requestId());
   app.use(httpMetrics(infra.metrics));
   app.use(accessLog(infra.logger));

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Infra } from '../infra/container';
-import { createApp } from './app';
+import { createApp, type AppOptions } from './app';
 
 export interface RunningApi {
   server: Server;
@@ -13,10 +13,11 @@ export async function startApi(
   infra: Infra,
   port = infra.config.PORT,
   host = infra.config.HOST,
+  options: AppOptions = {},
 ): Promise<RunningApi> {
   // Waiting clients are answered from one subscription per process: open it before taking requests.
   await infra.completions.listen();
-  const server = createServer(createApp(infra).callback());
+  const server = createServer(createApp(infra, options).callback());
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -7,7 +7,7 @@ import { authorize } from './authenticate';
 import { readJsonBody } from './body-parser';
 import { withIdempotency } from './idempotency';
 import { setRateHeaders } from './rate-headers';
-import type { RouteDef } from './route';
+import type { ReplyCheck, RouteDef } from './route';
 import { parseInput, refuseUnstorable } from './validate';
 
 export const koaPath = (openApiPath: string): string => openApiPath.replace(/\{(\w+)\}/g, ':$1');
@@ -49,7 +49,7 @@ function hangUpSignal(ctx: Context): AbortSignal {
 }
 
 /** Each route runs: authenticate and check scope -> rate limit -> read and validate -> handle. */
-function pipeline(route: RouteDef, infra: Infra) {
+function pipeline(route: RouteDef, infra: Infra, checkReply: ReplyCheck | undefined) {
   const query = route.query ?? z.unknown();
   return async (ctx: Context): Promise<void> => {
     if (route.errorShape) ctx.state.errorShape = route.errorShape;
@@ -73,16 +73,17 @@ function pipeline(route: RouteDef, infra: Infra) {
       route.idempotent && principal
         ? await withIdempotency(ctx, infra, principal, `${route.method} ${route.path}`, raw, handle)
         : await handle();
+    checkReply?.(route, reply);
     ctx.status = reply.status;
     if (reply.body !== undefined) ctx.body = reply.body;
     for (const [name, value] of Object.entries(reply.headers ?? {})) ctx.set(name, value);
   };
 }
 
-export function mountRoutes(routes: RouteDef[], infra: Infra): Router {
+export function mountRoutes(routes: RouteDef[], infra: Infra, checkReply?: ReplyCheck): Router {
   const router = new Router();
   for (const route of routes) {
-    router.register(koaPath(route.path), [route.method], pipeline(route, infra));
+    router.register(koaPath(route.path), [route.method], pipeline(route, infra, checkReply));
   }
   return router;
 }

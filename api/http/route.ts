@@ -59,6 +59,13 @@ export interface RouteDef<B extends z.ZodType = z.ZodType, Q extends z.ZodType =
   handle(input: RouteInput<z.infer<B>, z.infer<Q>>): Promise<Reply>;
 }
 
+/**
+ * Sees every reply a route returns, before it is written. The test app installs one that holds each
+ * reply to the schema its route documents, so every integration test also checks the OpenAPI
+ * description against what the service really answers.
+ */
+export type ReplyCheck = (route: RouteDef, reply: Reply) => void;
+
 /** Keeps the body and query types of a route's handler tied to its schemas. */
 export const defineRoute = <B extends z.ZodType = z.ZodUnknown, Q extends z.ZodType = z.ZodUnknown>(
   route: RouteDef<B, Q>,

@@ -8,6 +8,7 @@ import { startWorkers, type RunningWorkers } from '../../workers/start-workers';
 import { HttpClient } from './http-client';
 import { createTestDatabase, TEST_REDIS_URL, type TestDatabase } from './test-db';
 import { deleteKeysWithPrefix } from './redis-keys';
+import { conformsToDocs } from './reply-conformance';
 
 /** One key for every app of a test run, so replicas agree on signatures. */
 export const TEST_MASTER_KEY = randomBytes(32).toString('base64');
@@ -52,7 +53,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const redisUrl = options.redisUrl ?? TEST_REDIS_URL;
   const infra = await createInfra(config, { databaseUrl: db.url, redisUrl }, logger);
   const workers: RunningWorkers | null = options.workers ? await startWorkers(infra) : null;
-  const api: RunningApi = await startApi(infra, 0, '127.0.0.1');
+  const api: RunningApi = await startApi(infra, 0, '127.0.0.1', { checkReply: conformsToDocs });
   return {
     http: new HttpClient(api.url),
     infra,
