@@ -107,6 +107,7 @@ const runStage = (payload: InvocationJob, infra: Infra, job: JobInfo, loaded?: R
           providers: infra.providers,
           sealer: infra.credentialSealer,
           signal: infra.signal,
+          guardian: infra.guardian,
           pieces: infra.completions,
           clock: infra.clock,
           providerTimeoutMs: infra.config.CP_PROVIDER_TIMEOUT_MS,

@@ -253,7 +253,7 @@ const guardedAction = (invocation: Invocation): GuardedAction => ({
   estimatedCostUsd: microsToUsd(invocation.reservation.costMicros),
 });
 
-const guardianInput = ({ invocation, agent, policyVersion }: GuardianView): GuardianInput => ({
+export const guardianInput = ({ invocation, agent, policyVersion }: GuardianView): GuardianInput => ({
   policyVersion,
   orgId: invocation.orgId,
   agent,

@@ -1,7 +1,7 @@
 import { requestDigest } from '../approvals/request-digest';
 import type { CapLedger, ReserveOutcome } from '../budget/cap-ledger';
 import { CAP_FIELDS, inContractUnits, refusalMessage } from '../budget/cap-refusal';
-import { chargeFor, type CapAmounts } from '../budget/charges';
+import { chargeFor, NOTHING, type CapAmounts } from '../budget/charges';
 import { chargeIdOf } from '../budget/charge-id';
 import type { Clock } from '../clock';
 import { sealingContext } from '../credentials/credential-use-cases';
@@ -19,6 +19,8 @@ import { statusesOf } from './lifecycle';
 import { outcomeWrite, recordOutcome } from './outcomes';
 import type { CompletionSignal, PieceRelay } from './signals';
 import type { StageJob } from './evaluate-invocation';
+import type { Guardian } from '../policy/guardian';
+import { stoppedSinceApproval } from './resume-checks';
 
 export interface RunDeps {
   store: InvocationStore;
@@ -26,6 +28,8 @@ export interface RunDeps {
   providers: ProviderClient;
   sealer: SecretSealer;
   signal: CompletionSignal;
+  /** Decides again, before its first attempt, an invocation an approval resumed (resume-checks.ts). */
+  guardian: Guardian;
   /** Carries a streamed answer's pieces to the API, and its client's hang-up back. */
   pieces: PieceRelay;
   clock: Clock;
@@ -287,11 +291,9 @@ export async function runInvocation(
   const reserved = await reserveBudget(run);
   if (reserved.kind === 'settled') return 'skipped';
   if (reserved.kind === 'held') return endUnknown(run);
-  if (reserved.kind === 'refused') {
-    const needed = amountsOf(invocation)[CAP_FIELDS[reserved.cap]];
-    const message = refusalMessage(inContractUnits({ ...reserved, needed }));
-    return runOutcome(await refuseOverCap(run, message), 'failed');
-  }
+  if (reserved.kind === 'refused') return refuseOverCap(run, reserved);
+  const stopped = await stopResumed(run);
+  if (stopped) return stopped;
   let result: CompletionResult | null;
   try {
     result = await callProvider(deps, view, job.trace);
@@ -313,12 +315,43 @@ export async function runInvocation(
  * Nothing was reserved: the invocation fails without ending (or charging) an attempt. One that
  * people approved is denied instead: it was admitted on their word, and the caps now refuse it.
  */
-async function refuseOverCap(run: AttemptRun, message: string): Promise<WriteOutcome> {
+async function refuseOverCap(
+  run: AttemptRun,
+  refused: Extract<ReserveOutcome, { kind: 'refused' }>,
+): Promise<RunOutcome> {
+  const needed = amountsOf(run.invocation)[CAP_FIELDS[refused.cap]];
+  const error = {
+    errorCode: 'budget_exceeded',
+    message: refusalMessage(inContractUnits({ ...refused, needed })),
+  };
+  const status = run.invocation.approvalId ? 'denied' : 'failed';
+  return runOutcome(await endBeforeAttempt(run, status, error), 'failed');
+}
+
+/**
+ * An approved invocation, its first attempt reserved (so an earlier run that may have reached the
+ * provider was charged as `held` instead): ended, and the reservation returned, if its session or
+ * the guardian now stops it (resume-checks.ts).
+ */
+async function stopResumed(run: AttemptRun): Promise<RunOutcome | null> {
   const { deps, invocation } = run;
-  const error = { errorCode: 'budget_exceeded', message };
-  const status = invocation.approvalId ? 'denied' : 'failed';
+  if (invocation.approvalId === null || invocation.providerAttempts > 0) return null;
+  const stop = await stoppedSinceApproval(deps, invocation);
+  if (!stop) return null;
+  const release = () => deps.ledger.settle(invocation.sessionId, run.chargeId, NOTHING);
+  return runOutcome(await endBeforeAttempt(run, stop.status, stop.error, release), 'failed');
+}
+
+/** The invocation ends without ending (or charging) an attempt; `release` returns what it reserved. */
+async function endBeforeAttempt(
+  run: AttemptRun,
+  status: 'failed' | 'denied',
+  error: InvocationError,
+  release?: () => Promise<unknown>,
+): Promise<WriteOutcome> {
+  const { deps, invocation } = run;
   const write = outcomeWrite(invocation, { from: RUN_STATUSES, status, error }, deps.clock.now());
-  return recordOutcome(deps, invocation, write);
+  return recordOutcome(deps, invocation, write, release);
 }
 
 /**

@@ -1,7 +1,14 @@
 import { StubProvider } from '../support/stub-provider';
 import { startTestApp, type TestApp } from '../support/test-app';
 import { mintKey } from '../support/factories';
-import { eventually, finished, invoke, setUpInvoking, type InvokeSetup } from '../support/invoke-fixtures';
+import {
+  eventually,
+  finished,
+  invoke,
+  openSession,
+  setUpInvoking,
+  type InvokeSetup,
+} from '../support/invoke-fixtures';
 import {
   approverKeys,
   pausedInvoke,
@@ -338,6 +345,76 @@ describe('votes are bound to what was asked', () => {
     );
     expect(live.body.usage.reserved_usd).toBe(0);
     expect(live.body.usage.cost_usd).toBe(spent.body.cost_usd);
+  });
+});
+
+describe('what operators did while it waited still counts: checked again before the approved request runs', () => {
+  /** A paused invocation; `meanwhile` acts on it; then an approval, and how it ended. */
+  async function approvedAfter(
+    marker: string,
+    meanwhile: (ids: { sessionId: string; model: string; agentId: string }) => Promise<unknown>,
+    agentId = setup.agentId,
+  ) {
+    const { model: m } = await gated();
+    const session = await openSession(app.http, setup.org.adminKey, { agent_id: agentId, max_cost_usd: 1 });
+    const { invocation, approval } = await pausedInvoke(app.http, agentKey, body(session.id, m, marker));
+    await meanwhile({ sessionId: session.id, model: m, agentId });
+    expect((await vote(app.http, approvers[0] as string, approval.id, 'approve')).status).toBe(200);
+    const done = await finished(app.http, agentKey, invocation.id);
+    const live = await app.http.get<{ usage: { calls: number; cost_usd: number; reserved_usd: number } }>(
+      `/v1/sessions/${session.id}`,
+      setup.org.adminKey,
+    );
+    return { done, usage: live.body.usage };
+  }
+
+  it('a session closed meanwhile: failed session_not_open, the provider never called, nothing charged', async () => {
+    const { done, usage } = await approvedAfter('marker-13', ({ sessionId }) =>
+      app.http.post(`/v1/sessions/${sessionId}/close`, {}, setup.org.adminKey),
+    );
+    expect(done).toMatchObject({ status: 'failed', error: { error_code: 'session_not_open' }, cost_usd: 0 });
+    expect(requestsFor('marker-13')).toBe(0);
+    expect(usage).toMatchObject({ calls: 0, cost_usd: 0, reserved_usd: 0 });
+  });
+
+  it('a deny policy added meanwhile: denied guardian_denied (deny beats an approval), never called', async () => {
+    const { done, usage } = await approvedAfter('marker-14', ({ model: m }) =>
+      app.http.post(
+        '/v1/policies',
+        { name: `stop ${m}`, rules: [{ type: 'deny_models', models: [m] }] },
+        setup.org.adminKey,
+      ),
+    );
+    expect(done).toMatchObject({ status: 'denied', error: { error_code: 'guardian_denied' }, cost_usd: 0 });
+    expect(done.error?.message).toContain('denied after its approval');
+    expect(requestsFor('marker-14')).toBe(0);
+    expect(usage).toMatchObject({ calls: 0, cost_usd: 0, reserved_usd: 0 });
+  });
+
+  it('its agent suspended meanwhile: denied guardian_denied naming the suspension, never called', async () => {
+    const agent = await app.http.post<{ id: string }>(
+      '/v1/agents',
+      {
+        name: 'suspended-later',
+        allowed_models: Array.from({ length: 40 }, (_, i) => `gated-${i + 1}`),
+        credential_refs: [setup.credentialRef],
+      },
+      setup.org.adminKey,
+    );
+    const { done } = await approvedAfter(
+      'marker-15',
+      ({ agentId }) => app.http.post(`/v1/agents/${agentId}/suspend`, {}, setup.org.adminKey),
+      agent.body.id,
+    );
+    expect(done).toMatchObject({ status: 'denied', error: { error_code: 'guardian_denied' }, cost_usd: 0 });
+    expect(done.error?.message).toContain('suspended');
+    expect(requestsFor('marker-15')).toBe(0);
+  });
+
+  it('a policy that would hold it again does not: the approved request runs once', async () => {
+    const { done } = await approvedAfter('marker-16', async () => undefined);
+    expect(done).toMatchObject({ status: 'succeeded' });
+    expect(requestsFor('marker-16')).toBe(1);
   });
 });
 
