@@ -4,6 +4,7 @@ import type { Action } from './policy';
 interface Derived {
   tools: string[];
   texts: string[];
+  textLength: number;
 }
 
 /**
@@ -16,7 +17,8 @@ const memo = new WeakMap<Action, Derived>();
 function derived(action: Action): Derived {
   let found = memo.get(action);
   if (!found) {
-    found = { tools: toolNames(action), texts: texts(action) };
+    const all = texts(action);
+    found = { tools: toolNames(action), texts: all, textLength: all.reduce((n, t) => n + t.length, 0) };
     memo.set(action, found);
   }
   return found;
@@ -58,6 +60,9 @@ export function offeredToolNames(tools: unknown[] | undefined): string[] {
  * every tool call in it, which the model reads as much as the content.
  */
 export const textsOf = (action: Action): string[] => derived(action).texts;
+
+/** How many UTF-16 code units `textsOf` returns in all: what every pattern rule scans. */
+export const textLengthOf = (action: Action): number => derived(action).textLength;
 
 /** The same conversation with `change` applied to each text `textsOf` returns. */
 export const mapTexts = (messages: ChatMessage[], change: (text: string) => string): ChatMessage[] =>

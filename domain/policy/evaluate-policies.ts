@@ -1,6 +1,7 @@
 import { RE2JS } from 're2js';
 import { mapTexts, textsOf, toolNamesOf } from './action-tools';
 import type { CompiledPolicy, CompiledPolicySet, CompiledRule } from './compile-policies';
+import { PatternBudget } from './pattern-budget';
 import type {
   Action,
   ApprovalRequirement,
@@ -81,7 +82,12 @@ function compiledRegex({ regex, index }: CompiledRule): RE2JS {
 }
 
 /** One rule against one action: null when it has nothing to say. */
-function evaluateRule(policy: Policy, compiled: CompiledRule, action: Action): RuleOutcome | null {
+function evaluateRule(
+  policy: Policy,
+  compiled: CompiledRule,
+  action: Action,
+  budget: PatternBudget,
+): RuleOutcome | null {
   const { rule } = compiled;
   const say = (verdict: Verdict, code: string, what: string) =>
     outcome(policy, compiled, verdict, code, what);
@@ -100,12 +106,15 @@ function evaluateRule(policy: Policy, compiled: CompiledRule, action: Action): R
     }
     case 'deny_pattern': {
       const regex = compiledRegex(compiled);
+      budget.spend(regex, action);
       return textsOf(action).some((text) => regex.matcher(text).find())
         ? say('deny', 'pattern_denied', 'a message matches a denied pattern')
         : null;
     }
     case 'redact_pattern': {
       const regex = compiledRegex(compiled);
+      // Two passes: the match here, and the rewrite should the modification apply.
+      budget.spend(regex, action, 2);
       if (!textsOf(action).some((text) => regex.matcher(text).find())) return null;
       // Literal text: a "$1" or "$&" in the replacement is not a group reference.
       const replacement = RE2JS.quoteReplacement(rule.replacement);
@@ -171,12 +180,17 @@ const failedPolicy = (policy: Policy, why: string): RuleOutcome => ({
 const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 /** One policy's outcomes; an error while evaluating it is a deny naming it, never an allow. */
-function evaluatePolicy(compiled: CompiledPolicy, action: Action, context: EvaluationContext): RuleOutcome[] {
+function evaluatePolicy(
+  compiled: CompiledPolicy,
+  action: Action,
+  context: EvaluationContext,
+  budget: PatternBudget,
+): RuleOutcome[] {
   const { policy } = compiled;
   if (compiled.error) return [failedPolicy(policy, compiled.error)];
   try {
     if (!appliesTo(policy.appliesTo, action, context)) return [];
-    return compiled.rules.flatMap((rule) => evaluateRule(policy, rule, action) ?? []);
+    return compiled.rules.flatMap((rule) => evaluateRule(policy, rule, action, budget) ?? []);
   } catch (err) {
     return [failedPolicy(policy, errorText(err))];
   }
@@ -234,8 +248,11 @@ export function evaluatePolicies(
 ): PolicyDecision {
   const enforced: RuleOutcome[] = [];
   const shadowReasons: ShadowReason[] = [];
+  // Shadow policies spend from a budget of their own: they never change a verdict, so they must
+  // not use up what the enforced ones may scan.
+  const budgets = { enforce: new PatternBudget(), shadow: new PatternBudget() };
   for (const policy of compiled.policies) {
-    const outcomes = evaluatePolicy(policy, action, context);
+    const outcomes = evaluatePolicy(policy, action, context, budgets[policy.policy.mode]);
     if (policy.policy.mode === 'shadow')
       shadowReasons.push(...outcomes.map((o) => ({ ...o.reason, verdict: o.verdict })));
     else enforced.push(...outcomes);

@@ -13,6 +13,12 @@ export const MAX_LIST_ITEMS = 500;
  */
 export const MAX_REPEAT_TOTAL = 1000;
 
+/**
+ * Instructions a compiled pattern may have. What a scan costs grows with them (pattern-budget.ts):
+ * `(?:\w*a){999}[^\w]` compiles to 3,000 and took 5 s over 100 KB; `x{999}` compiles to 1,001.
+ */
+export const MAX_PATTERN_PROGRAM = 1500;
+
 const countedRepeats = (pattern: string): number =>
   [...pattern.matchAll(/\{(\d+)(?:,(\d*))?\}/g)].reduce(
     (sum, m) => sum + Math.max(Number(m[1]), Number(m[2] || 0)),
@@ -41,6 +47,16 @@ export function compilePattern(pattern: string, flags = ''): RE2JS {
     if (bit === undefined) throw new Error(`unknown flag "${flag}" (use i, m or s)`);
     bits |= bit;
   }
+  const regex = compiled(pattern, bits);
+  const size = regex.matcher('').programSize();
+  if (size > MAX_PATTERN_PROGRAM)
+    throw new Error(
+      `compiles to ${size} instructions, more than ${MAX_PATTERN_PROGRAM}: fewer or smaller repetitions`,
+    );
+  return regex;
+}
+
+function compiled(pattern: string, bits: number): RE2JS {
   try {
     return RE2JS.compile(pattern, bits);
   } catch (err) {

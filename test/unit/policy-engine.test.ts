@@ -7,11 +7,13 @@ import { evaluatePolicies } from '../../domain/policy/evaluate-policies';
 import {
   MAX_LIST_ITEMS,
   MAX_PATTERN_LENGTH,
+  MAX_PATTERN_PROGRAM,
   MAX_POLICIES_PER_ORG,
   MAX_REPEAT_TOTAL,
   MAX_RULES_PER_POLICY,
   validatePattern,
 } from '../../domain/policy/limits';
+import { PATTERN_WORK_BUDGET } from '../../domain/policy/pattern-budget';
 import type { Action, EvaluationContext, Policy, PolicyDecision, Rule } from '../../domain/policy/policy';
 import type { Verdict } from '../../domain/policy/verdict';
 
@@ -456,15 +458,24 @@ describe('failing closed', () => {
     );
   };
 
+  const exploded = (d: PolicyDecision) =>
+    expect(d.reasons.map((r) => r.message).join()).toContain('engine exploded');
+
   it('denies, naming the policy, when matching throws', () => {
     const p = policy([{ type: 'deny_pattern', pattern: 'x' }]);
-    failed(evaluatePolicies(withBrokenRegex([p], { matcher: boom }), action(), context), p);
+    // Its size is read on an empty text (pattern-budget.ts); matching the action's texts throws.
+    const regex = { matcher: (text: string) => (text === '' ? { programSize: () => 1 } : boom()) };
+    const d = evaluatePolicies(withBrokenRegex([p], regex), action(), context);
+    failed(d, p);
+    exploded(d);
   });
 
   it('denies, naming the policy, when applying its redaction throws', () => {
     const p = policy([{ type: 'redact_pattern', pattern: 'x', replacement: 'y' }]);
-    const regex = { matcher: () => ({ find: () => true, replaceAll: boom }) };
-    failed(evaluatePolicies(withBrokenRegex([p], regex), action(), context), p);
+    const regex = { matcher: () => ({ programSize: () => 1, find: () => true, replaceAll: boom }) };
+    const d = evaluatePolicies(withBrokenRegex([p], regex), action(), context);
+    failed(d, p);
+    exploded(d);
   });
 
   it('denies, naming the policy, when a pattern rule reaches the engine without its compiled pattern', () => {
@@ -502,6 +513,7 @@ describe('failing closed', () => {
     ['an unknown flag', 'a', 'g'],
     ['a pattern over the size limit', 'a'.repeat(MAX_PATTERN_LENGTH + 1), undefined],
     ['counted repetitions adding up past the limit', 'x{999}'.repeat(2), undefined],
+    ['a pattern compiling past the instruction limit', '(?i)(?:\\w*a){999}[^\\w]', undefined],
   ])(
     'refuses %s in validatePattern, and the engine denies it (the same compile path)',
     (_n, pattern, flags) => {
@@ -535,6 +547,57 @@ describe('regexes that cannot stall a worker', () => {
     expect(decide([catastrophic], long).verdict).toBe('allow');
     const runs = action({ messages: [{ role: 'user', content: `${'a'.repeat(100_000)}b!` }] });
     expect(decide([redactRuns], runs).modifiedAction?.messages?.[0]?.content).toBe('-!');
+  });
+
+  it(`refuses a pattern compiling to more than ${MAX_PATTERN_PROGRAM} instructions (it held a worker a minute on 900 KB)`, () => {
+    expect(validatePattern('(?i)(?:\\w*a){999}[^\\w]')).toMatch(/compiles to 3000 instructions/);
+    expect(validatePattern('(?:\\w*a){400}[^\\w]')).toBeNull();
+  });
+
+  describe('what one evaluation may scan: characters × (program size + 20), at most PATTERN_WORK_BUDGET', () => {
+    // x{999}y compiles to 1,002 instructions yet finds no "x" at once: the budget judges the worst
+    // case from the sizes alone, and these tests stay fast.
+    const wide = (): Rule => ({ type: 'deny_pattern', pattern: 'x{999}y' });
+    const text = (characters: number) =>
+      action({ model: 'other', messages: [{ role: 'user', content: 'ab'.repeat(characters / 2) }] });
+    const scans = () => jest.spyOn(RE2JS.prototype, 'matcher');
+    afterEach(() => jest.restoreAllMocks());
+
+    it('a rule whose worst case is past it denies its policy, naming it, without scanning', () => {
+      const p = policy([wide()]);
+      const matcher = scans();
+      const d = decide([p], text(100_000)); // 100,000 × 1,022 > 10^8
+      expect(d.verdict).toBe('deny');
+      expect(d.reasons).toEqual([
+        expect.objectContaining({ policyId: p.id, code: 'policy_evaluation_failed' }),
+      ]);
+      expect(d.reasons[0]?.message).toContain('1002 instructions over 100000 characters');
+      expect(matcher.mock.calls.filter(([t]) => t !== '')).toEqual([]);
+      expect(PATTERN_WORK_BUDGET).toBe(100_000_000);
+    });
+
+    it('is spent across the rules of every enforced policy: the second that no longer fits denies', () => {
+      const [first, second] = [policy([wide()], { priority: 1 }), policy([wide()])];
+      const d = decide([first, second], text(80_000)); // 8.2 × 10^7 each
+      expect(d.reasons.map((r) => [r.policyId, r.code])).toEqual([[second.id, 'policy_evaluation_failed']]);
+    });
+
+    it('shadow policies spend from a budget of their own, so they never change the verdict', () => {
+      const shadow = policy([wide()], { priority: 1, mode: 'shadow' });
+      const d = decide([shadow, policy([wide()])], text(80_000));
+      expect(d.verdict).toBe('allow');
+      expect(d.shadowReasons).toEqual([]);
+    });
+
+    it('ten plain patterns over a 200,000-character prompt fit, and judge it', () => {
+      const plain = Array.from({ length: 10 }, (_, i): Rule => ({
+        type: 'deny_pattern',
+        pattern: `secret-${i}`,
+      }));
+      expect(decide([policy(plain)], text(200_000)).verdict).toBe('allow');
+      const leaked = action({ messages: [{ role: 'user', content: `${'ab'.repeat(100_000)} secret-7` }] });
+      expect(codes(decide([policy(plain)], leaked))).toEqual(['pattern_denied']);
+    });
   });
 
   it('compiles every pattern once per policy set, never while evaluating', () => {
