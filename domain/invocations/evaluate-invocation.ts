@@ -63,7 +63,12 @@ const EVALUATE_STATUSES = statusesOf('invocation.evaluate');
 function modifiedRequest(invocation: Invocation, verdict: GuardianVerdict): InvocationRequest | undefined {
   const action = verdict.verdict === 'deny' ? null : verdict.modifiedAction;
   if (!action) return undefined;
-  return { ...invocation.request, messages: action.messages, maxTokens: action.maxTokens };
+  return {
+    ...invocation.request,
+    messages: action.messages,
+    maxTokens: action.maxTokens,
+    ...(action.tool ? { tool: action.tool } : {}),
+  };
 }
 
 /**

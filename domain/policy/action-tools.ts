@@ -31,11 +31,30 @@ function toolNames(action: Action): string[] {
   return [...names];
 }
 
-const texts = (action: Action): string[] =>
-  (action.messages ?? []).flatMap((m) => [
+const texts = (action: Action): string[] => [
+  ...(action.messages ?? []).flatMap((m) => [
     m.content,
     ...(m.toolCalls ?? []).map((c) => c.function.arguments),
-  ]);
+  ]),
+  ...(action.tool ? stringsIn(action.tool.arguments) : []),
+];
+
+/** Every string in a JSON value, keys aside: what the arguments of the action's own tool call say. */
+function stringsIn(value: unknown): string[] {
+  if (typeof value === 'string') return [value];
+  if (Array.isArray(value)) return value.flatMap(stringsIn);
+  if (value !== null && typeof value === 'object') return Object.values(value).flatMap(stringsIn);
+  return [];
+}
+
+/** The same JSON value with `change` applied to each of its strings (keys kept): its shape survives. */
+function mapStrings(value: unknown, change: (text: string) => string): unknown {
+  if (typeof value === 'string') return change(value);
+  if (Array.isArray(value)) return value.map((v) => mapStrings(v, change));
+  if (value !== null && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, mapStrings(v, change)]));
+  return value;
+}
 
 /**
  * The tools an action involves, for the rules that name tools (`deny_tools`, `applies_to.tools`,
@@ -56,16 +75,23 @@ export function offeredToolNames(tools: unknown[] | undefined): string[] {
 }
 
 /**
- * The conversation's text that patterns judge: every message's content and the arguments of
- * every tool call in it, which the model reads as much as the content.
+ * The text that patterns judge: every message's content and the arguments of every tool call in
+ * the conversation, which the model reads as much as the content, and every string in the
+ * arguments of the tool call the action itself is about (`tool`).
  */
 export const textsOf = (action: Action): string[] => derived(action).texts;
 
 /** How many UTF-16 code units `textsOf` returns in all: what every pattern rule scans. */
 export const textLengthOf = (action: Action): number => derived(action).textLength;
 
-/** The same conversation with `change` applied to each text `textsOf` returns. */
-export const mapTexts = (messages: ChatMessage[], change: (text: string) => string): ChatMessage[] =>
+/** The same action with `change` applied to each text `textsOf` returns (a redaction). */
+export const mapActionTexts = (action: Action, change: (text: string) => string): Action => ({
+  ...action,
+  ...(action.messages ? { messages: mapTexts(action.messages, change) } : {}),
+  ...(action.tool ? { tool: { ...action.tool, arguments: mapStrings(action.tool.arguments, change) } } : {}),
+});
+
+const mapTexts = (messages: ChatMessage[], change: (text: string) => string): ChatMessage[] =>
   messages.map((m) => ({
     ...m,
     content: change(m.content),

@@ -1,5 +1,5 @@
 import { RE2JS } from 're2js';
-import { mapTexts, textsOf, toolNamesOf } from './action-tools';
+import { mapActionTexts, textsOf, toolNamesOf } from './action-tools';
 import type { CompiledPolicy, CompiledPolicySet, CompiledRule } from './compile-policies';
 import { PatternBudget } from './pattern-budget';
 import type {
@@ -121,7 +121,7 @@ function evaluateRule(
       const redact = (text: string) => regex.matcher(text).replaceAll(replacement);
       return {
         ...say('modify', 'redacted', 'matching text is redacted'),
-        modify: (a) => ({ ...a, messages: a.messages && mapTexts(a.messages, redact) }),
+        modify: (a) => mapActionTexts(a, redact),
       };
     }
     case 'max_tokens':

@@ -14,11 +14,12 @@ const toAction = (a: GuardedAction): Action => ({
   ...(a.offeredTools?.length ? { offeredTools: a.offeredTools } : {}),
 });
 
-/** The engine's modified action, back in the guardian's terms (only messages and max_tokens change). */
+/** The engine's modified action, back in the guardian's terms (messages, max_tokens and the tool's arguments change). */
 const toGuarded = (original: GuardedAction, modified: Action): GuardedAction => ({
   ...original,
   messages: modified.messages ?? original.messages,
   maxTokens: modified.maxTokens ?? original.maxTokens,
+  ...(modified.tool ? { tool: modified.tool } : {}),
 });
 
 /**

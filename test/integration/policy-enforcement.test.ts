@@ -122,6 +122,33 @@ describe("the org's policies decide every invoke", () => {
     });
   });
 
+  it('patterns judge the arguments of the tool call an invoke is about, and a redaction rewrites them', async () => {
+    const session = await openSession(app.http, setup.org.adminKey, {
+      agent_id: setup.agentId,
+      max_cost_usd: 1,
+    });
+    const withTool = (cmd: string) => ({
+      session_id: session.id,
+      model: 'stub-model',
+      messages: [{ role: 'user', content: 'clean up' }],
+      max_tokens: 50,
+      tool: { name: 'shell', arguments: { cmd, retries: 2 } },
+    });
+    await withPolicy({ name: 'no rm', rules: [{ type: 'deny_pattern', pattern: 'rm -rf' }] }, async (id) => {
+      const res = await invoke(app.http, setup.org.adminKey, withTool('rm -rf /'), 20);
+      expect(res.body).toMatchObject({ status: 'denied', error: { error_code: 'guardian_denied' } });
+      expect(res.body.decision?.reasons).toEqual([
+        expect.objectContaining({ policy_id: id, code: 'pattern_denied' }),
+      ]);
+    });
+    await withPolicy(REDACT_CARDS, async () => {
+      const res = await invoke(app.http, setup.org.adminKey, withTool('pay 4111-1111-1111-1111'), 20);
+      expect(res.body.status).toBe('succeeded');
+      const [row] = await app.infra.knex('invocations').where({ id: res.body.id }).select('request');
+      expect(row.request.tool).toEqual({ name: 'shell', arguments: { cmd: 'pay [card]', retries: 2 } });
+    });
+  });
+
   it('a clamp makes the provider receive the clamped max_tokens, and the reservation use it', async () => {
     await withPolicy({ name: 'short answers', rules: [{ type: 'max_tokens', limit: 50 }] }, async () => {
       const { invocation, sent } = await run('hello', 400);

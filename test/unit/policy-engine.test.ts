@@ -218,6 +218,22 @@ describe('the policy engine: every rule type', () => {
     expect(a.messages?.[1]?.toolCalls?.[0]?.function.arguments).toContain('4111'); // not mutated
   });
 
+  it('deny_pattern and redact_pattern see every string in the arguments of the action’s own tool call', () => {
+    const args = { cmd: 'rm -rf /', env: [{ card: '4111-1111-1111-1111' }], dry_run: false, n: 4111 };
+    const a = action({ type: 'tool.call', tool: { name: 'shell', arguments: args } });
+    expect(codes(decide([policy([{ type: 'deny_pattern', pattern: 'rm -rf' }])], a))).toEqual([
+      'pattern_denied',
+    ]);
+    const d = decide([policy([{ type: 'redact_pattern', pattern: '\\d{4}', replacement: '#' }])], a);
+    expect(d.verdict).toBe('modify');
+    // Strings are rewritten in place; keys, numbers and booleans keep the arguments' shape.
+    expect(d.modifiedAction?.tool).toEqual({
+      name: 'shell',
+      arguments: { cmd: 'rm -rf /', env: [{ card: '#-#-#-#' }], dry_run: false, n: 4111 },
+    });
+    expect(args.env[0]?.card).toBe('4111-1111-1111-1111'); // not mutated
+  });
+
   it('redact_pattern says nothing when no message matches', () => {
     const p = policy([{ type: 'redact_pattern', pattern: 'password', replacement: 'x' }]);
     expect(decide([p])).toMatchObject({ verdict: 'allow', reasons: [], modifiedAction: null });
