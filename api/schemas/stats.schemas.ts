@@ -13,7 +13,10 @@ export const UsageQuery = z
   .strict();
 
 const Figures = {
-  calls: z.number().int().meta({ description: 'Invocations charged a call (they reached the provider).' }),
+  calls: z.number().int().meta({
+    description:
+      "Provider calls charged, as a session's usage counts them: every request the provider received, so an invocation retried three times counts three.",
+  }),
   succeeded: z.number().int(),
   failed: z.number().int(),
   denied: z.number().int(),

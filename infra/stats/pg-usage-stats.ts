@@ -10,8 +10,9 @@ const KEY_SQL: Record<GroupBy, string> = {
   key: 'requested_by',
 };
 
+/** `calls` counts provider calls, as a session's usage does: each attempt of a retried invocation. */
 const FIGURES = `
-  count(*) filter (where charged_calls > 0) as calls,
+  coalesce(sum(charged_calls), 0) as calls,
   count(*) filter (where status = 'succeeded') as succeeded,
   count(*) filter (where status = 'failed') as failed,
   count(*) filter (where status = 'denied') as denied,

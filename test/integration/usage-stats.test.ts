@@ -58,8 +58,14 @@ const COUNTS = [
 
 let app: TestApp;
 
+/** Provider calls per invocation at most: mock-error-500 is retried until they are spent. */
+const ATTEMPTS = 3;
+
 beforeAll(async () => {
-  app = await startTestApp({ workers: true });
+  app = await startTestApp({
+    workers: true,
+    env: { CP_INVOKE_ATTEMPTS: String(ATTEMPTS), CP_INVOKE_BACKOFF_MS: '10' },
+  });
 });
 afterAll(() => app.close());
 
@@ -91,9 +97,12 @@ function expectFigures(actual: Figures, expected: Figures): void {
 /** What the invocations themselves say: the figures stats must report for them. */
 function figuresOf(invocations: InvocationBody[]): Figures {
   const count = (status: string) => invocations.filter((i) => i.status === status).length;
+  // Every request the provider received is a call: one per success and per final error (the
+  // mock's 400), one per attempt of what was retried (its 500), none for a denial.
+  const callsOf = (i: InvocationBody) =>
+    i.status === 'denied' ? 0 : i.model === 'mock-error-500' ? ATTEMPTS : 1;
   return {
-    // A call is charged when the provider was reached: every success, and the mock's final 400.
-    calls: count('succeeded') + count('failed'),
+    calls: invocations.reduce((n, i) => n + callsOf(i), 0),
     succeeded: count('succeeded'),
     failed: count('failed'),
     denied: count('denied'),
@@ -171,8 +180,8 @@ describe('GET /v1/stats/usage after a mix of outcomes in two sessions', () => {
 
   beforeAll(async () => {
     startedAt = new Date(Date.now() - 1000);
-    // Agent 1 (mock credential 1) may use mock-1 and mock-error-400.
-    setup = await setUpInvoking(app.http, { models: ['mock-1', 'mock-error-400'] });
+    // Agent 1 (mock credential 1) may use mock-1, mock-error-400 and mock-error-500.
+    setup = await setUpInvoking(app.http, { models: ['mock-1', 'mock-error-400', 'mock-error-500'] });
     admin = setup.org.adminKey;
     invoker = await mintKey(app.http, admin, ['invoke'], 'invoker');
     // Priced, but allowed to no agent: the guardian denies it.
@@ -201,6 +210,7 @@ describe('GET /v1/stats/usage after a mix of outcomes in two sessions', () => {
       await run(admin, sessionA.id, { messages: [{ role: 'user', content: 'tell me more, please' }] }),
       await run(admin, sessionA.id, { model: 'mock-error-400' }),
       await run(admin, sessionA.id, { model: 'mock-denied' }),
+      await run(admin, sessionA.id, { model: 'mock-error-500' }),
     ];
     await new Promise((r) => setTimeout(r, 5)); // distinct milliseconds around the boundary
     betweenSessions = new Date();
@@ -226,7 +236,7 @@ describe('GET /v1/stats/usage after a mix of outcomes in two sessions', () => {
   });
 
   it('ran the outcomes the scenario needs', () => {
-    expect(inA.map((i) => i.status)).toEqual(['succeeded', 'succeeded', 'failed', 'denied']);
+    expect(inA.map((i) => i.status)).toEqual(['succeeded', 'succeeded', 'failed', 'denied', 'failed']);
     expect(inB.map((i) => i.status)).toEqual(['succeeded', 'succeeded', 'denied']);
     expect(otherInvocation.status).toBe('succeeded');
     for (const i of all) expect(i.completed_at).not.toBeNull();
@@ -239,9 +249,9 @@ describe('GET /v1/stats/usage after a mix of outcomes in two sessions', () => {
     expectFigures(res.body.totals, figuresOf(all));
     expectFigures(res.body.totals, {
       ...figuresOf(all),
-      calls: 5,
+      calls: 8, // four answers, the 400's one call and the 500's three attempts
       succeeded: 4,
-      failed: 1,
+      failed: 2,
       denied: 2,
       cancelled: 0,
     });
@@ -282,7 +292,7 @@ describe('GET /v1/stats/usage after a mix of outcomes in two sessions', () => {
   it('group_by=model has one group per model, with that model’s figures', async () => {
     const res = await stats(admin, 'group_by=model');
     const models = [...new Set(all.map((i) => i.model))].sort();
-    expect(models).toEqual(['mock-1', 'mock-2', 'mock-denied', 'mock-error-400']);
+    expect(models).toEqual(['mock-1', 'mock-2', 'mock-denied', 'mock-error-400', 'mock-error-500']);
     expect(res.body.groups.map((g) => g.key).sort()).toEqual(models);
     for (const group of res.body.groups) {
       const { key, ...figures } = group;
