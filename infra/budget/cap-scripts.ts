@@ -41,8 +41,11 @@ if existing then
   local c, k, t, confirmed = string.match(existing, '^(%d+):(%d+):(%d+):(%d)$')
   -- Taken by an earlier run that never settled it: that run may have called the provider.
   if confirmed == '1' then return {'held'} end
-  -- Rebuilt from PostgreSQL and already counted as held: confirm it only while all that is held fits.
-  local refused = over(f, {0, 0, 0})
+  -- Rebuilt from PostgreSQL and already counted as held: confirm it only while all that is held
+  -- fits. Judged as a new reservation of the same amounts next to the others, so a refusal says
+  -- what remains for it, not what remains once it is counted too.
+  local others = {f[1], f[2], f[3], f[4], f[5], f[6], f[7] - c, f[8] - k, f[9] - t}
+  local refused = over(others, {tonumber(c), tonumber(k), tonumber(t)})
   if not refused then
     redis.call('HSET', KEYS[2], ARGV[1], c .. ':' .. k .. ':' .. t .. ':1')
     return {'reserved'}

@@ -108,15 +108,31 @@ describe('the cap ledger', () => {
     );
     // 600 + 300 + 300 > 1000: a rebuilt reservation is confirmed only if everything held fits.
     expect(await held(s.sessionId)).toEqual({ costMicros: 600, calls: 2, tokens: 20 });
-    expect(await ledger.reserve(s.sessionId, 'inv_x', amounts(300))).toMatchObject({
+    // What remains for it: 1000 - 600 spent - 300 held by inv_y, not 0.
+    expect(await ledger.reserve(s.sessionId, 'inv_x', amounts(300))).toEqual({
       kind: 'refused',
       cap: 'cost',
+      limit: 1000,
+      remaining: 100,
     });
     expect(await ledger.reserve(s.sessionId, 'inv_y', amounts(300))).toEqual({ kind: 'reserved' });
     expect(await held(s.sessionId)).toEqual({ costMicros: 300, calls: 1, tokens: 10 });
     // An in-flight invocation that was really running settles its rebuilt reservation as usual.
     expect(await ledger.settle(s.sessionId, 'inv_y', amounts(250))).toBe('settled');
     expect(await spent(s.sessionId)).toEqual(['850', '2', '10']);
+  });
+
+  it('a rebuilt reservation larger than its cap alone is refused with the whole cap remaining', async () => {
+    // A redaction grew the prompt after admission: the row holds more than the cap.
+    const s = snapshot({ inFlight: [{ invocationId: 'inv_big', amounts: amounts(1500) }] });
+    await ledger.restore(s);
+    expect(await ledger.reserve(s.sessionId, 'inv_big', amounts(1500))).toEqual({
+      kind: 'refused',
+      cap: 'cost',
+      limit: 1000,
+      remaining: 1000,
+    });
+    expect(await held(s.sessionId)).toEqual({ costMicros: 0, calls: 0, tokens: 0 });
   });
 
   it('keeps every key of a session in one cluster slot (one hash tag)', async () => {
