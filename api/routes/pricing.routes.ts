@@ -54,7 +54,11 @@ export const pricingRoutes = [
     summary: "Drop the org's own price; the built-in price, if any, applies again",
     tag: 'pricing',
     access: needs('org:admin'),
-    responses: { 204: { description: 'deleted' }, 404: { description: 'the org had no price of its own' } },
+    responses: {
+      204: {
+        description: 'the org has no price of its own for the model (also when it had none: idempotent)',
+      },
+    },
     handle: async (input) => {
       const { model } = modelParam(input.params);
       await deletePrice(priceDeps(input.infra), callOf(input), model);

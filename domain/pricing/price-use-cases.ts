@@ -1,6 +1,6 @@
 import { newAuditEvent } from '../audit/new-event';
 import type { Clock } from '../clock';
-import { DomainError, notFound } from '../errors';
+import { DomainError } from '../errors';
 import type { ModelPrice } from '../model';
 import type { Tx, UnitOfWork } from '../ports';
 import { actorOf, type CallContext } from '../principal';
@@ -110,13 +110,15 @@ export async function setPrice(
   });
 }
 
-/** Drops the org's own price; the built-in one (if any) applies again. */
+/**
+ * Drops the org's own price; the built-in one (if any) applies again. Idempotent, as the contract
+ * answers 204 alone: with no price of the org's own there is nothing to drop, and nothing audited.
+ */
 export async function deletePrice(deps: PriceDeps, ctx: CallContext, model: string): Promise<void> {
   const now = deps.clock.now();
   await deps.uow.transaction(async (tx) => {
     const before = await tx.prices.get(ctx.principal.orgId, model);
-    if (!before || !(await tx.prices.delete(ctx.principal.orgId, model)))
-      throw notFound('org price for model');
+    if (!before || !(await tx.prices.delete(ctx.principal.orgId, model))) return;
     recordPriceEvent(tx, ctx, now, 'pricing.deleted', model, {
       previous: usdPair(fromOrg(before)),
       now: usdPair(builtin(model)),

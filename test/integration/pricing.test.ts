@@ -61,7 +61,14 @@ describe('pricing', () => {
     const del = await app.http.delete('/v1/pricing/gpt-4o', org.adminKey);
     expect(del.status).toBe(204);
     expect(await resolve('gpt-4o')).toMatchObject({ inputMicrosPerMtok: 2_500_000, source: 'builtin' });
-    expect((await app.http.delete('/v1/pricing/gpt-4o', org.adminKey)).status).toBe(404);
+    // Idempotent: deleting again (or a model never priced) is 204 and audits nothing more.
+    expect((await app.http.delete('/v1/pricing/gpt-4o', org.adminKey)).status).toBe(204);
+    expect((await app.http.delete('/v1/pricing/never-priced', org.adminKey)).status).toBe(204);
+    const audit = await app.http.get<{ data: { action: string; resource: { id: string } }[] }>(
+      '/v1/audit?action=pricing.deleted&limit=100',
+      org.adminKey,
+    );
+    expect(audit.body.data.map((e) => e.resource.id)).toEqual(['gpt-4o']);
   });
 
   it('prices a model the table lacks, including names with a slash', async () => {
