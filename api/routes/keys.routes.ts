@@ -100,7 +100,8 @@ export const keyRoutes = [
     responses: { 200: { description: 'the revoked key', schema: Key }, 404: notFound },
     handle: async (input) => {
       const key = await revokeKey(keyDeps(input.infra), callOf(input), input.params.id ?? '');
-      return { status: 200, body: presentKey(key) };
+      const [shown] = await presentKeys(input.infra, [key]);
+      return { status: 200, body: shown };
     },
   }),
 ];

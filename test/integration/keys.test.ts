@@ -113,6 +113,18 @@ describe('keys', () => {
     const flushed = await app.infra.knex('api_keys').where({ id: key.id }).first();
     expect(flushed.last_used_at).not.toBeNull();
   });
+
+  it('answers a revocation with the key as GET shows it, its last use included (before the flush)', async () => {
+    const key = await mintKey(app.http, org.adminKey, ['audit:read']);
+    await app.http.get('/v1/audit', key.key);
+    const shown = await app.http.get<{ last_used_at: string }>(`/v1/keys/${key.id}`, org.adminKey);
+    const revoked = await app.http.delete<{ last_used_at: string | null; revoked_at: string | null }>(
+      `/v1/keys/${key.id}`,
+      org.adminKey,
+    );
+    expect(revoked.body.last_used_at).toBe(shown.body.last_used_at);
+    expect(revoked.body.revoked_at).toEqual(expect.any(String));
+  });
 });
 
 describe('Idempotency-Key on POST /v1/keys', () => {
