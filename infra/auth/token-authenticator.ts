@@ -61,7 +61,12 @@ export class TokenAuthenticator implements AuthCache {
       throw invalid();
     }
     if (auth.expiresAt <= now) {
-      throw new DomainError('expired_api_key', 'the key has expired: mint or rotate a new one');
+      // One code for both kinds of token (the contract's), but what to do next differs.
+      const next =
+        auth.kind === 'user'
+          ? 'the dashboard session has expired: log in again'
+          : 'the key has expired: mint or rotate a new one';
+      throw new DomainError('expired_api_key', next);
     }
     const { kind, id, orgId, scopes, role, sessionId } = auth;
     return {

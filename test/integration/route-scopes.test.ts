@@ -152,6 +152,21 @@ describe('token states', () => {
     const res = await app.http.get('/v1/audit', key.key);
     expect(res.status).toBe(401);
     expect(res.body.error_code).toBe('expired_api_key');
+    expect(res.body.message).toContain('mint or rotate');
+  });
+
+  it('refuses an expired dashboard session with expired_api_key, telling the person to log in again', async () => {
+    const token = (await signupOrg(app.http, 'Expiring')).sessionToken;
+    await app.infra
+      .knex('user_sessions')
+      .where({ token_hash: hashToken(token) })
+      .update({ expires_at: new Date(Date.now() - 1000) });
+    const res = await app.http.get<{ error_code: string; message: string }>('/v1/audit', token);
+    expect(res.status).toBe(401);
+    expect(res.body).toMatchObject({
+      error_code: 'expired_api_key',
+      message: expect.stringContaining('log in again'),
+    });
   });
 
   it('lets the owner session token act as org:admin', async () => {
