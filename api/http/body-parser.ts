@@ -6,7 +6,7 @@ const hasBody = (ctx: Context): boolean =>
   Boolean(ctx.get('Transfer-Encoding')) || Number(ctx.get('Content-Length') || 0) > 0;
 
 /**
- * Reads a JSON body: 415 for another content type, 413 past the limit (before reading it all),
+ * Reads a JSON body: 415 for another content type or a Content-Encoding, 413 past the limit (before reading it all),
  * 400 `invalid_json` for malformed JSON. A request without a body yields undefined.
  */
 export async function readJsonBody(ctx: Context, limitBytes: number): Promise<unknown> {
@@ -15,6 +15,15 @@ export async function readJsonBody(ctx: Context, limitBytes: number): Promise<un
     throw new DomainError(
       'unsupported_media_type',
       'send the body as JSON with Content-Type: application/json',
+    );
+  }
+  // Bodies are read as sent: a compressed one would be parsed as its bytes (or, with an encoding
+  // it does not name, taken as plain JSON), so any encoding but identity is refused.
+  const encoding = ctx.get('Content-Encoding').trim().toLowerCase();
+  if (encoding && encoding !== 'identity') {
+    throw new DomainError(
+      'unsupported_media_type',
+      `Content-Encoding ${encoding} is not accepted: send the JSON body uncompressed`,
     );
   }
   let text: string;

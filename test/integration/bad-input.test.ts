@@ -598,6 +598,33 @@ describe('HTTP conventions', () => {
     expect(res.body.error_code).toBe('unsupported_media_type');
   });
 
+  it.each(['gzip', 'br', 'deflate, gzip'])(
+    'refuses a body sent with Content-Encoding %s as 415 unsupported_media_type, and creates nothing',
+    async (encoding) => {
+      const before = await app.infra.knex('api_keys').count('* as n').first();
+      const res = await app.http.call('POST', '/v1/keys', {
+        token: org.adminKey,
+        rawBody: JSON.stringify({ name: 'compressed', scopes: ['read'] }),
+        headers: { 'content-type': 'application/json', 'content-encoding': encoding },
+      });
+      expect(res.status).toBe(415);
+      expect(res.body).toMatchObject({
+        error_code: 'unsupported_media_type',
+        message: expect.stringContaining('Content-Encoding'),
+      });
+      expect(await app.infra.knex('api_keys').count('* as n').first()).toEqual(before);
+    },
+  );
+
+  it('accepts Content-Encoding: identity', async () => {
+    const res = await app.http.call('POST', '/v1/keys', {
+      token: org.adminKey,
+      rawBody: JSON.stringify({ name: 'plain', scopes: ['read'] }),
+      headers: { 'content-type': 'application/json', 'content-encoding': 'identity' },
+    });
+    expect(res.status).toBe(201);
+  });
+
   it('answers a body over 1 MiB with 413 payload_too_large and the limit', async () => {
     const res = await app.http.post('/v1/keys', { name: long(1024 * 1024), scopes: ['read'] }, org.adminKey);
     expect(res.status).toBe(413);
