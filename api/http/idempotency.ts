@@ -4,6 +4,7 @@ import { canonicalJson } from '../../domain/canonical-json';
 import { DomainError, invalidField } from '../../domain/errors';
 import type { Principal } from '../../domain/principal';
 import type { Infra } from '../../infra/container';
+import type { Claim, RecordScope } from '../../infra/http/idempotency-store';
 import type { Reply } from './route';
 
 const KEY_SHAPE = /^[\x21-\x7e]{1,255}$/;
@@ -12,6 +13,26 @@ const hashRequest = (body: unknown): string =>
   createHash('sha256')
     .update(canonicalJson(body ?? null))
     .digest('hex');
+
+const POLL_MS = 100;
+
+/**
+ * The claim once no other request holds the key: the same request sent again while the first
+ * still runs (a client retrying on its own timeout) waits for the first's response and gets it
+ * replayed, as it would have one moment later. A claim older than the longest a request may take
+ * (the longest wait plus a margin) was left by a process that died: the store lets it be taken
+ * over. Past that, the request gives up with 409.
+ */
+async function settledClaim(infra: Infra, scope: RecordScope, requestHash: string): Promise<Claim> {
+  const staleAfterMs = (infra.config.CP_MAX_WAIT_SECONDS + 30) * 1000;
+  const giveUpAt = Date.now() + staleAfterMs + 5_000;
+  for (;;) {
+    const claim = await infra.idempotency.claim(scope, requestHash, staleAfterMs);
+    const running = claim.kind === 'replay' && !claim.response && claim.requestHash === requestHash;
+    if (!running || Date.now() >= giveUpAt) return claim;
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+  }
+}
 
 /**
  * `Idempotency-Key`: the same key with the same body within 24 h returns the first response
@@ -35,7 +56,7 @@ export async function withIdempotency(
   const store = infra.idempotency;
   const scope = { orgId: principal.orgId, principalId: principal.id, key, route };
   const requestHash = hashRequest(rawBody);
-  const claim = await store.claim(scope, requestHash);
+  const claim = await settledClaim(infra, scope, requestHash);
   if (claim.kind === 'unreadable')
     throw new DomainError(
       'idempotency_conflict',
@@ -51,7 +72,7 @@ export async function withIdempotency(
     if (!claim.response) {
       throw new DomainError(
         'idempotency_conflict',
-        'a request with this Idempotency-Key is still in progress; retry shortly',
+        'a request with this Idempotency-Key is still in progress after the longest a request may take; retry shortly',
       );
     }
     return { ...claim.response, headers: { ...claim.response.headers, 'Idempotent-Replayed': 'true' } };

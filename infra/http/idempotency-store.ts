@@ -49,8 +49,13 @@ export class IdempotencyStore {
     this.box = new KeyringBox(keyring, 'idempotency');
   }
 
-  /** Claims the key for this request, or returns what an earlier request with it left. */
-  async claim(scope: RecordScope, requestHash: string): Promise<Claim> {
+  /**
+   * Claims the key for this request, or returns what an earlier request with it left. A claim
+   * still without a response after `staleAfterMs` was left by a process that died mid-request: the
+   * same request takes it over (what the dead one did is unknown, as it would be for a retry under
+   * a new key); another body is still a conflict.
+   */
+  async claim(scope: RecordScope, requestHash: string, staleAfterMs: number): Promise<Claim> {
     await this.knex('idempotency_records')
       .where(whereOf(scope))
       .andWhere('expires_at', '<=', this.knex.fn.now())
@@ -64,14 +69,29 @@ export class IdempotencyStore {
     );
     if (inserted.rows.length > 0) return { kind: 'claimed' };
     const row = await this.knex('idempotency_records').where(whereOf(scope)).first();
-    if (!row) return this.claim(scope, requestHash);
-    if (!row.response) return { kind: 'replay', requestHash: row.request_hash, response: null };
+    if (!row) return this.claim(scope, requestHash, staleAfterMs);
+    if (!row.response) {
+      if (row.request_hash === requestHash && (await this.takeOver(scope, requestHash, staleAfterMs)))
+        return { kind: 'claimed' };
+      return { kind: 'replay', requestHash: row.request_hash, response: null };
+    }
     try {
       const response = JSON.parse(this.unseal(row.response, this.context(scope))) as StoredResponse;
       return { kind: 'replay', requestHash: row.request_hash, response };
     } catch {
       return { kind: 'unreadable' };
     }
+  }
+
+  /** Restarts a claim left without a response for longer than `staleAfterMs`; true when this did. */
+  private async takeOver(scope: RecordScope, requestHash: string, staleAfterMs: number): Promise<boolean> {
+    const taken = await this.knex('idempotency_records')
+      .where(whereOf(scope))
+      .andWhere({ request_hash: requestHash })
+      .whereNull('response')
+      .andWhere('created_at', '<', this.knex.raw(`now() - make_interval(secs => ?)`, [staleAfterMs / 1000]))
+      .update({ created_at: this.knex.fn.now() });
+    return taken > 0;
   }
 
   async complete(scope: RecordScope, response: StoredResponse): Promise<void> {

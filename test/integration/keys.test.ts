@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { canonicalJson } from '../../domain/canonical-json';
 import { PRESETS } from '../../domain/scopes';
 import { mintKey, signupOrg, type SignedUpOrg } from '../support/factories';
 import { startTestApp, type TestApp } from '../support/test-app';
@@ -163,6 +165,48 @@ describe('Idempotency-Key on POST /v1/keys', () => {
     const res = await mintWith('idem-4', { name: 'sealed', scopes: ['read'] });
     const rows = await app.infra.knex('idempotency_records').select('response');
     expect(JSON.stringify(rows)).not.toContain(res.body.key);
+  });
+
+  it('the same request sent again while the first still runs waits, and gets its response replayed', async () => {
+    const body = { name: 'concurrent', scopes: ['read'] };
+    const before = await countKeys();
+    const all = await Promise.all(Array.from({ length: 10 }, () => mintWith('idem-6', body)));
+    expect(all.map((r) => r.status)).toEqual(Array(10).fill(201));
+    expect(new Set(all.map((r) => r.body.id)).size).toBe(1);
+    expect(all.filter((r) => r.headers.get('idempotent-replayed') === 'true')).toHaveLength(9);
+    expect(await countKeys()).toBe(before + 1);
+  });
+
+  describe('a claim left by a process that died mid-request (no response stored)', () => {
+    const body = { name: 'after a crash', scopes: ['read'] };
+    const leftBehind = (key: string, ageSeconds: number) =>
+      app.infra.knex.raw(
+        `insert into idempotency_records (org_id, principal_id, key, route, request_hash, created_at, expires_at)
+         values (?, ?, ?, 'POST /v1/keys', ?, now() - make_interval(secs => ?), now() + interval '1 day')`,
+        [
+          org.orgId,
+          org.adminKeyId,
+          key,
+          createHash('sha256').update(canonicalJson(body)).digest('hex'),
+          ageSeconds,
+        ],
+      );
+
+    it('is taken over by the same request once older than the longest a request may take', async () => {
+      await leftBehind('idem-7', 3600);
+      const res = await mintWith('idem-7', body);
+      expect(res.status).toBe(201);
+      expect(res.headers.get('idempotent-replayed')).toBeNull();
+      const again = await mintWith('idem-7', body);
+      expect(again.body.id).toBe(res.body.id);
+    });
+
+    it('still refuses another body under the key with 409 idempotency_conflict', async () => {
+      await leftBehind('idem-8', 3600);
+      const res = await mintWith('idem-8', { ...body, name: 'another' });
+      expect(res.status).toBe(409);
+      expect(res.body).toMatchObject({ error_code: 'idempotency_conflict' });
+    });
   });
 
   it('scopes keys per org: another org may use the same key', async () => {
