@@ -1,6 +1,7 @@
 import { startTestApp, type TestApp } from '../../test/support/test-app';
 import { openSession, setUpInvoking, type InvokeSetup } from '../../test/support/invoke-fixtures';
 import { cliRunner } from './support/cli-run';
+import { recordingFetch } from './support/recording-fetch';
 
 const DENIED = 'mock-denied';
 
@@ -135,6 +136,40 @@ describe('control-plane CLI: sessions, invoke, stats', () => {
     const json = await invoke(await session(), DENIED, '--json');
     expect(json.code).toBe(4);
     expect(json.json()).toMatchObject({ status: 'denied' });
+  });
+
+  it('exits 2 on a --timeout of 0 or less, before anything is submitted (and billed)', async () => {
+    const recorder = recordingFetch();
+    const sessionId = await session();
+    for (const timeout of ['0', '-1']) {
+      const { code, stderr } = await cli(
+        [
+          'invoke',
+          '--session',
+          sessionId,
+          '--model',
+          'mock-1',
+          '--max-tokens',
+          '16',
+          'hi',
+          '--timeout',
+          timeout,
+        ],
+        { fetch: recorder.fetch },
+      );
+      expect({ timeout, code }).toEqual({ timeout, code: 2 });
+      expect(stderr).toMatch(
+        /^error: option '--timeout <seconds>' argument '-?\d+' is invalid\. must be more than 0\./,
+      );
+    }
+    expect(recorder.exchanges).toEqual([]);
+  });
+
+  it('names the field of a refused --wait-seconds once', async () => {
+    const { code, stderr } = await invoke(await session(), 'mock-1', '--wait-seconds', '999');
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/^ {2}wait: at most \d+ seconds/m);
+    expect(stderr).not.toContain('wait: wait:');
   });
 
   it('exits 1 with budget_exceeded when the session cannot pay', async () => {

@@ -109,6 +109,19 @@ describe('control-plane CLI: keys, credentials, agents, exit codes', () => {
     expect(stderr).toMatch(/^ {2}expires_in_days: /m);
   });
 
+  it('names each field of a validation_error once, though the API’s message names it too', async () => {
+    for (const [argv, field] of [
+      [['keys', 'list', '--limit', '0'], 'limit'],
+      [['keys', 'list', '--cursor', 'garbage'], 'cursor'],
+      [['keys', 'create', '--name', 'x', '--scopes', 'read', '--expires-in-days', '999'], 'expires_in_days'],
+    ] as const) {
+      const { code, stderr } = await cli([...argv]);
+      expect({ argv, code }).toEqual({ argv, code: 1 });
+      expect(stderr).toMatch(new RegExp(`^ {2}${field}: \\S`, 'm'));
+      expect(stderr).not.toContain(`${field}: ${field}:`);
+    }
+  });
+
   it('exits 2 on an unknown flag, a bad number or a missing argument, without a request', async () => {
     const recorder = recordingFetch();
     for (const argv of [
@@ -141,11 +154,42 @@ describe('control-plane CLI: keys, credentials, agents, exit codes', () => {
     const unreachable = await cli(['keys', 'list'], { env: { CP_BASE_URL: nowhere } });
     expect(unreachable.code).toBe(3);
     expect(unreachable.stderr).toMatch(/^network_error: no answer from http:\/\/127\.0\.0\.1:\d+/);
+    expect(unreachable.stderr).toContain('is the URL right');
 
     const flagged = await cli(['--base-url', app.http.baseUrl, 'keys', 'list'], {
       env: { CP_BASE_URL: nowhere },
     });
     expect(flagged.code).toBe(0);
+  });
+
+  it('exits 2 on a base URL that is no http(s) server, naming where it came from, without a request', async () => {
+    const recorder = recordingFetch();
+    for (const [given, source] of [
+      [{ argv: ['--base-url', 'not-a-url'] }, '--base-url'],
+      [{ argv: ['--base-url', 'ftp://example.com'] }, '--base-url'],
+      [{ env: { CP_BASE_URL: 'not-a-url' } }, 'CP_BASE_URL'],
+      [{ env: { CP_BASE_URL: `${app.http.baseUrl}?x=1` } }, 'CP_BASE_URL'],
+    ] as const) {
+      const env = 'env' in given ? given.env : {};
+      const argv = 'argv' in given ? given.argv : [];
+      const { code, stderr } = await cli([...argv, 'keys', 'list'], { env, fetch: recorder.fetch });
+      expect({ given, code }).toEqual({ given, code: 2 });
+      expect(stderr).toMatch(
+        new RegExp(`^error: ${source} ".+": .+ e\\.g\\. http://127\\.0\\.0\\.1:8080\\n`),
+      );
+    }
+    expect(recorder.exchanges).toEqual([]);
+  });
+
+  it('takes a base URL ending in /v1 (as an OpenAI SDK is given it) or in slashes as the server', async () => {
+    const recorder = recordingFetch();
+    for (const baseUrl of [`${app.http.baseUrl}/v1`, `${app.http.baseUrl}/v1/`, `${app.http.baseUrl}//`]) {
+      const { code } = await cli(['--base-url', baseUrl, 'keys', 'list', '--json'], {
+        fetch: recorder.fetch,
+      });
+      expect({ baseUrl, code }).toEqual({ baseUrl, code: 0 });
+    }
+    expect(recorder.exchanges.map((e) => e.url.pathname)).toEqual(['/v1/keys', '/v1/keys', '/v1/keys']);
   });
 
   it('adds a credential from an environment variable and never prints its secret', async () => {

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { createControlPlane, type ControlPlane } from '../control-plane';
-import { DEFAULT_BASE_URL } from '../transport';
+import { baseUrlOf } from './base-url';
 import { EXIT, UsageError } from './exit-codes';
 import type { CliIo } from './io';
 import type { RunState } from './state';
@@ -29,12 +29,15 @@ export class Call<O = Record<string, never>> {
     return this.options.json === true;
   }
 
-  /** The API client; without a key there is nothing the CLI can ask, so that is a usage error. */
+  /**
+   * The API client; without a key, or with a base URL that is no server's, there is nothing the
+   * CLI can ask, so those are usage errors.
+   */
   client(): ControlPlane {
     const apiKey = this.options.apiKey ?? this.io.env.CP_API_KEY;
     if (!apiKey) throw new UsageError('no API key: set CP_API_KEY or pass --api-key');
     return createControlPlane({
-      baseUrl: this.options.baseUrl ?? this.io.env.CP_BASE_URL ?? DEFAULT_BASE_URL,
+      baseUrl: baseUrlOf(this.options.baseUrl, this.io.env),
       apiKey,
       fetch: this.io.fetch,
       userAgent: 'control-plane-cli',

@@ -40,10 +40,14 @@ export function describeError(error: unknown): string {
   if (!(error instanceof ControlPlaneError))
     return `error: ${error instanceof Error ? error.message : String(error)}\n`;
   const id = error.requestId ? ` (${error.requestId})` : '';
-  const details = Array.isArray(error.details)
-    ? error.details.map(
-        (d: { path?: unknown; message?: unknown }) => `  ${String(d.path)}: ${String(d.message)}\n`,
-      )
-    : [];
+  const details = Array.isArray(error.details) ? error.details.map(fieldProblem) : [];
   return `${error.errorCode}: ${error.message}${id}\n${details.join('')}`;
+}
+
+/** One field's problem; the API's message mostly starts with the field already (`limit: ...`). */
+function fieldProblem(detail: { path?: unknown; message?: unknown }): string {
+  const message = String(detail.message);
+  const path = typeof detail.path === 'string' ? detail.path : '';
+  const named = path === '' || message.startsWith(`${path}:`);
+  return `  ${named ? message : `${path}: ${message}`}\n`;
 }

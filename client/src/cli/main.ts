@@ -16,7 +16,8 @@ export type { CliIo } from './io';
 const ENVIRONMENT_HELP = `
 Environment:
   CP_API_KEY    the API key (csk_...) or session token; --api-key overrides it
-  CP_BASE_URL   the server (default http://127.0.0.1:8080); --base-url overrides it
+  CP_BASE_URL   the server's http(s) URL (default http://127.0.0.1:8080; a trailing /v1 is
+                dropped); --base-url overrides it
 `;
 
 /**
@@ -39,7 +40,10 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
 function program(state: RunState): Command {
   const root = new Command('control-plane')
     .description('Operate the control plane from a terminal or a script.')
-    .option('--base-url <url>', 'the server (default: CP_BASE_URL, else http://127.0.0.1:8080)')
+    .option(
+      '--base-url <url>',
+      'the server’s http(s) URL, a trailing /v1 dropped (default: CP_BASE_URL, else http://127.0.0.1:8080)',
+    )
     .option('--api-key <key>', 'the API key (default: CP_API_KEY)')
     .option('--json', 'print the API’s JSON as it answered, for scripts')
     .addHelpText('after', ENVIRONMENT_HELP + EXIT_CODES_HELP);

@@ -8,6 +8,13 @@ export function number(value: string): number {
   return parsed;
 }
 
+/** A count or a duration that only means something above zero. */
+export function positiveNumber(value: string): number {
+  const parsed = number(value);
+  if (parsed <= 0) throw new InvalidArgumentError('must be more than 0.');
+  return parsed;
+}
+
 export function integer(value: string): number {
   const parsed = number(value);
   if (!Number.isInteger(parsed)) throw new InvalidArgumentError('not a whole number.');

@@ -4,7 +4,7 @@ import type { Invocation } from '../../types';
 import { action, type Call } from '../call';
 import { EXIT, UsageError } from '../exit-codes';
 import { usd } from '../format';
-import { integer, jsonArray, jsonObject, number } from '../parsers';
+import { integer, jsonArray, jsonObject, number, positiveNumber } from '../parsers';
 import { progress, type Progress } from '../spinner';
 import type { RunState } from '../state';
 
@@ -47,7 +47,11 @@ export function invokeCommand(state: RunState): Command {
         .default(2),
     )
     .addOption(
-      new Option('--timeout <seconds>', 'stop waiting after this long').argParser(number).default(300),
+      // Not 0: the call is submitted (and billed) either way, and this command has no other way
+      // to hand back an invocation it did not wait for than exit 4.
+      new Option('--timeout <seconds>', 'how long to wait in all for the end, more than 0')
+        .argParser(positiveNumber)
+        .default(300),
     )
     .action(action<InvokeOptions>(state, runInvoke));
 }
