@@ -5,7 +5,7 @@ import { errorHandler } from './http/error-handler';
 import { httpMetrics } from './http/metrics';
 import { metricsRoute } from './http/metrics-route';
 import { mountRoutes } from './http/mount-routes';
-import { noRouteAnswered } from './http/no-route';
+import { noRouteFallback } from './http/no-route';
 import { approvalsPage } from './page/approvals-page';
 import { queueDashboard } from './admin/queue-dashboard';
 import { docsPage } from './docs/docs-page';
@@ -35,7 +35,7 @@ export function createApp(infra: Infra, options: AppOptions = {}): Koa {
   app.use(serviceIndex());
   app.use(queueDashboard(infra));
   // Reached only when no route answered: 405 for a known path, 404 otherwise.
-  app.use(async (ctx) => noRouteAnswered(router, ctx));
+  app.use(noRouteFallback(router, ROUTES));
   app.on('error', () => undefined); // every error is answered and logged by errorHandler
   return app;
 }

@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { ERROR_STATUS } from './http/error-status';
-import type { RouteDef } from './http/route';
+import type { ResponseDef, RouteDef } from './http/route';
 import { UNSTORABLE_INPUT_RULE } from './http/unstorable-input';
-import { ErrorBody } from './schemas/common';
+import { ErrorBody, OpenAIErrorBody } from './schemas/common';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -47,14 +47,23 @@ export function toSchema(
   return relink(rest) as JsonSchema;
 }
 
-function queryParameters(route: RouteDef, components: Record<string, unknown>) {
-  const shape = route.query instanceof z.ZodObject ? (route.query.shape as Record<string, z.ZodType>) : {};
-  return Object.entries(shape).map(([name, schema]) => ({
-    name,
-    in: 'query',
-    required: !schema.safeParse(undefined).success,
-    schema: toSchema(schema, 'input', components),
-  }));
+/** Query or header parameters from the fields of an object schema (a description in its meta). */
+function objectParameters(
+  object: z.ZodType | undefined,
+  where: 'query' | 'header',
+  components: Record<string, unknown>,
+) {
+  const shape = object instanceof z.ZodObject ? (object.shape as Record<string, z.ZodType>) : {};
+  return Object.entries(shape).map(([name, schema]) => {
+    const json = toSchema(schema, 'input', components);
+    return {
+      name,
+      in: where,
+      required: !schema.safeParse(undefined).success,
+      ...(typeof json.description === 'string' ? { description: json.description } : {}),
+      schema: json,
+    };
+  });
 }
 
 const pathParameters = (path: string) =>
@@ -74,32 +83,61 @@ const IDEMPOTENCY_KEY = {
   schema: { type: 'string', minLength: 1, maxLength: 255 },
 };
 
-const errorResponse = (description: string) => ({
+/** The error schema a route answers with: OpenAI's shape on the OpenAI-compatible routes. */
+const errorSchemaOf = (route: RouteDef): string =>
+  `${COMPONENTS}${route.errorShape === 'openai' ? 'OpenAIError' : 'Error'}`;
+
+const errorResponse = (description: string, schemaRef: string) => ({
   description,
-  content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+  content: { 'application/json': { schema: { $ref: schemaRef } } },
 });
 
+/** The errors every route of its kind may answer, whatever the route declares. */
+function genericErrors(route: RouteDef): Record<number, string> {
+  const out: Record<number, string> = {};
+  if (route.body || route.query) out[400] = 'invalid_json or validation_error (with details)';
+  if (route.access.kind !== 'public') out[401] = 'missing_credentials, invalid_api_key or expired_api_key';
+  if (route.access.kind === 'scope')
+    out[403] = `insufficient_scope: requires ${route.access.scopes.join(' or ')}`;
+  if (route.body) {
+    out[413] = 'payload_too_large: the body is over the limit (limit_bytes)';
+    out[415] = 'unsupported_media_type: the body is not sent as application/json';
+  }
+  if (!route.unlimited) out[429] = 'rate_limited; see Retry-After';
+  out[503] = 'unavailable: the database or Redis is unreachable';
+  return out;
+}
+
+function successResponse(response: ResponseDef, components: Record<string, unknown>) {
+  const content: Record<string, unknown> = {};
+  if (response.schema)
+    content[response.contentType ?? 'application/json'] = {
+      schema: toSchema(response.schema, 'output', components),
+    };
+  if (response.eventStream)
+    content['text/event-stream'] = {
+      schema: { type: 'string', description: response.eventStream.description },
+    };
+  return { description: response.description, ...(Object.keys(content).length ? { content } : {}) };
+}
+
+/**
+ * A route's own responses, then the generic errors: where the route declares the same status
+ * (400 aside, which it declares to say more), both descriptions are kept.
+ */
 function responsesOf(route: RouteDef, components: Record<string, unknown>) {
   const out: Record<string, unknown> = {};
-  for (const [status, { description, schema }] of Object.entries(route.responses)) {
+  const errorRef = errorSchemaOf(route);
+  for (const [status, response] of Object.entries(route.responses))
     out[status] =
       Number(status) >= 400
-        ? errorResponse(description)
-        : {
-            description,
-            ...(schema
-              ? { content: { 'application/json': { schema: toSchema(schema, 'output', components) } } }
-              : {}),
-          };
+        ? errorResponse(response.description, errorRef)
+        : successResponse(response, components);
+  for (const [status, generic] of Object.entries(genericErrors(route))) {
+    const own = route.responses[Number(status)]?.description;
+    const description = !own ? generic : status === '400' ? own : `${own}; ${generic}`;
+    out[status] = errorResponse(description, errorRef);
   }
-  if (route.body || route.query)
-    out['400'] ??= errorResponse('invalid_json or validation_error (with details)');
-  if (route.access.kind !== 'public')
-    out['401'] = errorResponse('missing_credentials, invalid_api_key or expired_api_key');
-  if (route.access.kind === 'scope')
-    out['403'] = errorResponse(`insufficient_scope: requires ${route.access.scopes.join(' or ')}`);
-  if (!route.unlimited) out['429'] = errorResponse('rate_limited; see Retry-After');
-  out['503'] = errorResponse('unavailable: the database or Redis is unreachable');
   return out;
 }
 
@@ -118,7 +156,8 @@ function operation(route: RouteDef, components: Record<string, unknown>) {
     ...(route.access.kind === 'scope' ? scopeExtensions(route.access.scopes) : {}),
     parameters: [
       ...pathParameters(route.path),
-      ...queryParameters(route, components),
+      ...objectParameters(route.query, 'query', components),
+      ...objectParameters(route.headers, 'header', components),
       ...(route.idempotent ? [IDEMPOTENCY_KEY] : []),
     ],
     ...(route.body
@@ -137,9 +176,10 @@ function operation(route: RouteDef, components: Record<string, unknown>) {
 export function buildOpenApi(routes: RouteDef[]) {
   const paths: Record<string, Record<string, unknown>> = {};
   const schemas: Record<string, unknown> = {};
-  // ErrorBody is named `Error`: writing it files it under components.schemas.
-  const error = toSchema(ErrorBody, 'output', schemas);
-  schemas.Error ??= error;
+  // The error bodies are named (`Error`, `OpenAIError`): writing them files them under
+  // components.schemas, where the error responses refer to them.
+  toSchema(ErrorBody, 'output', schemas);
+  toSchema(OpenAIErrorBody, 'output', schemas);
   for (const route of routes)
     (paths[route.path] ??= {})[route.method.toLowerCase()] = operation(route, schemas);
   return {

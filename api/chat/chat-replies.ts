@@ -2,6 +2,7 @@ import type { InvocationSummary } from '../../domain/invocations/invocation';
 import { microsToUsd } from '../../domain/pricing/cost';
 import type { Reply } from '../http/route';
 import { openAiError } from '../http/openai-errors';
+import { NO_RETRY } from './no-retry';
 
 /** The headers every answer about an invocation carries. */
 export const invocationHeaders = (i: InvocationSummary): Record<string, string> => ({
@@ -47,12 +48,12 @@ export const completionOf = (i: InvocationSummary) => ({
  * approval_pending (`param` the approval id; send the request again with X-Invocation-Id to go on
  * waiting). `x-should-retry: false` stops the SDKs' automatic retries, which would submit anew.
  */
-export function refusalOf(i: InvocationSummary): Reply {
-  const headers = { ...invocationHeaders(i), 'x-should-retry': 'false' };
+export function refusalOf(i: InvocationSummary, requestId: string): Reply {
+  const headers = { ...invocationHeaders(i), ...NO_RETRY };
   const reply = (status: number, code: string, message: string, param: string | null = null): Reply => ({
     status,
     headers,
-    body: openAiError(status, code, message, param, { invocation_id: i.id }),
+    body: openAiError(status, code, message, param, { request_id: requestId, invocation_id: i.id }),
   });
   const code = i.error?.errorCode ?? '';
   const message = i.error?.message ?? '';

@@ -3,7 +3,7 @@ import type { InvocationSummary } from '../../domain/invocations/invocation';
 import type { CompletionWaiter, PieceFollower } from '../../domain/invocations/signals';
 import type { StreamDelta } from '../../domain/providers';
 import type { Reply } from '../http/route';
-import { createdOf, finishReasonOf, invocationHeaders, refusalOf, usageOf } from './chat-replies';
+import { createdOf, finishReasonOf, refusalOf, usageOf } from './chat-replies';
 
 /** How the route runs the invocation, with the waiter the stream hands it (see streamCompletion). */
 export type RunWith = (waiter: CompletionWaiter) => Promise<InvocationSummary>;
@@ -16,6 +16,10 @@ export interface StreamDeps extends PieceFollower {
   /** How long a started stream may take in all. */
   streamMs: number;
   includeUsage: boolean;
+  /** The model the request names; null when it resumes an invocation (its model is read). */
+  model: string | null;
+  /** Quoted in an error the stream ends with. */
+  requestId: string;
   /** Aborts when the client hangs up. */
   closed: AbortSignal;
   onError(err: unknown): void;
@@ -134,15 +138,27 @@ export async function streamCompletion(deps: StreamDeps, run: RunWith): Promise<
   try {
     const winner = await Promise.race([started, done.then(() => 'done' as const)]);
     const invocation = winner === 'done' ? await done : null;
-    if (invocation && invocation.status !== 'succeeded') return refusalOf(invocation);
-    const meta = { id, model: invocation?.model ?? '', created: Math.floor(Date.now() / 1000) };
-    writer = new ChunkWriter(invocation ? { ...meta, created: createdOf(invocation) } : meta);
+    if (invocation && invocation.status !== 'succeeded') return refusalOf(invocation, deps.requestId);
+    const model = await modelOf(deps, id, invocation);
+    const created = invocation ? createdOf(invocation) : Math.floor(Date.now() / 1000);
+    writer = new ChunkWriter({ id, model, created });
     for (const d of early) writer.piece(d);
     finishLater(deps, writer, done, id);
     return { status: 200, body: writer.out, headers: { ...SSE_HEADERS, 'X-Invocation-Id': id } };
   } finally {
     clearTimeout(paused);
   }
+}
+
+/**
+ * The model every chunk names: the finished invocation's, else the request's; a resumed request's
+ * body may name another, so its invocation is read (pieces arriving meanwhile wait in `early`).
+ */
+async function modelOf(deps: StreamDeps, id: string, done: InvocationSummary | null): Promise<string> {
+  if (done) return done.model;
+  if (deps.model !== null) return deps.model;
+  const invocation = await deps.read(id).catch(() => null);
+  return invocation?.model ?? '';
 }
 
 /** At the end of the wait: a request still waiting for people stops waiting (approval_pending). */
@@ -172,7 +188,7 @@ function finishLater(
     .then((invocation) => {
       deps.closed.removeEventListener('abort', hangUp);
       if (invocation.status === 'succeeded') writer.finish(invocation, deps.includeUsage);
-      else writer.fail({ ...refusalOf(invocation), headers: invocationHeaders(invocation) });
+      else writer.fail(refusalOf(invocation, deps.requestId));
     })
     .catch((err: unknown) => {
       deps.onError(err);

@@ -4,14 +4,8 @@ import type { RateDecision } from '../../infra/http/rate-limiters';
 import type { Logger } from '../../infra/logger';
 import { isUnavailableError } from '../../infra/unavailable';
 import { ERROR_STATUS } from './error-status';
-import { openAiError } from './openai-errors';
+import { openAiError, paramOf } from './openai-errors';
 import { setRateHeaders } from './rate-headers';
-
-/** The field a validation error names, as OpenAI's `param`. */
-const paramOf = (extra: Record<string, unknown>): string | null => {
-  const details = extra.details as { path?: string }[] | undefined;
-  return details?.[0]?.path ?? null;
-};
 
 /** Errors thrown by Koa, its router or the body reader carry an HTTP status. */
 const HTTP_STATUS_CODES: Record<number, ErrorCode> = {

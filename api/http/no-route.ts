@@ -1,6 +1,7 @@
 import type Router from '@koa/router';
-import type { Context } from 'koa';
+import type { Context, Middleware } from 'koa';
 import { DomainError } from '../../domain/errors';
+import type { RouteDef } from './route';
 
 /**
  * What a request no route of `router` answered gets: 405 with an `Allow` header when the path is
@@ -16,4 +17,22 @@ export function noRouteAnswered(router: Router, ctx: Context): never {
     'method_not_allowed',
     `${ctx.method} is not allowed on ${ctx.path}; use ${allowed.join(', ')}`,
   );
+}
+
+/** Where a route's family of paths starts: its path up to the first parameter. */
+const baseOf = (path: string): string => path.split('/{')[0] ?? path;
+
+/**
+ * The app's last middleware: what no route answered, in the error shape of the routes whose
+ * paths it falls under, so an OpenAI SDK reads a 404 or 405 under /v1/chat/completions or
+ * /v1/models (its `retrieve` of a path this service lacks, a wrong method) as it reads the rest.
+ */
+export function noRouteFallback(router: Router, routes: RouteDef[]): Middleware {
+  const openAiBases = routes.filter((r) => r.errorShape === 'openai').map((r) => baseOf(r.path));
+  const isOpenAiPath = (path: string) =>
+    openAiBases.some((base) => path === base || path.startsWith(`${base}/`));
+  return async (ctx) => {
+    if (isOpenAiPath(ctx.path)) ctx.state.errorShape = 'openai';
+    noRouteAnswered(router, ctx);
+  };
 }

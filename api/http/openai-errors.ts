@@ -1,3 +1,9 @@
+/** The field a validation error names, as OpenAI's `param`. */
+export const paramOf = (extra: Record<string, unknown>): string | null => {
+  const details = extra.details as { path?: string }[] | undefined;
+  return details?.[0]?.path ?? null;
+};
+
 /** OpenAI's error `type` for a status: what its SDKs and the frameworks on them expect. */
 function typeOf(status: number): string {
   if (status === 400 || status === 404 || status === 409 || status === 413 || status === 415)

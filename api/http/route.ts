@@ -38,6 +38,16 @@ export interface RouteInput<B, Q> {
   infra: Infra;
 }
 
+/** One documented answer of a route. */
+export interface ResponseDef {
+  description: string;
+  schema?: z.ZodType;
+  /** The body's media type when it is not `application/json` (the AGBOM's CycloneDX type). */
+  contentType?: string;
+  /** Also answered as server-sent events (`stream: true`): what the events hold. */
+  eventStream?: { description: string };
+}
+
 export interface RouteDef<B extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType> {
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** OpenAPI style: `/v1/keys/{id}`. */
@@ -55,7 +65,12 @@ export interface RouteDef<B extends z.ZodType = z.ZodType, Q extends z.ZodType =
   /** Errors in OpenAI's shape (`{ error: { message, type, code, param } }`), for the OpenAI-compatible routes. */
   errorShape?: 'openai';
   query?: Q;
-  responses: Record<number, { description: string; schema?: z.ZodType }>;
+  /**
+   * The request headers the handler reads (through `header(name)`), documented as header
+   * parameters: one optional string schema per header name, with its description.
+   */
+  headers?: z.ZodObject;
+  responses: Record<number, ResponseDef>;
   handle(input: RouteInput<z.infer<B>, z.infer<Q>>): Promise<Reply>;
 }
 

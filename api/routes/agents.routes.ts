@@ -138,7 +138,14 @@ export const agentRoutes = [
     summary: "The agent's bill of materials, as a CycloneDX 1.6 JSON document",
     tag: 'agents',
     access: read,
-    responses: { 200: { description: 'the AGBOM', schema: AgbomView }, 404: notFound },
+    responses: {
+      200: {
+        description: 'the AGBOM',
+        schema: AgbomView,
+        contentType: 'application/vnd.cyclonedx+json; version=1.6',
+      },
+      404: notFound,
+    },
     handle: async (input) => {
       const bom = await getAgbom(agentDeps(input.infra), callOf(input), input.params.id ?? '');
       return {

@@ -1,27 +1,36 @@
 import { invalidField, notFound } from '../../domain/errors';
 import { getInvocation } from '../../domain/invocations/read-invocations';
 import { invoke } from '../../domain/invocations/submit-invocation';
-import { listPrices } from '../../domain/pricing/price-use-cases';
 import type { Infra } from '../../infra/container';
 import { completionOf, invocationHeaders, refusalOf } from '../chat/chat-replies';
 import { invokeInputOf } from '../chat/chat-request';
 import { streamCompletion, type RunWith } from '../chat/chat-stream';
+import { callableModels, modelView } from '../chat/model-list';
+import { answeringWithoutRetry } from '../chat/no-retry';
 import { callOf } from '../http/call-context';
-import { invokeDeps, priceDeps, readDeps } from '../http/deps';
+import { invokeDeps, readDeps } from '../http/deps';
 import { defineRoute, needs, type RouteInput } from '../http/route';
 import {
   ChatCompletionBody,
   ChatCompletionView,
+  ChatHeaders,
+  ModelHeaders,
   ModelList,
+  ModelView,
   type ChatCompletionRequest,
+  type HeaderName,
 } from '../schemas/chat.schemas';
 
-const MAX_HEADER_ID = 100;
-
-function headerId(input: RouteInput<unknown, unknown>, name: string, required: boolean): string | undefined {
+/** An id header, checked by its declaration in ChatHeaders; undefined when absent. */
+function headerId(
+  input: RouteInput<unknown, unknown>,
+  name: HeaderName,
+  required: boolean,
+): string | undefined {
   const value = input.header(name).trim();
   if (!value && required) throw invalidField(name, `${name}: required (the session this call is charged to)`);
-  if (value.length > MAX_HEADER_ID || /[^\w-]/.test(value)) throw invalidField(name, `${name}: not an id`);
+  if (value && !ChatHeaders.shape[name].safeParse(value).success)
+    throw invalidField(name, `${name}: not an id`);
   return value || undefined;
 }
 
@@ -54,9 +63,23 @@ const streamDeps = (input: RouteInput<ChatCompletionRequest, unknown>, infra: In
     infra.config.CP_MAX_WAIT_SECONDS * 1000 +
     infra.config.CP_PROVIDER_TIMEOUT_MS * infra.config.CP_INVOKE_ATTEMPTS,
   includeUsage: input.body.stream_options?.include_usage === true,
+  model: headerId(input, 'X-Invocation-Id', false) ? null : input.body.model,
+  requestId: input.requestId,
   closed: input.closed,
   onError: (err: unknown) => infra.logger.warn({ err }, 'chat completion stream ended early'),
 });
+
+/** A chat completion, answered whole or streamed. */
+async function complete(input: RouteInput<ChatCompletionRequest, unknown>) {
+  const { infra } = input;
+  if (input.body.stream) {
+    const deps = streamDeps(input, infra);
+    return streamCompletion(deps, runner(input, deps.streamMs));
+  }
+  const invocation = await runner(input, infra.config.CP_MAX_WAIT_SECONDS * 1000)(infra.completions);
+  if (invocation.status !== 'succeeded') return refusalOf(invocation, input.requestId);
+  return { status: 200, body: completionOf(invocation), headers: invocationHeaders(invocation) };
+}
 
 export const chatRoutes = [
   defineRoute({
@@ -64,19 +87,28 @@ export const chatRoutes = [
     path: '/v1/chat/completions',
     summary:
       'OpenAI-compatible Chat Completions, governed exactly as POST /v1/llm/invoke (guardian, caps, approvals, ' +
-      'audit). The API key is the csk_ key; X-Session-Id names the session (required), X-Credential-Ref ' +
-      'optionally the credential. stream: true answers server-sent chat.completion.chunk events. Errors are ' +
-      "OpenAI-shaped ({ error: { message, type, code, param } }) with the contract's statuses and codes. A " +
-      'request an approval holds waits up to max_wait_seconds, then answers 409 approval_pending (param: the ' +
-      'approval id); the same request with X-Invocation-Id goes on waiting.',
+      'audit). The API key is the csk_ key; X-Session-Id names the session (required unless X-Invocation-Id ' +
+      'is sent), X-Credential-Ref optionally the credential. stream: true answers server-sent ' +
+      "chat.completion.chunk events. Errors are OpenAI-shaped ({ error: { message, type, code, param } }) with the contract's " +
+      'statuses and codes; those a retry cannot change carry x-should-retry: false. A request an approval ' +
+      'holds waits up to max_wait_seconds, then answers 409 approval_pending (param: the approval id); the ' +
+      'same request with X-Invocation-Id goes on waiting.',
     tag: 'openai',
     access: needs('llm:invoke'),
     errorShape: 'openai',
     body: ChatCompletionBody,
+    headers: ChatHeaders,
     responses: {
       200: {
-        description: 'the completion (headers X-Invocation-Id, X-Cost-Usd), or a text/event-stream',
+        description:
+          'the completion (headers X-Invocation-Id, X-Cost-Usd), or with stream: true an event stream',
         schema: ChatCompletionView,
+        eventStream: {
+          description:
+            'Server-sent events: `data: <chat.completion.chunk JSON>` per piece, each naming the model; then ' +
+            'one with finish_reason, one with usage when stream_options.include_usage, and `data: [DONE]`. An ' +
+            'error after the first event is sent as `data: <the OpenAI error JSON>` before [DONE].',
+        },
       },
       400: { description: 'validation_error (X-Session-Id missing, no max_tokens, ...) or unpriced_model' },
       402: { description: 'budget_exceeded' },
@@ -87,20 +119,12 @@ export const chatRoutes = [
       404: { description: 'the session does not exist in this org' },
       409: {
         description:
-          'session_not_open; approval_pending (param: the approval id); invocation_pending (param: the invocation id)',
+          'session_not_open; approval_pending (param: the approval id); invocation_pending (param: the ' +
+          'invocation id); invalid_state (the invocation was cancelled)',
       },
       502: { description: 'the provider failed: code is the provider error (provider_timeout, ...)' },
     },
-    handle: async (input) => {
-      const { infra } = input;
-      if (input.body.stream) {
-        const deps = streamDeps(input, infra);
-        return streamCompletion(deps, runner(input, deps.streamMs));
-      }
-      const invocation = await runner(input, infra.config.CP_MAX_WAIT_SECONDS * 1000)(infra.completions);
-      if (invocation.status !== 'succeeded') return refusalOf(invocation);
-      return { status: 200, body: completionOf(invocation), headers: invocationHeaders(invocation) };
-    },
+    handle: (input) => answeringWithoutRetry(input.requestId, () => complete(input)),
   }),
   defineRoute({
     method: 'GET',
@@ -111,33 +135,33 @@ export const chatRoutes = [
     tag: 'openai',
     access: needs('llm:invoke'),
     errorShape: 'openai',
+    headers: ModelHeaders,
     responses: { 200: { description: 'the models', schema: ModelList } },
     handle: async (input) => {
-      const ctx = callOf(input);
-      const sessionId = headerId(input, 'X-Session-Id', false);
-      const models = sessionId ? await agentModels(input.infra, ctx.principal.orgId, sessionId) : null;
-      const names = models ?? (await listPrices(priceDeps(input.infra), ctx)).map((p) => p.model);
-      return {
-        status: 200,
-        body: {
-          object: 'list',
-          data: [...new Set(names)]
-            .sort()
-            .map((id) => ({ id, object: 'model', created: 0, owned_by: 'control-plane' })),
-        },
-      };
+      const models = await callableModels(input.infra, callOf(input), headerId(input, 'X-Session-Id', false));
+      return { status: 200, body: { object: 'list', data: models.map(modelView) } };
+    },
+  }),
+  defineRoute({
+    method: 'GET',
+    path: '/v1/models/{id}',
+    summary:
+      "OpenAI-compatible model retrieval (the SDKs' models.retrieve): the model when GET /v1/models would " +
+      "list it (with X-Session-Id, one the session's agent may call; otherwise one with a price), else 404 " +
+      'not_found naming it. A name with a slash is sent encoded (%2F), as the SDKs do.',
+    tag: 'openai',
+    access: needs('llm:invoke'),
+    errorShape: 'openai',
+    headers: ModelHeaders,
+    responses: {
+      200: { description: 'the model', schema: ModelView },
+      404: { description: 'not_found: no such model here, or the session does not exist in this org' },
+    },
+    handle: async (input) => {
+      const id = input.params.id ?? '';
+      const models = await callableModels(input.infra, callOf(input), headerId(input, 'X-Session-Id', false));
+      if (!models.includes(id)) throw notFound(`model ${id}`);
+      return { status: 200, body: modelView(id) };
     },
   }),
 ];
-
-/** The session's agent's allowed models; null when the session has no agent (every priced model). */
-async function agentModels(infra: Infra, orgId: string, sessionId: string): Promise<string[] | null> {
-  const context = await infra.invocations.invokeContext(orgId, {
-    sessionId,
-    agentId: null,
-    credentialRef: null,
-    model: '',
-  });
-  if (!context.session) throw notFound('session');
-  return context.agent ? context.agent.allowedModels : null;
-}

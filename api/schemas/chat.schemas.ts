@@ -101,13 +101,40 @@ export const ChatCompletionView = z
   })
   .meta({ id: 'ChatCompletion' });
 
+export const ModelView = z
+  .object({ id: z.string(), object: z.literal('model'), created: z.number(), owned_by: z.string() })
+  .meta({ id: 'Model' });
+
 export const ModelList = z
-  .object({
-    object: z.literal('list'),
-    data: z.array(
-      z.object({ id: z.string(), object: z.literal('model'), created: z.number(), owned_by: z.string() }),
-    ),
-  })
+  .object({ object: z.literal('list'), data: z.array(ModelView) })
   .meta({ id: 'ModelList' });
 
-export const ChatHeaders = z.object({});
+/** An id sent in a header: what the handler accepts (api/routes/chat.routes.ts reads it by this). */
+const headerId = z
+  .string()
+  .max(100)
+  .regex(/^[\w-]+$/)
+  .optional();
+
+const sessionHeader = (description: string) => ({ 'X-Session-Id': headerId.meta({ description }) });
+
+export const ChatHeaders = z.object({
+  ...sessionHeader(
+    'The session the call is charged to: required unless X-Invocation-Id is sent (400 validation_error without either).',
+  ),
+  'X-Credential-Ref': headerId.meta({
+    description:
+      "The credential to call the provider with, as credential_ref does; else the agent's default.",
+  }),
+  'X-Invocation-Id': headerId.meta({
+    description:
+      'Goes on waiting for the invocation a previous request started (after 409 approval_pending or ' +
+      'invocation_pending) instead of submitting anew; X-Session-Id is then not needed.',
+  }),
+});
+
+export const ModelHeaders = z.object(
+  sessionHeader("Only the models this session's agent may call; without it, every model with a price."),
+);
+
+export type HeaderName = keyof typeof ChatHeaders.shape;

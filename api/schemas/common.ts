@@ -60,6 +60,26 @@ export const ErrorBody = z
   })
   .meta({ id: 'Error' });
 
+/**
+ * The errors of the OpenAI-compatible routes (api/http/openai-errors.ts): OpenAI's `error` object,
+ * which the OpenAI SDKs read, beside the contract's own fields.
+ */
+export const OpenAIErrorBody = ErrorBody.extend({
+  error: z.object({
+    message: z.string(),
+    type: z.string().meta({ description: "OpenAI's error type for the status (invalid_request_error, ...)" }),
+    code: z.string().meta({ description: 'The error_code' }),
+    param: z.string().nullable().meta({
+      description:
+        'The field at fault; approval_pending: the approval id; invocation_pending: the invocation id',
+    }),
+  }),
+  invocation_id: z
+    .string()
+    .optional()
+    .meta({ description: 'Set when an invocation was admitted and did not succeed' }),
+}).meta({ id: 'OpenAIError' });
+
 /** `limit` 1..100 (default 20) and an opaque `cursor`, on every list. */
 export const pageQuery = {
   limit: z.coerce.number().int().min(1).max(100).default(20),

@@ -107,7 +107,25 @@ export const InvocationView = z
     approval_id: z.string().nullable().meta({
       description: 'Set when a require_approval verdict paused it: GET /v1/approvals/{approval_id}.',
     }),
-    output: z.object({ role: z.literal('assistant'), content: z.string() }).nullable(),
+    output: z
+      .object({
+        role: z.literal('assistant'),
+        content: z.string(),
+        tool_calls: z
+          .array(
+            z.object({
+              id: z.string(),
+              type: z.literal('function'),
+              function: z.object({
+                name: z.string(),
+                arguments: z.string().meta({ description: 'The arguments as JSON text' }),
+              }),
+            }),
+          )
+          .optional()
+          .meta({ description: 'The tools the model called, when it called any (finish_reason tool_calls)' }),
+      })
+      .nullable(),
     usage: z.object({ input_tokens: z.number().int(), output_tokens: z.number().int() }).nullable().meta({
       description:
         "Tokens charged over all provider attempts: an answer's count, capped at the request's bounds (its input bound and max_tokens); an attempt whose outcome is unknown (timeout, lost connection, unreadable 2xx answer) at those bounds.",

@@ -638,7 +638,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** OpenAI-compatible Chat Completions, governed exactly as POST /v1/llm/invoke (guardian, caps, approvals, audit). The API key is the csk_ key; X-Session-Id names the session (required), X-Credential-Ref optionally the credential. stream: true answers server-sent chat.completion.chunk events. Errors are OpenAI-shaped ({ error: { message, type, code, param } }) with the contract's statuses and codes. A request an approval holds waits up to max_wait_seconds, then answers 409 approval_pending (param: the approval id); the same request with X-Invocation-Id goes on waiting. */
+    /** OpenAI-compatible Chat Completions, governed exactly as POST /v1/llm/invoke (guardian, caps, approvals, audit). The API key is the csk_ key; X-Session-Id names the session (required unless X-Invocation-Id is sent), X-Credential-Ref optionally the credential. stream: true answers server-sent chat.completion.chunk events. Errors are OpenAI-shaped ({ error: { message, type, code, param } }) with the contract's statuses and codes; those a retry cannot change carry x-should-retry: false. A request an approval holds waits up to max_wait_seconds, then answers 409 approval_pending (param: the approval id); the same request with X-Invocation-Id goes on waiting. */
     post: operations['postV1ChatCompletions'];
     delete?: never;
     options?: never;
@@ -655,6 +655,23 @@ export interface paths {
     };
     /** OpenAI-compatible model list: with X-Session-Id, the models the session's agent may call; otherwise every model with a price (built-in or the org's own) */
     get: operations['getV1Models'];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  '/v1/models/{id}': {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** OpenAI-compatible model retrieval (the SDKs' models.retrieve): the model when GET /v1/models would list it (with X-Session-Id, one the session's agent may call; otherwise one with a price), else 404 not_found naming it. A name with a slash is sent encoded (%2F), as the SDKs do. */
+    get: operations['getV1ModelsId'];
     put?: never;
     post?: never;
     delete?: never;
@@ -885,6 +902,47 @@ export interface components {
       needed?: number;
       /** @description session_not_open, invalid_state: the current status */
       status?: string;
+    };
+    OpenAIError: {
+      error_code: string;
+      message: string;
+      request_id: string;
+      details?: {
+        path: string;
+        message: string;
+      }[];
+      required_scope?: string;
+      accepted_scopes?: string[];
+      retry_after_seconds?: number;
+      limit_bytes?: number;
+      /** @description unpriced_model: the model without a price */
+      model?: string;
+      /** @description budget_exceeded, session_not_open */
+      session_id?: string;
+      /**
+       * @description budget_exceeded: which cap
+       * @enum {string}
+       */
+      cap?: 'cost' | 'calls' | 'tokens';
+      /** @description budget_exceeded: the cap (USD for cost) */
+      limit?: number;
+      /** @description budget_exceeded: what is left of it after settled usage and calls in flight */
+      remaining?: number;
+      /** @description budget_exceeded: the call's worst case against that cap (USD for cost) */
+      needed?: number;
+      /** @description session_not_open, invalid_state: the current status */
+      status?: string;
+      error: {
+        message: string;
+        /** @description OpenAI's error type for the status (invalid_request_error, ...) */
+        type: string;
+        /** @description The error_code */
+        code: string;
+        /** @description The field at fault; approval_pending: the approval id; invocation_pending: the invocation id */
+        param: string | null;
+      };
+      /** @description Set when an invocation was admitted and did not succeed */
+      invocation_id?: string;
     };
     Org: {
       id: string;
@@ -1180,6 +1238,17 @@ export interface components {
         /** @constant */
         role: 'assistant';
         content: string;
+        /** @description The tools the model called, when it called any (finish_reason tool_calls) */
+        tool_calls?: {
+          id: string;
+          /** @constant */
+          type: 'function';
+          function: {
+            name: string;
+            /** @description The arguments as JSON text */
+            arguments: string;
+          };
+        }[];
       } | null;
       /** @description Tokens charged over all provider attempts: an answer's count, capped at the request's bounds (its input bound and max_tokens); an attempt whose outcome is unknown (timeout, lost connection, unreadable 2xx answer) at those bounds. */
       usage: {
@@ -1277,13 +1346,14 @@ export interface components {
     ModelList: {
       /** @constant */
       object: 'list';
-      data: {
-        id: string;
-        /** @constant */
-        object: 'model';
-        created: number;
-        owned_by: string;
-      }[];
+      data: components['schemas']['Model'][];
+    };
+    Model: {
+      id: string;
+      /** @constant */
+      object: 'model';
+      created: number;
+      owned_by: string;
     };
     /** @description Invocations that finished in [from, to): the same charges their sessions were settled with, so totals equal the sum of the sessions' usage. */
     UsageStats: {
@@ -1298,7 +1368,7 @@ export interface components {
        */
       to: string;
       totals: {
-        /** @description Invocations charged a call (they reached the provider). */
+        /** @description Provider calls charged, as a session's usage counts them: every request the provider received, so an invocation retried three times counts three. */
         calls: number;
         succeeded: number;
         failed: number;
@@ -1311,7 +1381,7 @@ export interface components {
       groups: {
         /** @description UTC day (YYYY-MM-DD), agent id ("none" without one), model, session id or key/user id. */
         key: string;
-        /** @description Invocations charged a call (they reached the provider). */
+        /** @description Provider calls charged, as a session's usage counts them: every request the provider received, so an invocation retried three times counts three. */
         calls: number;
         succeeded: number;
         failed: number;
@@ -1471,7 +1541,7 @@ export interface operations {
           };
         };
       };
-      /** @description unavailable: the database or Redis is unreachable */
+      /** @description a check failed; unavailable: the database or Redis is unreachable */
       503: {
         headers: {
           [name: string]: unknown;
@@ -1594,6 +1664,24 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description payload_too_large: the body is over the limit (limit_bytes) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not sent as application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description rate_limited; see Retry-After */
       429: {
         headers: {
@@ -1655,6 +1743,24 @@ export interface operations {
       };
       /** @description email taken */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description payload_too_large: the body is over the limit (limit_bytes) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not sent as application/json */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -1726,6 +1832,24 @@ export interface operations {
       };
       /** @description invalid_credentials */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description payload_too_large: the body is over the limit (limit_bytes) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not sent as application/json */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -1852,6 +1976,24 @@ export interface operations {
       };
       /** @description insufficient_scope: requires org:admin */
       403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description payload_too_large: the body is over the limit (limit_bytes) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not sent as application/json */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -2000,6 +2142,24 @@ export interface operations {
       };
       /** @description insufficient_scope: requires org:admin */
       403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description payload_too_large: the body is over the limit (limit_bytes) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not sent as application/json */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -2232,6 +2392,24 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description payload_too_large: the body is over the limit (limit_bytes) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not sent as application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description rate_limited; see Retry-After */
       429: {
         headers: {
@@ -2376,6 +2554,24 @@ export interface operations {
       };
       /** @description insufficient_scope: requires credentials:write */
       403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description payload_too_large: the body is over the limit (limit_bytes) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not sent as application/json */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -2598,6 +2794,24 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description payload_too_large: the body is over the limit (limit_bytes) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not sent as application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description rate_limited; see Retry-After */
       429: {
         headers: {
@@ -2749,6 +2963,24 @@ export interface operations {
       };
       /** @description insufficient_scope: requires agents:write */
       403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description payload_too_large: the body is over the limit (limit_bytes) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not sent as application/json */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -2914,6 +3146,24 @@ export interface operations {
       };
       /** @description no such agent in this org */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description payload_too_large: the body is over the limit (limit_bytes) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not sent as application/json */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -3110,7 +3360,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['Agbom'];
+          'application/vnd.cyclonedx+json; version=1.6': components['schemas']['Agbom'];
         };
       };
       /** @description missing_credentials, invalid_api_key or expired_api_key */
@@ -3553,6 +3803,24 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description payload_too_large: the body is over the limit (limit_bytes) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not sent as application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description rate_limited; see Retry-After */
       429: {
         headers: {
@@ -3746,6 +4014,24 @@ export interface operations {
       };
       /** @description insufficient_scope: requires policies:read */
       403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description payload_too_large: the body is over the limit (limit_bytes) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not sent as application/json */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -4173,6 +4459,24 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description payload_too_large: the body is over the limit (limit_bytes) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not sent as application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description rate_limited; see Retry-After */
       429: {
         headers: {
@@ -4264,6 +4568,7 @@ export interface operations {
         status?: 'pending' | 'approved' | 'rejected' | 'expired' | 'cancelled';
         agent_id?: string;
         session_id?: string;
+        /** @description Approvals this policy asked for. */
         policy_id?: string;
         limit?: number;
         cursor?: string;
@@ -4445,7 +4750,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description insufficient_scope: requires policies:write */
+      /** @description self_approval_forbidden: the identity that requested the invocation cannot vote; insufficient_scope: requires policies:write */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4465,6 +4770,24 @@ export interface operations {
       };
       /** @description conflict: this identity already voted; invalid_state: the approval is no longer pending (a vote after expires_at expires it) */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description payload_too_large: the body is over the limit (limit_bytes) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not sent as application/json */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -4537,7 +4860,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description insufficient_scope: requires policies:write */
+      /** @description self_approval_forbidden: the identity that requested the invocation cannot vote; insufficient_scope: requires policies:write */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4557,6 +4880,24 @@ export interface operations {
       };
       /** @description conflict: this identity already voted; invalid_state: the approval is no longer pending (a vote after expires_at expires it) */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description payload_too_large: the body is over the limit (limit_bytes) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not sent as application/json */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -4696,6 +5037,24 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description payload_too_large: the body is over the limit (limit_bytes) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not sent as application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description rate_limited; see Retry-After */
       429: {
         headers: {
@@ -4727,7 +5086,7 @@ export interface operations {
     };
     requestBody?: never;
     responses: {
-      /** @description deleted */
+      /** @description the org has no price of its own for the model (also when it had none: idempotent) */
       204: {
         headers: {
           [name: string]: unknown;
@@ -4745,15 +5104,6 @@ export interface operations {
       };
       /** @description insufficient_scope: requires org:admin */
       403: {
-        headers: {
-          [name: string]: unknown;
-        };
-        content: {
-          'application/json': components['schemas']['Error'];
-        };
-      };
-      /** @description the org had no price of its own */
-      404: {
         headers: {
           [name: string]: unknown;
         };
@@ -4932,6 +5282,24 @@ export interface operations {
       };
       /** @description invalid_state: the agent is suspended */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description payload_too_large: the body is over the limit (limit_bytes) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not sent as application/json */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -5187,6 +5555,7 @@ export interface operations {
   postV1LlmInvoke: {
     parameters: {
       query?: {
+        /** @description Seconds to wait for the invocation to finish (0..limits.max_wait_seconds). */
         wait?: number;
       };
       header?: {
@@ -5299,6 +5668,24 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description payload_too_large: the body is over the limit (limit_bytes) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not sent as application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description rate_limited; see Retry-After */
       429: {
         headers: {
@@ -5322,6 +5709,7 @@ export interface operations {
   getV1LlmInvocationsId: {
     parameters: {
       query?: {
+        /** @description Seconds to wait for the invocation to finish (0..limits.max_wait_seconds). */
         wait?: number;
       };
       header?: never;
@@ -5557,7 +5945,14 @@ export interface operations {
   postV1ChatCompletions: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description The session the call is charged to: required unless X-Invocation-Id is sent (400 validation_error without either). */
+        'X-Session-Id'?: string;
+        /** @description The credential to call the provider with, as credential_ref does; else the agent's default. */
+        'X-Credential-Ref'?: string;
+        /** @description Goes on waiting for the invocation a previous request started (after 409 approval_pending or invocation_pending) instead of submitting anew; X-Session-Id is then not needed. */
+        'X-Invocation-Id'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -5630,13 +6025,14 @@ export interface operations {
       };
     };
     responses: {
-      /** @description the completion (headers X-Invocation-Id, X-Cost-Usd), or a text/event-stream */
+      /** @description the completion (headers X-Invocation-Id, X-Cost-Usd), or with stream: true an event stream */
       200: {
         headers: {
           [name: string]: unknown;
         };
         content: {
           'application/json': components['schemas']['ChatCompletion'];
+          'text/event-stream': string;
         };
       };
       /** @description validation_error (X-Session-Id missing, no max_tokens, ...) or unpriced_model */
@@ -5645,7 +6041,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['Error'];
+          'application/json': components['schemas']['OpenAIError'];
         };
       };
       /** @description missing_credentials, invalid_api_key or expired_api_key */
@@ -5654,7 +6050,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['Error'];
+          'application/json': components['schemas']['OpenAIError'];
         };
       };
       /** @description budget_exceeded */
@@ -5663,16 +6059,16 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['Error'];
+          'application/json': components['schemas']['OpenAIError'];
         };
       };
-      /** @description insufficient_scope: requires llm:invoke */
+      /** @description the guardian denied it: code is its first reason's code; approval_rejected; approval_expired; insufficient_scope: requires llm:invoke */
       403: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['Error'];
+          'application/json': components['schemas']['OpenAIError'];
         };
       };
       /** @description the session does not exist in this org */
@@ -5681,16 +6077,34 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['Error'];
+          'application/json': components['schemas']['OpenAIError'];
         };
       };
-      /** @description session_not_open; approval_pending (param: the approval id); invocation_pending (param: the invocation id) */
+      /** @description session_not_open; approval_pending (param: the approval id); invocation_pending (param: the invocation id); invalid_state (the invocation was cancelled) */
       409: {
         headers: {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['Error'];
+          'application/json': components['schemas']['OpenAIError'];
+        };
+      };
+      /** @description payload_too_large: the body is over the limit (limit_bytes) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAIError'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not sent as application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAIError'];
         };
       };
       /** @description rate_limited; see Retry-After */
@@ -5699,7 +6113,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['Error'];
+          'application/json': components['schemas']['OpenAIError'];
         };
       };
       /** @description the provider failed: code is the provider error (provider_timeout, ...) */
@@ -5708,7 +6122,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['Error'];
+          'application/json': components['schemas']['OpenAIError'];
         };
       };
       /** @description unavailable: the database or Redis is unreachable */
@@ -5717,7 +6131,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['Error'];
+          'application/json': components['schemas']['OpenAIError'];
         };
       };
     };
@@ -5725,7 +6139,10 @@ export interface operations {
   getV1Models: {
     parameters: {
       query?: never;
-      header?: never;
+      header?: {
+        /** @description Only the models this session's agent may call; without it, every model with a price. */
+        'X-Session-Id'?: string;
+      };
       path?: never;
       cookie?: never;
     };
@@ -5746,7 +6163,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['Error'];
+          'application/json': components['schemas']['OpenAIError'];
         };
       };
       /** @description insufficient_scope: requires llm:invoke */
@@ -5755,7 +6172,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['Error'];
+          'application/json': components['schemas']['OpenAIError'];
         };
       };
       /** @description rate_limited; see Retry-After */
@@ -5764,7 +6181,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['Error'];
+          'application/json': components['schemas']['OpenAIError'];
         };
       };
       /** @description unavailable: the database or Redis is unreachable */
@@ -5773,7 +6190,77 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          'application/json': components['schemas']['Error'];
+          'application/json': components['schemas']['OpenAIError'];
+        };
+      };
+    };
+  };
+  getV1ModelsId: {
+    parameters: {
+      query?: never;
+      header?: {
+        /** @description Only the models this session's agent may call; without it, every model with a price. */
+        'X-Session-Id'?: string;
+      };
+      path: {
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description the model */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Model'];
+        };
+      };
+      /** @description missing_credentials, invalid_api_key or expired_api_key */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAIError'];
+        };
+      };
+      /** @description insufficient_scope: requires llm:invoke */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAIError'];
+        };
+      };
+      /** @description not_found: no such model here, or the session does not exist in this org */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAIError'];
+        };
+      };
+      /** @description rate_limited; see Retry-After */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAIError'];
+        };
+      };
+      /** @description unavailable: the database or Redis is unreachable */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAIError'];
         };
       };
     };
@@ -5781,7 +6268,9 @@ export interface operations {
   getV1StatsUsage: {
     parameters: {
       query?: {
+        /** @description Inclusive; default 30 days before `to`. */
         from?: string;
+        /** @description Exclusive; default now. The window spans at most 366 days. */
         to?: string;
         group_by?: 'day' | 'agent' | 'model' | 'session' | 'key';
       };
@@ -6132,6 +6621,24 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description payload_too_large: the body is over the limit (limit_bytes) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not sent as application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description rate_limited; see Retry-After */
       429: {
         headers: {
@@ -6141,7 +6648,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description unavailable: the database or Redis is unreachable */
+      /** @description no guardian worker decided in time; retry; unavailable: the database or Redis is unreachable */
       503: {
         headers: {
           [name: string]: unknown;
@@ -6158,8 +6665,11 @@ export interface operations {
         agent_id?: string;
         session_id?: string;
         verdict?: 'allow' | 'deny' | 'modify' | 'require_approval';
+        /** @description Decisions with a reason or a shadow reason from this policy. */
         policy_id?: string;
+        /** @description Inclusive. */
         since?: string;
+        /** @description Exclusive. */
         until?: string;
         limit?: number;
         cursor?: string;
@@ -6418,6 +6928,24 @@ export interface operations {
       };
       /** @description insufficient_scope: requires org:admin */
       403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description payload_too_large: the body is over the limit (limit_bytes) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description unsupported_media_type: the body is not sent as application/json */
+      415: {
         headers: {
           [name: string]: unknown;
         };

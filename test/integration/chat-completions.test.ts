@@ -166,7 +166,9 @@ describe('POST /v1/chat/completions with the official openai SDK', () => {
     let text = '';
     let usage: OpenAI.CompletionUsage | null | undefined;
     let finish: string | null | undefined;
+    const models = new Set<string>();
     for await (const chunk of stream) {
+      models.add(chunk.model);
       text += chunk.choices[0]?.delta.content ?? '';
       finish = chunk.choices[0]?.finish_reason ?? finish;
       if (chunk.usage) usage = chunk.usage;
@@ -174,6 +176,8 @@ describe('POST /v1/chat/completions with the official openai SDK', () => {
     expect(text).toBe('mock reply to: stream me a reply');
     expect(finish).toBe('stop');
     expect(usage?.completion_tokens).toBeGreaterThan(0);
+    // Every chunk names the model, the usage chunk included.
+    expect([...models]).toEqual(['mock-1']);
   });
 
   it('holds an approval-gated request, answers approval_pending, and goes on with X-Invocation-Id after the vote', async () => {
@@ -201,6 +205,38 @@ describe('POST /v1/chat/completions with the official openai SDK', () => {
   });
 });
 
+describe('a streamed request resumed with X-Invocation-Id', () => {
+  it("names the invocation's model in every chunk, whatever the resumed body names", async () => {
+    const gated = await setUpInvoking(app.http, { models: ['mock-stream-60', 'mock-1'] });
+    const key = (await mintKey(app.http, gated.org.adminKey, ['invoke'])).key;
+    await requireApproval(app.http, gated.org.adminKey, { model: 'mock-stream-60' });
+    const [approver] = (await approverKeys(app.http, gated.org.adminKey, 1)) as [string];
+    const client = clientFor(key, (await session(gated)).id);
+    const body = {
+      model: 'mock-stream-60',
+      messages: [{ role: 'user' as const, content: 'stream after the vote' }],
+      max_tokens: 16,
+      stream: true as const,
+    };
+    const pending = await caught(client.chat.completions.create(body));
+    expect(pending).toMatchObject({ status: 409, code: 'approval_pending' });
+    expect((await vote(app.http, approver, pending.param as string, 'approve')).status).toBe(200);
+    const invocationId = pending.headers?.get('x-invocation-id') as string;
+    const stream = await client.chat.completions.create(
+      { ...body, model: 'mock-1' },
+      { headers: { 'X-Invocation-Id': invocationId } },
+    );
+    let text = '';
+    const models = new Set<string>();
+    for await (const chunk of stream) {
+      models.add(chunk.model);
+      text += chunk.choices[0]?.delta.content ?? '';
+    }
+    expect(text).toBe('mock reply to: stream after the vote');
+    expect([...models]).toEqual(['mock-stream-60']);
+  });
+});
+
 describe('GET /v1/models', () => {
   it("lists the session's agent's models, or every priced model without a session", async () => {
     const s = await session(setup);
@@ -215,6 +251,43 @@ describe('GET /v1/models', () => {
     expect(ids).toEqual(expect.arrayContaining(['mock-1', 'gated-1', 'gpt-4o-mini']));
     const reader = (await mintKey(app.http, setup.org.adminKey, ['read'])).key;
     const refused = await caught(clientFor(reader, s.id).models.list());
+    expect(refused).toMatchObject({ status: 403, code: 'insufficient_scope' });
+  });
+});
+
+describe('GET /v1/models/{id}', () => {
+  const sessionless = () =>
+    new OpenAI({ apiKey: agentKey, baseURL: `${app.http.baseUrl}/v1`, maxRetries: 0 });
+
+  it("retrieves a model the session's agent may call", async () => {
+    const s = await session(setup);
+    const model = await clientFor(agentKey, s.id).models.retrieve('mock-1');
+    expect(model).toEqual({ id: 'mock-1', object: 'model', created: 0, owned_by: 'control-plane' });
+  });
+
+  it("answers 404 not_found, OpenAI-shaped and naming it, for a model the session's agent may not call", async () => {
+    const s = await session(setup);
+    const missing = await caught(clientFor(agentKey, s.id).models.retrieve('gpt-4o-mini'));
+    expect(missing).toMatchObject({ status: 404, code: 'not_found', type: 'invalid_request_error' });
+    expect(missing.message).toContain('gpt-4o-mini');
+  });
+
+  it('without a session, retrieves any priced model (a name with a slash too) and refuses an unpriced one', async () => {
+    const priced = await app.http.call('PUT', `/v1/pricing/${encodeURIComponent('acme/model-x')}`, {
+      token: setup.org.adminKey,
+      body: { input_per_mtok_usd: 1, output_per_mtok_usd: 1 },
+    });
+    expect(priced.status).toBe(200);
+    expect((await sessionless().models.retrieve('gpt-4o-mini')).id).toBe('gpt-4o-mini');
+    expect((await sessionless().models.retrieve('acme/model-x')).id).toBe('acme/model-x');
+    const missing = await caught(sessionless().models.retrieve('no-such-model'));
+    expect(missing).toMatchObject({ status: 404, code: 'not_found' });
+    expect(missing.message).toContain('no-such-model');
+  });
+
+  it('refuses a key without llm:invoke with 403 insufficient_scope', async () => {
+    const reader = (await mintKey(app.http, setup.org.adminKey, ['read'])).key;
+    const refused = await caught(clientFor(reader, (await session(setup)).id).models.retrieve('mock-1'));
     expect(refused).toMatchObject({ status: 403, code: 'insufficient_scope' });
   });
 });
@@ -268,6 +341,19 @@ describe('tool calls pass through to the provider and back', () => {
       id: 'call_1',
       function: { name: 'get_weather', arguments: '{"city":"Oslo"}' },
     });
+    // The invocation's own view carries the tool call too (held to its documented schema).
+    const invocation = await app.http.get<InvocationBody & { output: Record<string, unknown> }>(
+      `/v1/llm/invocations/${first.id}`,
+      stubAgentKey,
+    );
+    expect(invocation.status).toBe(200);
+    expect(invocation.body.output.tool_calls).toEqual([call]);
+    const listed = await app.http.get<{ data: { id: string; output: Record<string, unknown> }[] }>(
+      `/v1/llm/invocations?session_id=${s.id}`,
+      stubAgentKey,
+    );
+    expect(listed.status).toBe(200);
+    expect(listed.body.data.find((i) => i.id === first.id)?.output.tool_calls).toEqual([call]);
     const sent = stub.requests.at(-1)?.body as Record<string, unknown>;
     expect(sent.tools).toEqual([weather]);
     expect(sent.tool_choice).toBe('auto');

@@ -22,6 +22,25 @@ type Doc = {
   >;
 };
 
+type Response = { description: string; content?: Record<string, { schema: unknown }> };
+type Operation = {
+  parameters?: { name: string; in: string; required?: boolean; description?: string; schema?: unknown }[];
+  responses: Record<string, Response>;
+};
+type LooseDoc = {
+  paths: Record<string, Record<string, Operation>>;
+  components: { schemas: Record<string, unknown> };
+};
+
+const OPENAI_ERROR = '#/components/schemas/OpenAIError';
+const CONTRACT_ERROR = '#/components/schemas/Error';
+
+const operationOf = (doc: LooseDoc, route: (typeof ROUTES)[number]): Operation =>
+  doc.paths[route.path]?.[route.method.toLowerCase()] as Operation;
+
+const schemaRef = (response: Response): unknown =>
+  (response.content?.['application/json']?.schema as { $ref?: string } | undefined)?.$ref;
+
 describe('GET /v1/openapi.json', () => {
   it('is an OpenAPI 3.1 document served without a token', async () => {
     const res = await app.http.get<Doc>('/v1/openapi.json');
@@ -63,5 +82,90 @@ describe('GET /v1/openapi.json', () => {
       expect(ref.startsWith('#/components/schemas/')).toBe(true);
       expect(components[ref.slice('#/components/schemas/'.length)]).toBeDefined();
     }
+  });
+
+  it('points the error responses of the OpenAI-compatible routes at the OpenAIError schema', async () => {
+    const { body } = await app.http.get<LooseDoc>('/v1/openapi.json');
+    const openAi = body.components.schemas.OpenAIError as { properties: Record<string, unknown> };
+    expect(Object.keys(openAi.properties)).toEqual(
+      expect.arrayContaining(['error', 'error_code', 'message', 'request_id', 'invocation_id']),
+    );
+    expect(openAi.properties.error).toMatchObject({
+      required: ['message', 'type', 'code', 'param'],
+    });
+    for (const route of ROUTES) {
+      const expected = route.errorShape === 'openai' ? OPENAI_ERROR : CONTRACT_ERROR;
+      for (const [status, response] of Object.entries(operationOf(body, route).responses))
+        if (Number(status) >= 400)
+          expect([route.path, status, schemaRef(response)]).toEqual([route.path, status, expected]);
+    }
+  });
+
+  it('documents the request headers a route reads: X-Session-Id, X-Credential-Ref and X-Invocation-Id', async () => {
+    const { body } = await app.http.get<LooseDoc>('/v1/openapi.json');
+    const headersOf = (path: string, method: string) =>
+      Object.fromEntries(
+        (body.paths[path]?.[method]?.parameters ?? [])
+          .filter((p) => p.in === 'header')
+          .map((p) => [p.name, p]),
+      );
+    const chat = headersOf('/v1/chat/completions', 'post');
+    expect(Object.keys(chat).sort()).toEqual(['X-Credential-Ref', 'X-Invocation-Id', 'X-Session-Id']);
+    expect(chat['X-Session-Id']).toMatchObject({ required: false, schema: { type: 'string' } });
+    expect(chat['X-Session-Id']?.description).toMatch(/required unless X-Invocation-Id/);
+    for (const path of ['/v1/models', '/v1/models/{id}'])
+      expect(Object.keys(headersOf(path, 'get'))).toEqual(['X-Session-Id']);
+  });
+
+  it('documents the 200 of chat completions as JSON and, with stream: true, as text/event-stream', async () => {
+    const { body } = await app.http.get<LooseDoc>('/v1/openapi.json');
+    const ok = body.paths['/v1/chat/completions']?.post?.responses['200'];
+    expect(Object.keys(ok?.content ?? {}).sort()).toEqual(['application/json', 'text/event-stream']);
+    expect(ok?.content?.['text/event-stream']?.schema).toMatchObject({ type: 'string' });
+  });
+
+  it("keeps a route's own 401/403/429/503 description and adds the generic one", async () => {
+    const { body } = await app.http.get<LooseDoc>('/v1/openapi.json');
+    const forbidden = body.paths['/v1/chat/completions']?.post?.responses['403']?.description;
+    expect(forbidden).toContain('the guardian denied it');
+    expect(forbidden).toContain('insufficient_scope: requires llm:invoke');
+  });
+
+  it('documents 413 payload_too_large and 415 unsupported_media_type on every route with a body', async () => {
+    const { body } = await app.http.get<LooseDoc>('/v1/openapi.json');
+    for (const route of ROUTES.filter((r) => r.body)) {
+      const { responses } = operationOf(body, route);
+      expect([route.path, responses['413']?.description]).toEqual([
+        route.path,
+        expect.stringContaining('payload_too_large'),
+      ]);
+      expect([route.path, responses['415']?.description]).toEqual([
+        route.path,
+        expect.stringContaining('unsupported_media_type'),
+      ]);
+    }
+  });
+
+  it('documents the AGBOM under the CycloneDX media type it is served with', async () => {
+    const { body } = await app.http.get<LooseDoc>('/v1/openapi.json');
+    const content = body.paths['/v1/agents/{id}/agbom']?.get?.responses['200']?.content ?? {};
+    expect(Object.keys(content)).toEqual(['application/vnd.cyclonedx+json; version=1.6']);
+  });
+
+  it("documents an invocation's output.tool_calls", async () => {
+    const { body } = await app.http.get<LooseDoc>('/v1/openapi.json');
+    const invocation = body.components.schemas.Invocation as {
+      properties: { output: { anyOf: { properties?: Record<string, unknown> }[] } };
+    };
+    const output = invocation.properties.output.anyOf.find((s) => s.properties);
+    expect(output?.properties?.tool_calls).toMatchObject({
+      type: 'array',
+      items: {
+        properties: {
+          type: { const: 'function' },
+          function: { properties: { name: { type: 'string' }, arguments: { type: 'string' } } },
+        },
+      },
+    });
   });
 });

@@ -1,0 +1,174 @@
+import OpenAI, { APIError } from 'openai';
+import { mintKey } from '../support/factories';
+import { openSession, setUpInvoking, type InvokeSetup } from '../support/invoke-fixtures';
+import { requireApproval } from '../support/approval-fixtures';
+import { startTestApp, type TestApp } from '../support/test-app';
+
+/**
+ * What the OpenAI SDKs read from an error on the OpenAI-compatible paths: OpenAI's error object
+ * (404 and 405 included), and `x-should-retry: false` on every answer sending the request again
+ * cannot change, so an SDK does not submit it anew.
+ */
+let app: TestApp;
+let setup: InvokeSetup;
+let agentKey: string;
+
+type OpenAiErrorBody = {
+  error: { message: string; type: string; code: string; param: string | null };
+  error_code: string;
+  request_id: string;
+};
+
+const clientFor = (sessionId?: string) =>
+  new OpenAI({
+    apiKey: agentKey,
+    baseURL: `${app.http.baseUrl}/v1`,
+    defaultHeaders: sessionId ? { 'X-Session-Id': sessionId } : {},
+    maxRetries: 0,
+  });
+
+const session = (body: Record<string, unknown> = {}) =>
+  openSession(app.http, setup.org.adminKey, { agent_id: setup.agentId, max_cost_usd: 1, ...body });
+
+async function caught(promise: Promise<unknown>): Promise<APIError> {
+  try {
+    await promise;
+  } catch (err) {
+    if (err instanceof APIError) return err;
+    throw err;
+  }
+  throw new Error('expected an APIError');
+}
+
+const ask = (client: OpenAI, model = 'mock-1', stream = false) =>
+  client.chat.completions.create({
+    model,
+    messages: [{ role: 'user', content: 'hi' }],
+    max_tokens: 8,
+    ...(stream ? { stream: true } : {}),
+  });
+
+beforeAll(async () => {
+  app = await startTestApp({ workers: true, env: { CP_MAX_WAIT_SECONDS: '1' } });
+  setup = await setUpInvoking(app.http, { models: ['mock-1', 'gated-1', 'mock-error-400'] });
+  agentKey = (await mintKey(app.http, setup.org.adminKey, ['invoke'])).key;
+}, 60_000);
+afterAll(() => app.close());
+
+describe('404 and 405 on the OpenAI-compatible paths', () => {
+  it('answers GET /v1/chat/completions 405 with an OpenAI error the SDK shows, and Allow: POST', async () => {
+    const err = await caught(clientFor().get('/chat/completions'));
+    expect(err).toMatchObject({ status: 405, code: 'method_not_allowed', type: 'api_error', param: null });
+    expect(err.message).toContain('GET is not allowed on /v1/chat/completions; use POST');
+    expect(err.headers?.get('allow')).toBe('POST');
+  });
+
+  it('answers POST /v1/models 405 OpenAI-shaped, with the contract fields beside it', async () => {
+    const res = await app.http.post<OpenAiErrorBody>('/v1/models', {}, agentKey);
+    expect(res.status).toBe(405);
+    expect(res.body.error).toMatchObject({ code: 'method_not_allowed', param: null });
+    expect(res.body.error.message).toContain('use GET');
+    expect(res.body).toMatchObject({ error_code: 'method_not_allowed', request_id: expect.any(String) });
+  });
+
+  it("answers an unknown path under /v1/chat/completions (the SDK's retrieve) 404 OpenAI-shaped", async () => {
+    const err = await caught(clientFor().chat.completions.retrieve('inv_nope'));
+    expect(err).toMatchObject({ status: 404, code: 'not_found', type: 'invalid_request_error' });
+    expect(err.message).toContain('no route GET /v1/chat/completions/inv_nope');
+  });
+
+  it("keeps the contract's error shape on the other paths", async () => {
+    const res = await app.http.get<Record<string, unknown>>('/v1/no-such-thing', agentKey);
+    expect(res.status).toBe(404);
+    expect(res.body).toMatchObject({ error_code: 'not_found' });
+    expect(res.body.error).toBeUndefined();
+  });
+});
+
+describe('x-should-retry: false on the answers a retry cannot change', () => {
+  const noRetry = (err: APIError) => expect(err.headers?.get('x-should-retry')).toBe('false');
+
+  it('400 validation_error without X-Session-Id', async () => {
+    const err = await caught(ask(clientFor()));
+    expect(err).toMatchObject({ status: 400, code: 'validation_error', param: 'X-Session-Id' });
+    noRetry(err);
+  });
+
+  it('400 unpriced_model', async () => {
+    const agentless = await openSession(app.http, setup.org.adminKey, { max_cost_usd: 1 });
+    const err = await caught(ask(clientFor(agentless.id), 'mock-unpriced-1'));
+    expect(err).toMatchObject({ status: 400, code: 'unpriced_model' });
+    noRetry(err);
+  });
+
+  it('402 budget_exceeded, found when the request is admitted', async () => {
+    const capped = await session({ max_calls: 1 });
+    await ask(clientFor(capped.id));
+    const err = await caught(ask(clientFor(capped.id)));
+    expect(err).toMatchObject({ status: 402, code: 'budget_exceeded' });
+    noRetry(err);
+  });
+
+  it('403 from the guardian', async () => {
+    const err = await caught(ask(clientFor((await session()).id), 'gpt-4o'));
+    expect(err).toMatchObject({ status: 403, code: 'model_not_allowed' });
+    noRetry(err);
+  });
+
+  it('404 for a session the org does not have', async () => {
+    const err = await caught(ask(clientFor('ses_nope')));
+    expect(err).toMatchObject({ status: 404, code: 'not_found' });
+    noRetry(err);
+  });
+
+  it('409 session_not_open, streamed or not', async () => {
+    const closed = await session();
+    const close = await app.http.post(`/v1/sessions/${closed.id}/close`, {}, setup.org.adminKey);
+    expect(close.status).toBe(200);
+    for (const stream of [false, true]) {
+      const err = await caught(ask(clientFor(closed.id), 'mock-1', stream));
+      expect(err).toMatchObject({ status: 409, code: 'session_not_open' });
+      noRetry(err);
+    }
+    // The contract's fields stay beside OpenAI's error object.
+    const res = await app.http.call<OpenAiErrorBody>('POST', '/v1/chat/completions', {
+      token: agentKey,
+      headers: { 'X-Session-Id': closed.id },
+      body: { model: 'mock-1', messages: [{ role: 'user', content: 'hi' }], max_tokens: 8 },
+    });
+    expect(res.body).toMatchObject({
+      error: { code: 'session_not_open', type: 'invalid_request_error', param: null },
+      error_code: 'session_not_open',
+      session_id: closed.id,
+      status: 'closed',
+      request_id: res.headers.get('x-request-id'),
+    });
+  });
+
+  it('409 approval_pending', async () => {
+    await requireApproval(app.http, setup.org.adminKey, { model: 'gated-1' });
+    const err = await caught(ask(clientFor((await session()).id), 'gated-1'));
+    expect(err).toMatchObject({ status: 409, code: 'approval_pending' });
+    noRetry(err);
+  });
+
+  it('502 when the provider failed', async () => {
+    const err = await caught(ask(clientFor((await session()).id), 'mock-error-400'));
+    expect(err).toMatchObject({ status: 502, code: 'provider_rejected' });
+    noRetry(err);
+  });
+
+  it('every refusal carries the request id, as the contract has every error do', async () => {
+    const res = await app.http.call<OpenAiErrorBody>('POST', '/v1/chat/completions', {
+      token: agentKey,
+      headers: { 'X-Session-Id': (await session()).id },
+      body: { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }], max_tokens: 8 },
+    });
+    expect(res.status).toBe(403);
+    expect(res.body).toMatchObject({
+      error_code: 'model_not_allowed',
+      request_id: res.headers.get('x-request-id'),
+      invocation_id: res.headers.get('x-invocation-id'),
+    });
+  });
+});
