@@ -6,7 +6,11 @@ import { findUnstorable, MAX_BODY_DEPTH } from '../http/unstorable-input';
 export const timestamp = z.string().meta({ format: 'date-time', description: 'ISO 8601 UTC' });
 export const isoInput = z.iso.datetime({ offset: true });
 export const email = z.email().max(254);
-export const newPassword = z.string().min(12, 'must be at least 12 characters').max(1024);
+export const newPassword = z
+  .string()
+  .min(12, 'must be at least 12 characters')
+  .max(1024)
+  .refine((p) => p.trim().length > 0, 'must not be only spaces');
 export const displayName = z.string().trim().min(1).max(200);
 
 const MAX_METADATA_BYTES = 16 * 1024;

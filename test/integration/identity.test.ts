@@ -57,6 +57,19 @@ describe('org signup', () => {
     expect(res.body.error_code).toBe('conflict');
   });
 
+  it.each([
+    ['shorter than 12 characters', 'eleven char'],
+    ['only spaces', ' '.repeat(12)],
+  ])('refuses a password %s with 400 validation_error naming it', async (_why, password) => {
+    const res = await app.http.post<{ error_code: string; details: { path: string }[] }>('/v1/orgs/signup', {
+      org_name: 'Weak',
+      email: `weak-${password.length}-${Date.now()}@acme.test`,
+      password,
+    });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ error_code: 'validation_error', details: [{ path: 'password' }] });
+  });
+
   it('stores the password only as a scrypt hash', async () => {
     const row = await app.infra.knex('users').where({ id: org.userId }).first();
     expect(row.password_hash).toMatch(/^scrypt\$/);
