@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import OpenAI, { APIError } from 'openai';
+import OpenAI from 'openai';
 import { generateText } from 'ai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { mintKey } from '../support/factories';
@@ -11,6 +11,7 @@ import {
 } from '../support/invoke-fixtures';
 import { approverKeys, requireApproval, vote, type ApprovalBody } from '../support/approval-fixtures';
 import { StubProvider, type RecordedRequest } from '../support/stub-provider';
+import { caught } from '../support/openai-sdk';
 import { startTestApp, type TestApp } from '../support/test-app';
 
 /**
@@ -34,16 +35,6 @@ const clientFor = (apiKey: string, sessionId: string, extra: Record<string, stri
 
 const session = (s: InvokeSetup, body: Record<string, unknown> = {}) =>
   openSession(app.http, s.org.adminKey, { agent_id: s.agentId, max_cost_usd: 1, ...body });
-
-async function caught(promise: Promise<unknown>): Promise<APIError> {
-  try {
-    await promise;
-  } catch (err) {
-    if (err instanceof APIError) return err;
-    throw err;
-  }
-  throw new Error('expected an APIError');
-}
 
 beforeAll(async () => {
   stub = await new StubProvider().start();

@@ -2,6 +2,7 @@ import OpenAI, { APIError } from 'openai';
 import { mintKey } from '../support/factories';
 import { openSession, setUpInvoking, type InvokeSetup } from '../support/invoke-fixtures';
 import { requireApproval } from '../support/approval-fixtures';
+import { caught } from '../support/openai-sdk';
 import { startTestApp, type TestApp } from '../support/test-app';
 
 /**
@@ -29,16 +30,6 @@ const clientFor = (sessionId?: string) =>
 
 const session = (body: Record<string, unknown> = {}) =>
   openSession(app.http, setup.org.adminKey, { agent_id: setup.agentId, max_cost_usd: 1, ...body });
-
-async function caught(promise: Promise<unknown>): Promise<APIError> {
-  try {
-    await promise;
-  } catch (err) {
-    if (err instanceof APIError) return err;
-    throw err;
-  }
-  throw new Error('expected an APIError');
-}
 
 const ask = (client: OpenAI, model = 'mock-1', stream = false) =>
   client.chat.completions.create({
