@@ -116,8 +116,10 @@ export function decodeCursor<T extends 'string' | 'number'>(cursor: string | und
   if (cursor === undefined) return null;
   try {
     const { p } = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { p: unknown };
-    // A forged cursor may decode to a NUL or 1e400, which the database would fail on.
-    if (typeof p === kind && findUnstorable(p, 'cursor').length === 0)
+    // A forged cursor may decode to a NUL, 1e400 or 1.5, which the database would fail on: the
+    // numbers this API writes are positions (sequence numbers), whole and safe.
+    const whole = kind === 'string' || Number.isSafeInteger(p);
+    if (typeof p === kind && whole && findUnstorable(p, 'cursor').length === 0)
       return p as T extends 'string' ? string : number;
   } catch {
     // fall through to the validation error

@@ -488,6 +488,15 @@ const HOSTILE_CASES: HostileCase[] = [
   ],
   ['a forged cursor holding a NUL', 'GET', `/v1/keys?cursor=${cursorOf('"\\u0000"')}`, undefined, 'cursor'],
   ['a forged cursor holding 1e400', 'GET', `/v1/audit?cursor=${cursorOf('1e400')}`, undefined, 'cursor'],
+  ['a forged cursor holding 1.5', 'GET', `/v1/audit?cursor=${cursorOf('1.5')}`, undefined, 'cursor'],
+  ['a forged cursor holding 1e308', 'GET', `/v1/audit?cursor=${cursorOf('1e308')}`, undefined, 'cursor'],
+  [
+    'a forged cursor past a safe integer',
+    'GET',
+    `/v1/audit?cursor=${cursorOf('99999999999999999999')}`,
+    undefined,
+    'cursor',
+  ],
 ];
 
 describe('unstorable input: 400 validation_error naming the field, nothing stored', () => {
