@@ -35,11 +35,13 @@ async function main(): Promise<void> {
   const logger = createLogger(config.LOG_LEVEL);
   const stores = await resolveStores(config, logger);
   const infra = await createInfra(config, stores.urls, logger);
-  const workers = role === 'api' ? null : await startWorkers(infra, queues);
+  // Ports first, jobs last: a start that fails (a port taken) must not have taken a job it then
+  // abandons by exiting, which would end that invocation as a lost worker's.
   const api = role === 'worker' ? null : await startApi(infra);
   // With an API in the process, its /metrics covers the workers too.
   const metricsPort = role === 'worker' ? config.CP_WORKER_METRICS_PORT : undefined;
   const metricsServer = metricsPort ? await startMetricsServer(infra, metricsPort) : null;
+  const workers = role === 'api' ? null : await startWorkers(infra, queues);
   logger.info(
     { role, url: api?.url, metrics_port: metricsServer?.port, pid: process.pid },
     api ? `ready: listening on ${api.url}` : 'ready: worker running',
@@ -78,9 +80,14 @@ function onShutdown(logger: Logger, timeoutMs: number, stop: () => Promise<void>
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down: no new requests or jobs, finishing those in flight');
+    // A job still running then is taken over by another worker once its lock lapses, as after a
+    // crash (README): a designed end of a slow drain, so exit 0 and let supervisors see a stop.
     setTimeout(() => {
-      logger.error('shutdown took too long; exiting');
-      process.exit(1);
+      logger.warn(
+        { timeout_ms: timeoutMs },
+        'shutdown took longer than CP_SHUTDOWN_TIMEOUT_MS; exiting, jobs still running go to other workers',
+      );
+      process.exit(0);
     }, timeoutMs).unref();
     stop().then(
       () => {

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,7 +9,7 @@ import { signupOrg } from '../support/factories';
 import { eventually } from '../support/eventually';
 import { HttpClient } from '../support/http-client';
 import { invoke, invokeBody, openSession, setUpInvoking } from '../support/invoke-fixtures';
-import { freePort, runNpmScript, type ServiceProcess } from '../support/service-process';
+import { freePort, ROOT, runNpmScript, type ServiceProcess } from '../support/service-process';
 import { createTestDatabase, TEST_REDIS_URL, type TestDatabase } from '../support/test-db';
 
 jest.setTimeout(120_000);
@@ -136,6 +137,68 @@ describe('npm start on an empty database', () => {
     expect(answer.body.status).toBe('queued');
     expect(Date.now() - started).toBeLessThan(5_000);
     expect(await stopped).toBe(true);
+  });
+
+  it('a start whose port is taken exits 1 before its workers take any job', async () => {
+    const shared = { CP_REDIS_PREFIX: `cpe_${randomBytes(4).toString('hex')}` };
+    const api = await start('start:api', shared);
+    await api.proc.waitFor(/ready: listening/);
+    const setup = await setUpInvoking(api.http);
+    const session = await openSession(api.http, setup.org.adminKey, {
+      agent_id: setup.agentId,
+      max_cost_usd: 1,
+    });
+    // No worker runs yet: the invocation waits in the queue the clashing start would serve.
+    const queued = await invoke(api.http, setup.org.adminKey, invokeBody(session.id), 0);
+    const clash = await start('start', { ...shared, PORT: new URL(api.http.baseUrl).port });
+    const code = await new Promise<number | null>((r) => clash.proc.child.on('exit', r));
+    expect(code).toBe(1);
+    expect(clash.proc.output()).toMatch(/EADDRINUSE/);
+    expect(clash.proc.output()).not.toMatch(/workers ready/);
+    const after = await api.http.get<{ status: string }>(
+      `/v1/llm/invocations/${queued.body.id}`,
+      setup.org.adminKey,
+    );
+    expect(after.body.status).toBe('queued');
+    expect(await api.proc.stop()).toBe(true);
+  });
+
+  it('exits 0 when a job outlasts CP_SHUTDOWN_TIMEOUT_MS, leaving it to other workers (README)', async () => {
+    const port = await freePort();
+    const env = {
+      ...process.env,
+      DATABASE_URL: db.url,
+      REDIS_URL: TEST_REDIS_URL,
+      PORT: String(port),
+      CP_DATA_DIR: dataDir,
+      CP_REDIS_PREFIX: `cpe_${randomBytes(4).toString('hex')}`,
+      CP_SHUTDOWN_TIMEOUT_MS: '1500',
+      LOG_LEVEL: 'info',
+    };
+    prefixes.add(env.CP_REDIS_PREFIX);
+    // The node process itself, so the exit code is the service's, not npm's.
+    const child = spawn(process.execPath, ['dist/main.js', '--role', 'all'], { cwd: ROOT, env });
+    let out = '';
+    child.stdout.on('data', (d) => (out += String(d)));
+    const exited = new Promise<number | null>((r) => child.on('exit', r));
+    await eventually(async () => /ready: listening/.test(out));
+    const http = new HttpClient(`http://127.0.0.1:${port}`);
+    const setup = await setUpInvoking(http, { models: ['mock-slow-20000'] });
+    const session = await openSession(http, setup.org.adminKey, { agent_id: setup.agentId, max_cost_usd: 1 });
+    const slow = await invoke(
+      http,
+      setup.org.adminKey,
+      invokeBody(session.id, { model: 'mock-slow-20000' }),
+      0,
+    );
+    await eventually(
+      async () =>
+        (await http.get<{ status: string }>(`/v1/llm/invocations/${slow.body.id}`, setup.org.adminKey)).body
+          .status === 'running',
+    );
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    expect(out).toMatch(/shutdown took longer than CP_SHUTDOWN_TIMEOUT_MS/);
   });
 
   it('refuses to start with a clear message for a bad variable', async () => {
