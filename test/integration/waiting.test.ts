@@ -88,7 +88,6 @@ describe('1,000 waiting clients', () => {
       return get(orgId, id);
     };
     try {
-      const started = Date.now();
       const waiting = ids.flatMap((id) =>
         Array.from({ length: 10 }, () =>
           app.http.get<InvocationBody>(`/v1/llm/invocations/${id}?wait=25`, setup.org.adminKey),
@@ -112,8 +111,9 @@ describe('1,000 waiting clients', () => {
         await app.http.post(`/v1/llm/invocations/${id}/cancel`, undefined, setup.org.adminKey);
       const answers = await Promise.all(waiting);
       expect(answers.every((a) => a.status === 200 && a.body.status === 'cancelled')).toBe(true);
-      expect(Date.now() - started).toBeLessThan(20_000);
       // One read per cancel request; the signal carried the invocation, so no waiter read again.
+      // That also proves each was answered by the signal, not by its 25 s running out, which reads
+      // the row once more (the next test): no clock is needed, which a loaded machine would fail.
       expect(reads.count).toBe(readsWhileWaiting + ids.length);
       expect(app.infra.completions.waiting).toBe(0);
     } finally {
