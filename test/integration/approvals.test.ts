@@ -377,6 +377,33 @@ describe('what operators did while it waited still counts: checked again before 
     expect(usage).toMatchObject({ calls: 0, cost_usd: 0, reserved_usd: 0 });
   });
 
+  it('a session expired meanwhile: failed session_not_open, never called, nothing charged', async () => {
+    const { model: m } = await gated();
+    const session = await sessionFor(app.http, setup);
+    const { invocation, approval } = await pausedInvoke(app.http, agentKey, body(session.id, m, 'marker-17'));
+    await app.infra
+      .knex('sessions')
+      .where({ id: session.id })
+      .update({ expires_at: new Date(Date.now() - 1000) });
+    const voted = await vote(app.http, approvers[0] as string, approval.id, 'approve');
+    const done = await finished(app.http, agentKey, invocation.id);
+    // The sweep of expired sessions may expire the approval first (the vote is then 409): the
+    // invocation ends denied approval_expired. Either way nothing reaches the provider.
+    if (voted.status === 200)
+      expect(done).toMatchObject({
+        status: 'failed',
+        error: { error_code: 'session_not_open' },
+        cost_usd: 0,
+      });
+    else expect(done).toMatchObject({ status: 'denied', error: { error_code: 'approval_expired' } });
+    expect(requestsFor('marker-17')).toBe(0);
+    const live = await app.http.get<{ usage: { calls: number; reserved_usd: number } }>(
+      `/v1/sessions/${session.id}`,
+      setup.org.adminKey,
+    );
+    expect(live.body.usage).toMatchObject({ calls: 0, reserved_usd: 0 });
+  });
+
   it('a deny policy added meanwhile: denied guardian_denied (deny beats an approval), never called', async () => {
     const { done, usage } = await approvedAfter('marker-14', ({ model: m }) =>
       app.http.post(
