@@ -40,9 +40,15 @@ const idempotencyKeys: Middleware = {
 
 export const DEFAULT_BASE_URL = 'http://127.0.0.1:8080';
 
+/**
+ * The server's root: trailing slashes and a trailing `/v1` dropped, since every path here starts
+ * with `/v1` and the URL an OpenAI SDK is given (README) ends in it.
+ */
+const serverRoot = (url: string): string => url.replace(/\/+$/, '').replace(/\/v1$/, '').replace(/\/+$/, '');
+
 /** The typed openapi-fetch client every resource calls through. */
 export function createRawClient(options: ControlPlaneOptions): { raw: RawClient; baseUrl: string } {
-  const baseUrl = (options.baseUrl ?? process.env.CP_BASE_URL ?? DEFAULT_BASE_URL).replace(/\/+$/, '');
+  const baseUrl = serverRoot(options.baseUrl ?? process.env.CP_BASE_URL ?? DEFAULT_BASE_URL);
   const apiKey = options.apiKey ?? process.env.CP_API_KEY;
   const headers: Record<string, string> = { 'User-Agent': options.userAgent ?? 'control-plane-client' };
   if (apiKey) headers.Authorization = `Bearer ${apiKey}`;

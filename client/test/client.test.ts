@@ -35,6 +35,11 @@ describe('control-plane-client: keys, lists, errors, transport', () => {
     await expect(asIt.audit.verify()).rejects.toMatchObject({ status: 401, errorCode: 'invalid_api_key' });
   });
 
+  it('takes a base URL ending in /v1 (as an OpenAI SDK is given it) as the server', async () => {
+    for (const suffix of ['/v1', '/v1/', '/'])
+      expect((await client({ baseUrl: `${app.http.baseUrl}${suffix}` }).audit.verify()).valid).toBe(true);
+  });
+
   it('walks every page of a list, in order, once each', async () => {
     const own = await signupOrg(app.http, 'Paged');
     const recorder = recordingFetch();
