@@ -29,6 +29,12 @@ function toDomainError(err: unknown): DomainError | null {
   return code ? new DomainError(code, (err as Error).message) : null;
 }
 
+/**
+ * The OpenAI SDKs retry 409 and 5xx, submitting anew: every OpenAI-shaped error tells them not
+ * to (`x-should-retry: false`) but these, which may succeed when sent again (with Retry-After).
+ */
+const MAY_SUCCEED_LATER: ReadonlySet<ErrorCode> = new Set(['rate_limited', 'unavailable', 'internal_error']);
+
 function writeError(ctx: Context, error: DomainError): void {
   const { rate, ...extra } = error.extra as { rate?: RateDecision } & Record<string, unknown>;
   ctx.status = ERROR_STATUS[error.code];
@@ -40,6 +46,8 @@ function writeError(ctx: Context, error: DomainError): void {
           ...extra,
         })
       : { error_code: error.code, message: error.message, request_id: requestId, ...extra };
+  if (ctx.state.errorShape === 'openai' && !MAY_SUCCEED_LATER.has(error.code))
+    ctx.set('x-should-retry', 'false');
   if (rate) setRateHeaders(ctx, rate);
   if (error.code === 'rate_limited') ctx.set('Retry-After', String(extra.retry_after_seconds ?? 1));
   if (error.code === 'unavailable') ctx.set('Retry-After', '2');

@@ -6,7 +6,6 @@ import { completionOf, invocationHeaders, refusalOf } from '../chat/chat-replies
 import { invokeInputOf } from '../chat/chat-request';
 import { streamCompletion, type RunWith } from '../chat/chat-stream';
 import { callableModels, modelView } from '../chat/model-list';
-import { answeringWithoutRetry } from '../chat/no-retry';
 import { callOf } from '../http/call-context';
 import { invokeDeps, readDeps } from '../http/deps';
 import { defineRoute, needs, type RouteInput } from '../http/route';
@@ -124,7 +123,7 @@ export const chatRoutes = [
       },
       502: { description: 'the provider failed: code is the provider error (provider_timeout, ...)' },
     },
-    handle: (input) => answeringWithoutRetry(input.requestId, () => complete(input)),
+    handle: complete,
   }),
   defineRoute({
     method: 'GET',

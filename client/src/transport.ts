@@ -44,7 +44,8 @@ export const DEFAULT_BASE_URL = 'http://127.0.0.1:8080';
  * The server's root: trailing slashes and a trailing `/v1` dropped, since every path here starts
  * with `/v1` and the URL an OpenAI SDK is given (README) ends in it.
  */
-const serverRoot = (url: string): string => url.replace(/\/+$/, '').replace(/\/v1$/, '').replace(/\/+$/, '');
+export const serverRoot = (url: string): string =>
+  url.replace(/\/+$/, '').replace(/\/v1$/, '').replace(/\/+$/, '');
 
 /** The typed openapi-fetch client every resource calls through. */
 export function createRawClient(options: ControlPlaneOptions): { raw: RawClient; baseUrl: string } {

@@ -1,4 +1,4 @@
-import { DEFAULT_BASE_URL } from '../transport';
+import { DEFAULT_BASE_URL, serverRoot as rootOf } from '../transport';
 import { UsageError } from './exit-codes';
 
 /**
@@ -11,10 +11,7 @@ export function baseUrlOf(flag: string | undefined, env: Record<string, string |
   return DEFAULT_BASE_URL;
 }
 
-/**
- * The URL without trailing slashes or a trailing `/v1`: the client puts `/v1` in every path, and
- * the URL an OpenAI SDK is given (README) ends in `/v1`, so people paste that one here too.
- */
+/** The server's root (the client's: no trailing slashes or `/v1`), once the value is one. */
 export function serverRoot(value: string, source: string): string {
   const url = URL.canParse(value) ? new URL(value) : undefined;
   const problem = url ? whyNotAServer(url) : 'not a URL';
@@ -22,8 +19,7 @@ export function serverRoot(value: string, source: string): string {
     throw new UsageError(
       `${source} ${JSON.stringify(value)}: ${problem}; give the server's http:// or https:// URL, e.g. ${DEFAULT_BASE_URL}`,
     );
-  const path = url.pathname.replace(/\/+$/, '').replace(/\/v1$/, '').replace(/\/+$/, '');
-  return url.origin + path;
+  return rootOf(url.origin + url.pathname);
 }
 
 /** What fetch would refuse, or what would garble the paths appended to the URL. */
