@@ -34,7 +34,16 @@ export const AuditVerification = z.object({
   valid: z.boolean(),
   entries_checked: z.number().int(),
   head: z.object({ seq: z.number().int(), hash: z.string() }),
-  first_broken_seq: z.number().int().nullable(),
+  first_broken_seq: z
+    .number()
+    .int()
+    .nullable()
+    .meta({
+      description:
+        'The first entry verify cannot vouch for, null when the log is intact. A rewrite with recomputed hashes ' +
+        'shows only at the next signed head, so it is reported from the entry after the last signed head the ' +
+        'chain still passes.',
+    }),
 });
 
 export const AuditSignedHead = z

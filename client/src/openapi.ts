@@ -6434,6 +6434,7 @@ export interface operations {
               seq: number;
               hash: string;
             };
+            /** @description The first entry verify cannot vouch for, null when the log is intact. A rewrite with recomputed hashes shows only at the next signed head, so it is reported from the entry after the last signed head the chain still passes. */
             first_broken_seq: number | null;
           };
         };

@@ -7,7 +7,7 @@ import { ChainVerifier, type BreakReason, type VerifyResult } from './hash-chain
  *
  * Someone with full access to the database (a superuser, who can switch the append-only
  * triggers off) but without the master key and without the Redis the service uses CANNOT hide,
- * because verify then answers `valid: false` with the first broken seq:
+ * because verify then answers `valid: false` with the first seq it cannot vouch for:
  * - a changed, removed, inserted or reordered entry (each hash covers the entry and the hash
  *   before it);
  * - a rewrite of the whole chain with every hash recomputed: the sealer signs each head it writes
@@ -17,8 +17,8 @@ import { ChainVerifier, type BreakReason, type VerifyResult } from './hash-chain
  *   newest signed head in Redis, which only moves forward and only along the chain, so it stays
  *   ahead of (or off) the cut chain even after new entries grow it again.
  * They CAN: add entries (an event written to the outbox is sealed and signed like any other: the
- * log proves what was recorded, not that it happened), stop new entries from being recorded, and
- * read every entry. Whoever also controls that Redis (or every store on the box, as with the
+ * log proves what was recorded, not that it happened), stop new entries from being recorded,
+ * change or drop an event before the sealer chains it, and read every entry. Whoever also controls that Redis (or every store on the box, as with the
  * quick start's embedded stores) can rewind the head kept there and cut the tail back to any
  * checkpoint unseen; so can anyone when Redis lost its data before verify ran.
  *

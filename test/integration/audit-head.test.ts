@@ -100,6 +100,25 @@ describe('a truncated tail', () => {
   });
 });
 
+describe('a rewrite whose checkpoints were deleted with it', () => {
+  it('is reported from the first entry after the last checkpoint the chain still passes', async () => {
+    const org = await signupOrg(app.http);
+    await grow(org, 4);
+    const kept = (await checkpointSeqs(org.orgId))[1] as number;
+    // Entry kept + 1 is forged and every hash after it recomputed; only the head kept in Redis
+    // is left past it, and it shows the rewrite only at its own seq.
+    const forged = (await forgedChain(app.infra.knex, org.orgId, kept + 1)).slice(kept);
+    const updates = forged.map(
+      (e) =>
+        `update audit_entries set details = '${JSON.stringify(e.details)}', prev_hash = '${e.prevHash}', hash = '${e.hash}' where org_id = '${org.orgId}' and seq = ${e.seq};`,
+    );
+    await asSuperuser(`${updates.join('\n')}
+      delete from audit_checkpoints where org_id = '${org.orgId}' and seq > ${kept};
+      update audit_heads set hash = '${forged.at(-1)?.hash}' where org_id = '${org.orgId}';`);
+    expect(await verify(org)).toMatchObject({ valid: false, first_broken_seq: kept + 1 });
+  });
+});
+
 describe('checkpoints relabelled with an unknown key id', () => {
   it('fails verify when the chain is recomputed and every checkpoint is relabelled', async () => {
     const org = await signupOrg(app.http);

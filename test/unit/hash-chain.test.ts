@@ -83,15 +83,28 @@ describe('checkpoints', () => {
     expect(isAuthentic(checkpointKeyFrom(Buffer.alloc(32, 8)), c)).toBe(false);
   });
 
-  it('makes a recomputed chain fail at the anchored seq', () => {
+  it('makes a recomputed chain fail from the first entry after the last anchor it passed', () => {
     const rewritten = sealEvents({ seq: 0, hash: GENESIS_HASH }, [
       event(1),
       { ...event(2), action: 'x' },
       event(3),
     ]);
-    const v = new ChainVerifier(new Map([[3, chain[2]!.hash]]));
-    rewritten.forEach((e) => v.push(e));
-    expect(v.result()).toMatchObject({ valid: false, firstBrokenSeq: 3 });
+    const onlyLast = new ChainVerifier(new Map([[3, chain[2]!.hash]]));
+    rewritten.forEach((e) => onlyLast.push(e));
+    expect(onlyLast.result()).toMatchObject({
+      valid: false,
+      firstBrokenSeq: 1,
+      reason: 'checkpoint_mismatch',
+    });
+
+    const both = new ChainVerifier(
+      new Map([
+        [1, chain[0]!.hash],
+        [3, chain[2]!.hash],
+      ]),
+    );
+    rewritten.forEach((e) => both.push(e));
+    expect(both.result()).toMatchObject({ valid: false, firstBrokenSeq: 2, reason: 'checkpoint_mismatch' });
   });
 
   it('notices entries cut off after a checkpoint', () => {
