@@ -265,6 +265,11 @@ export const guardianInput = ({ invocation, agent, policyVersion }: GuardianView
   sessionId: invocation.sessionId,
   credentialRef: invocation.credentialRef,
   action: guardedAction(invocation),
+  // As decisionWrite reserves for a modified request.
+  reestimate: (action) =>
+    microsToUsd(
+      worstCase(action.messages, action.maxTokens, invocation.price, invocation.request.tools).costMicros,
+    ),
 });
 
 const summaryOf = ({ decision }: DecisionWrite): DecisionSummary => ({

@@ -229,6 +229,36 @@ function approvalOf(outcomes: RuleOutcome[]): ApprovalRequirement | null {
   };
 }
 
+/** Every policy's outcomes for one action, the enforced apart from what shadow policies would do. */
+function judge(compiled: CompiledPolicySet, action: Action, context: EvaluationContext, shadow = true) {
+  const enforced: RuleOutcome[] = [];
+  const shadowReasons: ShadowReason[] = [];
+  // Shadow policies spend from a budget of their own: they never change a verdict, so they must
+  // not use up what the enforced ones may scan.
+  const budgets = { enforce: new PatternBudget(), shadow: new PatternBudget() };
+  for (const policy of compiled.policies) {
+    const { mode } = policy.policy;
+    if (mode === 'shadow' && !shadow) continue;
+    const outcomes = evaluatePolicy(policy, action, context, budgets[mode]);
+    if (mode === 'shadow') shadowReasons.push(...outcomes.map((o) => ({ ...o.reason, verdict: o.verdict })));
+    else enforced.push(...outcomes);
+  }
+  return { enforced, shadowReasons };
+}
+
+/**
+ * Rules judge the action as asked, so what the modifications make of it is judged again: a
+ * redaction can lengthen the prompt past `max_cost_per_call_usd` (judged on the caller's new
+ * estimate) or write text a `deny_pattern` forbids. The enforced denials of the modified action;
+ * its other outcomes are ignored (the modifications applied twice would redact the replacements).
+ */
+function deniedOnceModified(compiled: CompiledPolicySet, modified: Action, context: EvaluationContext) {
+  const action = context.reestimate
+    ? { ...modified, estimatedCostUsd: context.reestimate(modified) }
+    : modified;
+  return judge(compiled, action, context, false).enforced.filter((o) => o.verdict === 'deny');
+}
+
 /**
  * The policy engine: a pure, synchronous function from an org's compiled policies, an action and
  * its context to a decision. Each rule is judged on the action as given; the verdict is the
@@ -237,7 +267,8 @@ function approvalOf(outcomes: RuleOutcome[]): ApprovalRequirement | null {
  * deny, the modifications that would have applied are not reported, as they do not happen. Under
  * a require_approval they do apply (modifiedAction), though only the approval's reasons are
  * reported: the approver is asked about the request exactly as it would run, redacted and
- * clamped. A modify composes every enforced modification. Shadow policies are evaluated alike but only recorded,
+ * clamped. A modify composes every enforced modification, and the action it makes is judged again:
+ * a deny of it denies. Shadow policies are evaluated alike but only recorded,
  * each reason with the verdict it would have given; they never change the verdict or the action.
  * Any error is a deny that says so and names its policy (policy_evaluation_failed).
  */
@@ -246,17 +277,7 @@ export function evaluatePolicies(
   action: Action,
   context: EvaluationContext,
 ): PolicyDecision {
-  const enforced: RuleOutcome[] = [];
-  const shadowReasons: ShadowReason[] = [];
-  // Shadow policies spend from a budget of their own: they never change a verdict, so they must
-  // not use up what the enforced ones may scan.
-  const budgets = { enforce: new PatternBudget(), shadow: new PatternBudget() };
-  for (const policy of compiled.policies) {
-    const outcomes = evaluatePolicy(policy, action, context, budgets[policy.policy.mode]);
-    if (policy.policy.mode === 'shadow')
-      shadowReasons.push(...outcomes.map((o) => ({ ...o.reason, verdict: o.verdict })));
-    else enforced.push(...outcomes);
-  }
+  const { enforced, shadowReasons } = judge(compiled, action, context);
   let verdict = strongest(enforced);
   let deciding = enforced.filter((o) => o.verdict === verdict);
   let modifiedAction: Action | null = null;
@@ -265,7 +286,11 @@ export function evaluatePolicies(
     const modifying = enforced.filter((o) => o.verdict === 'modify');
     const result = modify(modifying, action);
     if ('failed' in result) [verdict, deciding] = ['deny', [result.failed]];
-    else if (modifying.length > 0) modifiedAction = result.action;
+    else if (modifying.length > 0) {
+      const denied = deniedOnceModified(compiled, result.action, context);
+      if (denied.length > 0) [verdict, deciding] = ['deny', denied];
+      else modifiedAction = result.action;
+    }
   }
   return {
     verdict,

@@ -33,6 +33,8 @@ export interface GuardianInput {
   action: GuardedAction;
   /** The org's policy_version when the caller read it with the action (skips a version check). */
   policyVersion?: number;
+  /** The worst case in USD of the action as a policy modified it (see evaluatePolicies). */
+  reestimate?: (action: GuardedAction) => number;
 }
 
 export interface GuardianVerdict {
@@ -67,36 +69,49 @@ export const allowed = (policyVersion = 0): GuardianVerdict => ({
 
 export const allowEverything: PolicyEngine = { evaluate: async () => allowed() };
 
-const deny = (code: string, message: string): GuardianVerdict => ({
+/**
+ * A refusal by the agent record itself. The org's policies are not run for it (so no shadow
+ * reasons); the decision still names the policy_version it was taken under, when the caller knows it.
+ */
+const deny = (code: string, message: string, policyVersion = 0): GuardianVerdict => ({
   verdict: 'deny',
   reasons: [{ policyId: null, code, message }],
   shadowReasons: [],
   modifiedAction: null,
   approval: null,
-  policyVersion: 0,
+  policyVersion,
 });
 
 /** What the agent record forbids of any action: acting while suspended, a model outside its list. */
-export function agentCheck(agent: AgentGate | null, model: string | undefined): GuardianVerdict | null {
+export function agentCheck(
+  agent: AgentGate | null,
+  model: string | undefined,
+  policyVersion?: number,
+): GuardianVerdict | null {
   if (!agent) return null;
   if (agent.status === 'suspended')
-    return deny('agent_suspended', `agent ${agent.id} is suspended; resume it to let it act`);
+    return deny('agent_suspended', `agent ${agent.id} is suspended; resume it to let it act`, policyVersion);
   if (model !== undefined && !agent.allowedModels.includes(model))
-    return deny('model_not_allowed', `model ${model} is not in the allowed_models of agent ${agent.id}`);
+    return deny(
+      'model_not_allowed',
+      `model ${model} is not in the allowed_models of agent ${agent.id}`,
+      policyVersion,
+    );
   return null;
 }
 
 /** The checks every org gets, before its own policies: what the agent record itself forbids. */
 function builtinCheck(input: GuardianInput): GuardianVerdict | null {
-  const { agent, action } = input;
+  const { agent, action, policyVersion } = input;
   if (!agent) return null;
-  const refused = agentCheck(agent, action.model);
+  const refused = agentCheck(agent, action.model, policyVersion);
   if (refused) return refused;
   // As with allowed_models, an empty list allows nothing: the agent record is an allow-list.
   if (!agent.credentialRefs.includes(input.credentialRef))
     return deny(
       'credential_not_allowed',
       `credential ${input.credentialRef} is not in the credential_refs of agent ${agent.id}`,
+      policyVersion,
     );
   return null;
 }

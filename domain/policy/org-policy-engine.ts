@@ -31,7 +31,12 @@ export class OrgPolicyEngine implements PolicyEngine {
 
   async evaluate(input: GuardianInput): Promise<GuardianVerdict> {
     const { compiled } = await this.policies.forOrg(input.orgId, input.policyVersion);
-    const context = { agentId: input.agent?.id ?? null, sessionId: input.sessionId };
+    const { reestimate } = input;
+    const context = {
+      agentId: input.agent?.id ?? null,
+      sessionId: input.sessionId,
+      ...(reestimate ? { reestimate: (a: Action) => reestimate(toGuarded(input.action, a)) } : {}),
+    };
     const decision = evaluatePolicies(compiled, toAction(input.action), context);
     return {
       verdict: decision.verdict,

@@ -84,6 +84,8 @@ export interface Action {
 export interface EvaluationContext {
   agentId: string | null;
   sessionId: string | null;
+  /** The cost estimate of a modified action, where the caller can price it (an invoke can). */
+  reestimate?: (action: Action) => number;
 }
 
 /** A reason from a policy: which policy and rule, with a stable code. */

@@ -122,6 +122,73 @@ describe("the org's policies decide every invoke", () => {
     });
   });
 
+  it('a redaction that makes the prompt cost more than max_cost_per_call_usd allows denies the invoke', async () => {
+    const grow = {
+      name: 'grow',
+      rules: [{ type: 'redact_pattern', pattern: 'x', replacement: 'Z'.repeat(1000) }],
+    };
+    // The request as sent reserves under $0.001 at this price; redacted, over $0.01.
+    const cap = { name: 'cap', rules: [{ type: 'max_cost_per_call_usd', limit: 0.002 }] };
+    await withPolicy(grow, () =>
+      withPolicy(cap, async (capId) => {
+        const { invocation, sent, sessionId } = await run('xxxxxxxxxx');
+        expect(invocation).toMatchObject({ status: 'denied', error: { error_code: 'guardian_denied' } });
+        expect(invocation.decision?.reasons).toEqual([
+          expect.objectContaining({ policy_id: capId, code: 'cost_per_call_exceeded' }),
+        ]);
+        expect(sent).toHaveLength(0);
+        const session = await app.http.get<{ usage: { cost_usd: number; calls: number } }>(
+          `/v1/sessions/${sessionId}`,
+          setup.org.adminKey,
+        );
+        expect(session.body.usage).toMatchObject({ cost_usd: 0, calls: 0 });
+        // The same redaction on a prompt that stays under the limit still runs.
+        expect((await run('x')).invocation.status).toBe('succeeded');
+      }),
+    );
+  });
+
+  it("a refusal by the agent record names the org's policy_version in its decision", async () => {
+    await withPolicy({ name: 'clamp', rules: [{ type: 'max_tokens', limit: 1000 }] }, async () => {
+      const allowed = (await run('hello')).invocation;
+      const price = { input_per_mtok_usd: 1, output_per_mtok_usd: 2 };
+      const priced = await app.http.call('PUT', '/v1/pricing/not-allowed-model', {
+        token: setup.org.adminKey,
+        body: price,
+      });
+      expect(priced.status).toBe(200);
+      const session = await openSession(app.http, setup.org.adminKey, {
+        agent_id: setup.agentId,
+        max_cost_usd: 1,
+      });
+      const res = await invoke(
+        app.http,
+        setup.org.adminKey,
+        {
+          session_id: session.id,
+          model: 'not-allowed-model',
+          messages: [{ role: 'user', content: 'hi' }],
+          max_tokens: 5,
+        },
+        20,
+      );
+      expect(res.body).toMatchObject({
+        status: 'denied',
+        decision: { reasons: [{ code: 'model_not_allowed' }] },
+      });
+      const version = async (decisionId: string | undefined) =>
+        (
+          await app.http.get<{ policy_version: number }>(
+            `/v1/acs/decisions/${decisionId}`,
+            setup.org.adminKey,
+          )
+        ).body.policy_version;
+      const expected = await version(allowed.decision?.id);
+      expect(expected).toBeGreaterThan(0);
+      expect(await version(res.body.decision?.id)).toBe(expected);
+    });
+  });
+
   it('patterns judge the arguments of the tool call an invoke is about, and a redaction rewrites them', async () => {
     const session = await openSession(app.http, setup.org.adminKey, {
       agent_id: setup.agentId,

@@ -207,16 +207,13 @@ function said(policies: Policy[], a: Action, ctx: EvaluationContext): Said[] {
 }
 
 function oracle(policies: Policy[], a: Action, ctx: EvaluationContext) {
-  const enforced = said(
-    policies.filter((p) => p.mode === 'enforce'),
-    a,
-    ctx,
-  );
-  const verdict = enforced.reduce<Verdict>(
+  const enforcing = policies.filter((p) => p.mode === 'enforce');
+  const enforced = said(enforcing, a, ctx);
+  let verdict = enforced.reduce<Verdict>(
     (v, s) => (ORDER.indexOf(s.verdict) > ORDER.indexOf(v) ? s.verdict : v),
     'allow',
   );
-  const deciding = enforced.filter((s) => s.verdict === verdict);
+  let deciding = enforced.filter((s) => s.verdict === verdict);
   let modified: Action | null = null;
   // Modifications apply under a modify, and under a require_approval (the approver sees what runs).
   const modifying = enforced.filter((s) => s.verdict === 'modify');
@@ -231,6 +228,9 @@ function oracle(policies: Policy[], a: Action, ctx: EvaluationContext) {
       if (rule.type === 'max_tokens' && modified.maxTokens !== undefined)
         modified.maxTokens = Math.min(modified.maxTokens, rule.limit);
     }
+    // The modified action is judged again: a deny of it denies.
+    const denied = said(enforcing, modified, ctx).filter((s) => s.verdict === 'deny');
+    if (denied.length > 0) [verdict, deciding, modified] = ['deny', denied, null];
   }
   const asks = deciding.flatMap((s) => (s.rule.type === 'require_approval' ? [s.rule] : []));
   const approval =

@@ -234,6 +234,36 @@ describe('the policy engine: every rule type', () => {
     expect(args.env[0]?.card).toBe('4111-1111-1111-1111'); // not mutated
   });
 
+  it('judges the action a redaction makes again: a longer prompt past max_cost_per_call_usd is denied', () => {
+    const grow = policy([{ type: 'redact_pattern', pattern: '\\d{4}', replacement: 'Z'.repeat(5000) }]);
+    const cap = policy([{ type: 'max_cost_per_call_usd', limit: 0.05 }]);
+    // The caller prices the modified action: here a cent per 1,000 characters of prompt.
+    const reestimate = (a: Action) =>
+      (a.messages ?? []).reduce((n, m) => n + String(m.content).length, 0) / 100_000;
+    const d = decide([grow, cap], action(), { ...context, reestimate });
+    expect(d).toMatchObject({ verdict: 'deny', modifiedAction: null, approval: null });
+    expect(codes(d)).toEqual(['cost_per_call_exceeded']);
+    // Without a new estimate the rule judges the one given (0.02), which fits.
+    expect(decide([grow, cap])).toMatchObject({ verdict: 'modify', reasons: [{ code: 'redacted' }] });
+    // An estimate that does not grow past the limit keeps the modification.
+    expect(decide([grow, cap], action(), { ...context, reestimate: () => 0.05 }).verdict).toBe('modify');
+  });
+
+  it('denies a redaction whose replacement writes text a deny_pattern forbids, also under require_approval', () => {
+    const swap = policy([{ type: 'redact_pattern', pattern: '\\d{4}', replacement: 'rm -rf /' }]);
+    const forbid = policy([{ type: 'deny_pattern', pattern: 'rm -rf' }]);
+    expect(codes(decide([swap, forbid]))).toEqual(['pattern_denied']);
+    const held = policy([RULE_FOR.require_approval as Rule]);
+    expect(decide([swap, forbid, held])).toMatchObject({
+      verdict: 'deny',
+      approval: null,
+      modifiedAction: null,
+    });
+    // A shadow deny of the modified action changes nothing.
+    const shadowForbid = policy([{ type: 'deny_pattern', pattern: 'rm -rf' }], { mode: 'shadow' });
+    expect(decide([swap, shadowForbid]).verdict).toBe('modify');
+  });
+
   it('redact_pattern says nothing when no message matches', () => {
     const p = policy([{ type: 'redact_pattern', pattern: 'password', replacement: 'x' }]);
     expect(decide([p])).toMatchObject({ verdict: 'allow', reasons: [], modifiedAction: null });
