@@ -167,7 +167,7 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
     uow,
     authenticator,
     keyUsage: new KeyUsageTracker(knex, redis, prefix),
-    auditLog: new PgAuditLog(knex, checkpointKey, new RedisSignedHeads(redis, prefix)),
+    auditLog: new PgAuditLog(knex, checkpointKey, new RedisSignedHeads(redis, prefix), logger),
     checkpointKey,
     checkpointKeys,
     keyring,

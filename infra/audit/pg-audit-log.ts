@@ -6,6 +6,7 @@ import { GENESIS_HASH, sealEvents, type ChainHead } from '../../domain/audit/has
 import { MOVE_TO_ENTRIES } from '../db/audit-rows';
 import { OutboxVacuum } from './outbox-vacuum';
 import type { RedisSignedHeads } from './redis-signed-heads';
+import type { Logger } from '../logger';
 
 const SEAL_BATCH = 500;
 const VERIFY_BATCH = 1000;
@@ -22,6 +23,23 @@ const ORGS_WITH_PENDING = `
     from orgs where orgs.org_id is not null
   )
   select org_id from orgs where org_id is not null`;
+
+/** The head row, locked, beside the chain's actual last entry. */
+const LOCK_HEAD = `
+  select h.seq, h.hash, e.seq as last_seq, e.hash as last_hash
+  from audit_heads h
+  left join lateral (
+    select seq, hash from audit_entries where org_id = h.org_id order by seq desc limit 1
+  ) e on true
+  where h.org_id = ?
+  for update of h`;
+
+interface HeadRow {
+  seq: string;
+  hash: string;
+  last_seq: string | null;
+  last_hash: string | null;
+}
 
 interface EventRow {
   id: string;
@@ -92,6 +110,7 @@ export class PgAuditLog implements AuditLog {
     private readonly knex: Knex,
     private readonly checkpointKey: CheckpointKey,
     private readonly signedHeads: RedisSignedHeads,
+    private readonly logger?: Pick<Logger, 'error'>,
   ) {
     this.outboxVacuum = new OutboxVacuum(knex);
   }
@@ -105,12 +124,25 @@ export class PgAuditLog implements AuditLog {
     }
   }
 
-  /** Seals every org that has pending events; what the background job runs. */
+  /**
+   * Seals every org that has pending events; what the background job runs. One org that cannot be
+   * sealed is logged and skipped: it must not hold up every org after it. If any failed, the job
+   * fails too (after the rest are sealed), so the queue shows it.
+   */
   async sealAll(): Promise<number> {
     const { rows: orgs } = await this.knex.raw<{ rows: { org_id: string }[] }>(ORGS_WITH_PENDING);
     let total = 0;
-    for (const { org_id } of orgs) total += await this.seal(org_id);
+    const failed: unknown[] = [];
+    for (const { org_id } of orgs) {
+      try {
+        total += await this.seal(org_id);
+      } catch (err) {
+        this.logger?.error({ err, org_id }, 'audit seal: this org could not be sealed; its events wait');
+        failed.push(err);
+      }
+    }
     await this.outboxVacuum.afterSealing(total);
+    if (failed.length > 0) throw new AggregateError(failed, `audit seal: ${failed.length} org(s) failed`);
     return total;
   }
 
@@ -145,17 +177,28 @@ export class PgAuditLog implements AuditLog {
     return entry?.hash === outside.hash;
   }
 
-  /** One chain writer per org: the head row is locked until the batch commits. */
+  /**
+   * One chain writer per org: the head row is locked until the batch commits. The chain goes on
+   * from its last entry. A head row that disagrees with it was changed behind the service (it
+   * has no trigger): sealing after it would collide with or skip entries, so the row is put back
+   * and the change logged; verify still judges the entries by their signed heads.
+   */
   private async lockHead(trx: Knex.Transaction, orgId: string): Promise<ChainHead> {
     await trx.raw(
       `insert into audit_heads (org_id, seq, hash, sealed_at) values (?, 0, ?, now()) on conflict do nothing`,
       [orgId, GENESIS_HASH],
     );
-    const head = await trx('audit_heads')
-      .where({ org_id: orgId })
-      .forUpdate()
-      .first<{ seq: string; hash: string }>();
-    return { seq: Number(head?.seq ?? 0), hash: head?.hash ?? GENESIS_HASH };
+    const { rows } = await trx.raw<{ rows: HeadRow[] }>(LOCK_HEAD, [orgId]);
+    const row = rows[0];
+    const head = { seq: Number(row?.seq ?? 0), hash: row?.hash ?? GENESIS_HASH };
+    const last = { seq: Number(row?.last_seq ?? 0), hash: row?.last_hash ?? GENESIS_HASH };
+    if (head.seq === last.seq && head.hash === last.hash) return head;
+    this.logger?.error(
+      { org_id: orgId, head_row: head, last_entry: last },
+      'audit seal: the head row does not match the chain (changed outside the service); sealing after the last entry',
+    );
+    await trx('audit_heads').where({ org_id: orgId }).update({ seq: last.seq, hash: last.hash });
+    return last;
   }
 
   private async takePending(trx: Knex.Transaction, orgId: string): Promise<AuditEvent[]> {

@@ -119,6 +119,45 @@ describe('a rewrite whose checkpoints were deleted with it', () => {
   });
 });
 
+describe('a head row changed behind the service', () => {
+  const pending = async (orgId: string) =>
+    Number((await app.infra.knex('audit_outbox').where({ org_id: orgId }).count({ n: '*' }))[0]?.n);
+
+  it('is put back by the sealer: verify answers, nothing collides, and the chain stays valid', async () => {
+    const org = await signupOrg(app.http);
+    await grow(org, 2);
+    // audit_heads has no trigger: a plain UPDATE by the service's own role moves it.
+    await superuserQuery(app.db.url, `update audit_heads set seq = seq - 1 where org_id = '${org.orgId}'`);
+    await mintKey(app.http, org.adminKey, ['audit:read']);
+    const result = await verify(org);
+    expect(result).toMatchObject({ valid: true, first_broken_seq: null });
+    expect(await pending(org.orgId)).toBe(0);
+  });
+
+  it('an org that cannot be sealed does not hold up the orgs after it', async () => {
+    const [first, second] = (await Promise.all([signupOrg(app.http), signupOrg(app.http)])).sort((a, b) =>
+      a.orgId < b.orgId ? -1 : 1,
+    ) as [SignedUpOrg, SignedUpOrg];
+    await app.infra.auditLog.sealAll();
+    const name = `refuse_${first.orgId.toLowerCase()}`;
+    await superuserQuery(
+      app.db.url,
+      `create function ${name}() returns trigger language plpgsql as $$ begin
+         if new.org_id = '${first.orgId}' then raise exception 'refused'; end if; return new; end $$;
+       create trigger ${name} before insert on audit_entries for each row execute function ${name}();`,
+    );
+    try {
+      await mintKey(app.http, first.adminKey, ['audit:read']);
+      await mintKey(app.http, second.adminKey, ['audit:read']);
+      await expect(app.infra.auditLog.sealAll()).rejects.toThrow('1 org(s) failed');
+      expect(await pending(first.orgId)).toBeGreaterThan(0);
+      expect(await pending(second.orgId)).toBe(0);
+    } finally {
+      await superuserQuery(app.db.url, `drop trigger ${name} on audit_entries; drop function ${name}();`);
+    }
+  });
+});
+
 describe('checkpoints relabelled with an unknown key id', () => {
   it('fails verify when the chain is recomputed and every checkpoint is relabelled', async () => {
     const org = await signupOrg(app.http);
