@@ -13,6 +13,7 @@ import { migrate, openOrm } from './db/orm';
 import { MikroUnitOfWork } from './db/unit-of-work';
 import { resolveKeyring } from './master-key';
 import { KeyringBox, type Keyring } from './crypto/keyring';
+import { checkMasterKeys } from './crypto/master-key-check';
 import { resealLegacyAtStart } from './crypto/reseal-at-start';
 import { IdempotencyStore } from './http/idempotency-store';
 import { RateLimit } from './http/rate-limiters';
@@ -127,6 +128,16 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
   const orm = await openOrm(urls.databaseUrl, logger, config.CP_DB_POOL_MAX);
   await migrate(orm, urls.databaseUrl, logger);
   const knex = orm.em.getConnection().getKnex();
+  const keyring = resolveKeyring(config.CP_MASTER_KEY, config.CP_MASTER_KEY_PREVIOUS, config.CP_DATA_DIR);
+  const checkpointKeys = keyring.all.map((k) => checkpointKeyFrom(k.key));
+  const checkpointKey = checkpointKeys[0] as CheckpointKey;
+  // Before anything could seal or sign under a wrong key; nothing but the database is open yet.
+  await checkMasterKeys(knex, new Set([...keyring.all, ...checkpointKeys].map((k) => k.id)), logger).catch(
+    async (err: unknown) => {
+      await orm.close();
+      throw err;
+    },
+  );
   const redis = await openRedis(urls.redisUrl);
   const prefix = config.CP_REDIS_PREFIX;
   const authenticator = new TokenAuthenticator(knex, redis, prefix, config.CP_AUTH_FAILURES_PER_MINUTE);
@@ -142,9 +153,6 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
     allowPrivateHosts: config.CP_ALLOW_PRIVATE_PROVIDER_HOSTS,
     metrics,
   });
-  const keyring = resolveKeyring(config.CP_MASTER_KEY, config.CP_MASTER_KEY_PREVIOUS, config.CP_DATA_DIR);
-  const checkpointKeys = keyring.all.map((k) => checkpointKeyFrom(k.key));
-  const checkpointKey = checkpointKeys[0] as CheckpointKey;
   const uow = new MikroUnitOfWork(orm);
   const credentialSealer = new KeyringBox(keyring, 'credentials');
   await resealLegacyAtStart({ uow, clock: systemClock, sealer: credentialSealer }, logger);
