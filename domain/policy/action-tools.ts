@@ -99,8 +99,39 @@ const mapTexts = (messages: ChatMessage[], change: (text: string) => string): Ch
       ? {
           toolCalls: m.toolCalls.map((c) => ({
             ...c,
-            function: { ...c.function, arguments: change(c.function.arguments) },
+            function: { ...c.function, arguments: changeArguments(c.function.arguments, change) },
           })),
         }
       : {}),
   }));
+
+/**
+ * A tool call's arguments (JSON text) with `change` applied to each string and number in them,
+ * keys aside, so that a redaction leaves valid JSON: a number it changes becomes a string. Text
+ * that does not parse is changed as text; arguments nothing changed are kept byte for byte.
+ */
+function changeArguments(text: string, change: (text: string) => string): string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return change(text);
+  }
+  let changed = false;
+  const leaf = (value: string | number): string | number => {
+    const after = change(String(value));
+    if (after === String(value)) return value;
+    changed = true;
+    return after;
+  };
+  const result = mapLeaves(parsed, leaf);
+  return changed ? JSON.stringify(result) : text;
+}
+
+function mapLeaves(value: unknown, change: (leaf: string | number) => string | number): unknown {
+  if (typeof value === 'string' || typeof value === 'number') return change(value);
+  if (Array.isArray(value)) return value.map((v) => mapLeaves(v, change));
+  if (value !== null && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, mapLeaves(v, change)]));
+  return value;
+}

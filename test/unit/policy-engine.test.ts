@@ -218,6 +218,20 @@ describe('the policy engine: every rule type', () => {
     expect(a.messages?.[1]?.toolCalls?.[0]?.function.arguments).toContain('4111'); // not mutated
   });
 
+  it('a redaction keeps the arguments of tool calls valid JSON: numbers it changes become strings', () => {
+    const withArgs = (args: string) =>
+      action({ messages: [{ role: 'assistant', content: '', toolCalls: [shellCall(args)] }] });
+    const redact = (pattern: string, replacement: string, args: string) =>
+      decide([policy([{ type: 'redact_pattern', pattern, replacement }])], withArgs(args)).modifiedAction
+        ?.messages?.[0]?.toolCalls?.[0]?.function.arguments;
+    const ssn = redact('\\b\\d{9}\\b', '[SSN]', '{"ssn":123456789,"note":"id 987654321"}');
+    expect(JSON.parse(ssn ?? '')).toEqual({ ssn: '[SSN]', note: 'id [SSN]' });
+    // A replacement holding a quote is escaped, not spliced into the JSON text.
+    expect(JSON.parse(redact('x', '"}', '{"q":"x"}') ?? '')).toEqual({ q: '"}' });
+    // Arguments that are not JSON are redacted as text.
+    expect(redact('\\d+', '#', 'call 42 now')).toBe('call # now');
+  });
+
   it('deny_pattern and redact_pattern see every string in the arguments of the action’s own tool call', () => {
     const args = { cmd: 'rm -rf /', env: [{ card: '4111-1111-1111-1111' }], dry_run: false, n: 4111 };
     const a = action({ type: 'tool.call', tool: { name: 'shell', arguments: args } });
