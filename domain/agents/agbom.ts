@@ -68,7 +68,11 @@ function rootComponent(input: AgbomInput): Json {
   };
 }
 
-/** Allowed and used models merge into one component each: a used model nobody allowed shows up too. */
+/**
+ * Allowed and used models merge into one component each: a used model nobody allowed shows up too.
+ * A use is named by its provider only: how often and when it was last used change with every
+ * call, and would give every invoke a new serial and version (/v1/stats/usage counts the calls).
+ */
 function modelComponents(input: AgbomInput): Json[] {
   const names = new Set([...input.agent.allowedModels, ...input.modelsUsed.map((m) => m.model)]);
   const allowed = new Set(input.agent.allowedModels);
@@ -76,11 +80,7 @@ function modelComponents(input: AgbomInput): Json[] {
     const uses = input.modelsUsed
       .filter((m) => m.model === name)
       .sort((a, b) => (a.provider < b.provider ? -1 : 1))
-      .flatMap((m) => [
-        prop('cp:model:used_via', m.provider),
-        prop(`cp:model:calls:${m.provider}`, m.calls),
-        prop(`cp:model:last_used_at:${m.provider}`, m.lastUsedAt.toISOString()),
-      ]);
+      .map((m) => prop('cp:model:used_via', m.provider));
     return {
       type: 'machine-learning-model',
       'bom-ref': ref('model', name),

@@ -1,5 +1,5 @@
 import { agbomContentHash, buildAgbom, serialFromHash, type AgbomInput } from '../../domain/agents/agbom';
-import type { PolicyRef } from '../../domain/ports';
+import type { ModelUse, PolicyRef } from '../../domain/ports';
 import { validateCycloneDx16 } from '../support/cyclonedx-validator';
 
 const at = new Date('2026-11-01T10:00:00Z');
@@ -53,7 +53,7 @@ describe('AGBOM builder', () => {
     expect(validateCycloneDx16({ ...doc, serialNumber: 'not-a-urn' })).not.toEqual([]);
   });
 
-  it('lists a model used but never allowed, marked so, with its calls', () => {
+  it('lists a model used but never allowed, marked so, with the provider it was used through', () => {
     const doc = buildAgbom(full(), state) as unknown as Doc;
     const o3 = doc.components.find((c) => c.name === 'o3');
     expect(o3?.type).toBe('machine-learning-model');
@@ -61,7 +61,7 @@ describe('AGBOM builder', () => {
       expect.arrayContaining([
         { name: 'cp:model:allowed', value: 'false' },
         { name: 'cp:model:used', value: 'true' },
-        { name: 'cp:model:calls:openai', value: '1' },
+        { name: 'cp:model:used_via', value: 'openai' },
       ]),
     );
     expect(doc.components.find((c) => c.type === 'data')?.name).toBe('no-pii');
@@ -101,7 +101,10 @@ describe('AGBOM builder', () => {
     ['a policy version', (i) => ((i.policies[0] as { version: number }).version = 3)],
     ['a policy mode', (i) => ((i.policies[0] as PolicyRef).mode = 'shadow')],
     ['the list of policies', (i) => i.policies.push({ id: 'pol_2', name: 'no-shell', version: 1 })],
-    ['calls of a model used', (i) => ((i.modelsUsed[0] as { calls: number }).calls = 13)],
+    [
+      'a provider a model was used through',
+      (i) => i.modelsUsed.push({ ...(i.modelsUsed[0] as ModelUse), provider: 'azure' }),
+    ],
     ['the agent name', (i) => (i.agent.name = 'renamed')],
     ['the agent version', (i) => (i.agent.version = 4)],
     ['the agent status', (i) => (i.agent.status = 'suspended')],
@@ -110,6 +113,17 @@ describe('AGBOM builder', () => {
     const after = full();
     change(after);
     expect(agbomContentHash(after)).not.toBe(agbomContentHash(before));
+  });
+
+  it('keeps its hash while a model it used is used again: calls and last use are not part of it', () => {
+    const again = full();
+    const use = again.modelsUsed[0] as ModelUse;
+    again.modelsUsed[0] = {
+      ...use,
+      calls: use.calls + 1,
+      lastUsedAt: new Date(use.lastUsedAt.getTime() + 1000),
+    };
+    expect(agbomContentHash(again)).toBe(agbomContentHash(full()));
   });
 
   it('makes serials that match the schema pattern and differ per hash', () => {
