@@ -77,6 +77,15 @@ describe('scrubSecret', () => {
     expect(out).toMatch(/^GET \/v1\?key=.*&x=1 was refused$/);
   });
 
+  it('removes a hex copy in either case, and a copy with its letters case-changed', () => {
+    const hex = Buffer.from(OTHER_SHAPE, 'utf8').toString('hex');
+    for (const form of [hex, hex.toUpperCase(), OTHER_SHAPE.toUpperCase(), OTHER_SHAPE.toLowerCase()]) {
+      const out = scrubSecret(`dbg ${form} end`, OTHER_SHAPE);
+      expect(out).toMatch(/^dbg .*end$/);
+      expectNoPieceOf(out.toLowerCase(), form.toLowerCase());
+    }
+  });
+
   it('still removes an exact copy of a short secret', () => {
     expect(scrubSecret('key abc123 is wrong', 'abc123')).toBe('key [redacted] is wrong');
   });
