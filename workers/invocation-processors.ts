@@ -20,6 +20,8 @@ export interface JobInfo {
   /** Attempts that already failed (0 on the first run). */
   attemptsMade: number;
   attempts: number;
+  /** Times the job was taken before this run without failing (put back to wait its turn). */
+  deferrals: number;
 }
 
 const stageJob = (payload: InvocationJob, trace: Record<string, string>): StageJob => ({

@@ -1,4 +1,4 @@
-import { Worker, type Job } from 'bullmq';
+import { DelayedError, Worker, type Job } from 'bullmq';
 import {
   JOBS,
   PROVIDER_BACKOFF,
@@ -8,6 +8,7 @@ import {
   type QueueName,
 } from '../domain/jobs';
 import { RetryLater } from '../domain/invocations/run-invocation';
+import { OrgAtCapacity } from '../domain/webhooks/org-delivery-slots';
 import type { Infra } from '../infra/container';
 import { bullConnectionOptions } from '../infra/redis/connections';
 import { closeOrGiveUp } from './close-or-give-up';
@@ -51,7 +52,12 @@ const CONCURRENCY = (infra: Infra): Record<QueueName, number> => ({
 function processJob(job: Job, infra: Infra): Promise<unknown> {
   if (!isJobName(job.name)) throw new Error(`no processor for job ${job.name}`);
   const payload = JOBS[job.name].payload.parse(job.data);
-  const info = { id: job.id ?? '', attemptsMade: job.attemptsMade, attempts: job.opts.attempts ?? 1 };
+  const info = {
+    id: job.id ?? '',
+    attemptsMade: job.attemptsMade,
+    attempts: job.opts.attempts ?? 1,
+    deferrals: Math.max(0, job.attemptsStarted - job.attemptsMade - 1),
+  };
   return (PROCESSORS[job.name] as (p: typeof payload, i: Infra, j: typeof info) => Promise<unknown>)(
     payload,
     infra,
@@ -67,8 +73,22 @@ function measuredJob(queue: QueueName, job: Job, infra: Infra): Promise<unknown>
   return infra.metrics.timeJob(queue, name, () => processJob(job, infra));
 }
 
+/**
+ * A job that must wait its turn (a webhook delivery whose org is at its cap) goes back to the
+ * queue, delayed, without counting as a failed attempt.
+ */
+async function deferring(job: Job, token: string | undefined, run: Promise<unknown>): Promise<unknown> {
+  try {
+    return await run;
+  } catch (err) {
+    if (!(err instanceof OrgAtCapacity) || token === undefined) throw err;
+    await job.moveToDelayed(Date.now() + err.delayMs, token);
+    throw new DelayedError();
+  }
+}
+
 function startWorker(queue: QueueName, infra: Infra): Worker {
-  const worker = new Worker(queue, (job) => measuredJob(queue, job, infra), {
+  const worker = new Worker(queue, (job, token) => deferring(job, token, measuredJob(queue, job, infra)), {
     connection: bullConnectionOptions(infra.urls.redisUrl),
     prefix: infra.queues.bullPrefix,
     concurrency: CONCURRENCY(infra)[queue],

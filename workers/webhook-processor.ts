@@ -1,26 +1,52 @@
 import type { Job } from 'bullmq';
 import type { WebhookJob } from '../domain/jobs';
 import { deliverWebhook } from '../domain/webhooks/deliver-webhook';
+import { inOrgSlot, type OrgDeliverySlots } from '../domain/webhooks/org-delivery-slots';
 import { requeueLostDeliveries } from '../domain/webhooks/requeue-lost-deliveries';
 import { pruneDeliveries } from '../domain/webhooks/prune-deliveries';
 import { retryDelayMs } from '../domain/webhooks/retry-schedule';
 import type { Infra } from '../infra/container';
 import { deliveryJobs } from '../infra/webhooks/queued-webhook-publisher';
+import { RedisOrgDeliverySlots, SLOT_MARGIN_MS } from '../infra/webhooks/redis-org-delivery-slots';
 import type { JobInfo } from './invocation-processors';
 
-/** One attempt at a webhook delivery; a failed one that may be retried throws (RetryDelivery). */
+const slotsByInfra = new WeakMap<Infra, OrgDeliverySlots>();
+
+/** The per-org cap on deliveries in flight (CP_WEBHOOK_ORG_CONCURRENCY), one per process. */
+function orgSlots(infra: Infra): OrgDeliverySlots {
+  let slots = slotsByInfra.get(infra);
+  if (!slots) {
+    const { CP_REDIS_PREFIX, CP_WEBHOOK_ORG_CONCURRENCY, CP_WEBHOOK_TIMEOUT_MS } = infra.config;
+    const staleAfterMs = CP_WEBHOOK_TIMEOUT_MS + SLOT_MARGIN_MS;
+    slots = new RedisOrgDeliverySlots(infra.redis, CP_REDIS_PREFIX, CP_WEBHOOK_ORG_CONCURRENCY, staleAfterMs);
+    slotsByInfra.set(infra, slots);
+  }
+  return slots;
+}
+
+/**
+ * One attempt at a webhook delivery, in one of its org's slots; a failed one that may be retried
+ * throws (RetryDelivery), and one whose org is at its cap throws OrgAtCapacity (the worker puts
+ * it back in the queue for a moment, which is not an attempt).
+ */
 export const webhookProcessor = (payload: WebhookJob, infra: Infra, job: JobInfo) =>
-  deliverWebhook(
-    {
-      deliveries: infra.webhookStore,
-      sealer: infra.webhookSealer,
-      sender: infra.webhookSender,
-      clock: infra.clock,
-      backoffMs: infra.config.CP_WEBHOOK_BACKOFF_MS,
-      timeoutMs: infra.config.CP_WEBHOOK_TIMEOUT_MS,
-    },
-    { deliveryId: payload.delivery_id, orgId: payload.org_id },
-    { number: job.attemptsMade + 1, max: job.attempts },
+  inOrgSlot(
+    orgSlots(infra),
+    { orgId: payload.org_id, jobId: job.id, deferrals: job.deferrals },
+    () =>
+      deliverWebhook(
+        {
+          deliveries: infra.webhookStore,
+          sealer: infra.webhookSealer,
+          sender: infra.webhookSender,
+          clock: infra.clock,
+          backoffMs: infra.config.CP_WEBHOOK_BACKOFF_MS,
+          timeoutMs: infra.config.CP_WEBHOOK_TIMEOUT_MS,
+        },
+        { deliveryId: payload.delivery_id, orgId: payload.org_id },
+        { number: job.attemptsMade + 1, max: job.attempts },
+      ),
+    (err) => infra.logger.warn({ err }, 'could not give back a webhook delivery slot; it lapses by itself'),
   );
 
 /** The queue's wait before the next attempt, from the job's base delay (CP_WEBHOOK_BACKOFF_MS). */

@@ -20,7 +20,7 @@ export interface JsonResponse {
 
 /** A streamed answer: a 2xx one as its body's chunks (size-capped), any other read whole. */
 export type StreamResponse =
-  | { ok: true; chunks: AsyncIterable<Buffer>; signal: AbortSignal; deadline: AbortSignal }
+  | { ok: true; status: number; chunks: AsyncIterable<Buffer>; signal: AbortSignal; deadline: AbortSignal }
   | ({ ok: false } & JsonResponse);
 
 const blocked = (host: string) =>
@@ -96,7 +96,13 @@ export class HttpTransport {
     try {
       const res = await call.response;
       if (res.statusCode >= 200 && res.statusCode < 300)
-        return { ok: true, chunks: this.capped(res.body), signal: call.signal, deadline: call.deadline };
+        return {
+          ok: true,
+          status: res.statusCode,
+          chunks: this.capped(res.body),
+          signal: call.signal,
+          deadline: call.deadline,
+        };
       const text = await this.readCapped(res.body);
       return {
         ok: false,

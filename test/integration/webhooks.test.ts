@@ -36,7 +36,8 @@ interface Page<T> {
   next_cursor: string | null;
 }
 
-type Answer = number | 'hang' | 'redirect';
+/** A status, no answer at all, a redirect, or a status with a body of `bytes` bytes. */
+type Answer = number | 'hang' | 'redirect' | { status: number; bytes: number };
 
 interface Received {
   path: string;
@@ -69,6 +70,10 @@ class Receiver {
         });
         if (answer === 'hang') return void this.hanging.push(res);
         if (answer === 'redirect') return void res.writeHead(302, { location: `${path}-moved` }).end();
+        if (typeof answer === 'object')
+          return void res
+            .writeHead(answer.status, { 'content-type': 'text/plain' })
+            .end('x'.repeat(answer.bytes));
         res.writeHead(answer, { 'content-type': 'text/plain' }).end(`answer ${answer} with some body text`);
       });
     });
@@ -496,6 +501,50 @@ describe('webhooks: deliveries', () => {
       last_error: 'no answer within 500 ms',
     });
     await app.http.delete(`/v1/webhooks/${w.id}`, org.adminKey);
+  });
+
+  it('records a 2xx answer with a body over 64 KiB delivered with its status code, on the first attempt', async () => {
+    const url = receiver.url([{ status: 202, bytes: 70_000 }]);
+    const w = await subscribe(url);
+    app.infra.webhooks.publish(org.orgId, 'approval.requested', { approval_id: 'apr_big' });
+    const delivered = await deliveryWhen(w.id, (d) => d.attempts >= 1);
+    expect(delivered).toMatchObject({
+      status: 'delivered',
+      attempts: 1,
+      last_status_code: 202,
+      last_error: null,
+    });
+    await sleep(300);
+    expect(receiver.at(url)).toHaveLength(1);
+  });
+
+  it('sends a 2xx answer of several megabytes through the sender as its status, without reading it all', async () => {
+    const sender = new HttpWebhookSender(true);
+    try {
+      const url = receiver.url([
+        { status: 200, bytes: 8 * 1024 * 1024 },
+        { status: 204, bytes: 0 },
+      ]);
+      const envelope = {
+        type: 'approval.requested',
+        id: 'msg_y',
+        created_at: new Date().toISOString(),
+        data: {},
+      };
+      expect(await sender.post(url, {}, envelope, 2000)).toEqual({ status: 200 });
+      expect(await sender.post(url, {}, envelope, 2000)).toEqual({ status: 204 });
+    } finally {
+      await sender.close();
+    }
+  });
+
+  it('still counts a non-2xx answer over 64 KiB as a failed attempt', async () => {
+    const url = receiver.url([{ status: 500, bytes: 70_000 }]);
+    const w = await subscribe(url);
+    app.infra.webhooks.publish(org.orgId, 'approval.requested', { approval_id: 'apr_big_500' });
+    const attempt = await deliveryWhen(w.id, (d) => d.attempts >= 1);
+    expect(attempt).toMatchObject({ last_status_code: null, last_error: 'answer larger than 65536 bytes' });
+    await deliveryWhen(w.id, (d) => d.status === 'delivered');
   });
 
   it('does not follow a redirect: a 302 is a failed attempt', async () => {

@@ -1,0 +1,202 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  RedisOrgDeliverySlots,
+  orgSlotsKey,
+  SLOT_MARGIN_MS,
+} from '../../infra/webhooks/redis-org-delivery-slots';
+import { eventually } from '../support/eventually';
+import { signupOrg, type SignedUpOrg } from '../support/factories';
+import { startTestApp, type TestApp } from '../support/test-app';
+
+/**
+ * One org cannot hold every webhook slot of the workers: with CP_WEBHOOK_ORG_CONCURRENCY=2 and
+ * a receiver that never answers, that org has at most two deliveries in flight, the others wait
+ * their turn in the queue (not counted as attempts), and another org's delivery goes out at once.
+ */
+const TIMEOUT_MS = 3000;
+const CAP = 2;
+
+interface Arrival {
+  path: string;
+  id: string;
+  at: number;
+}
+
+/** A receiver whose `/hang-*` paths never answer and whose other paths answer 200. */
+class Receiver {
+  readonly arrivals: Arrival[] = [];
+  readonly open = new Map<string, number>();
+  readonly mostOpen = new Map<string, number>();
+  private readonly hanging = new Set<ServerResponse>();
+  private server!: Server;
+  port = 0;
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        const path = req.url ?? '';
+        this.arrivals.push({ path, id: String(req.headers['webhook-id']), at: Date.now() });
+        if (!path.startsWith('/hang-')) return void res.writeHead(200).end('ok');
+        const now = (this.open.get(path) ?? 0) + 1;
+        this.open.set(path, now);
+        this.mostOpen.set(path, Math.max(now, this.mostOpen.get(path) ?? 0));
+        this.hanging.add(res);
+        res.on('close', () => {
+          this.hanging.delete(res);
+          this.open.set(path, (this.open.get(path) ?? 1) - 1);
+        });
+      });
+    });
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.port = (this.server.address() as AddressInfo).port;
+  }
+
+  url(kind: 'hang' | 'ok'): string {
+    return `http://127.0.0.1:${this.port}/${kind}-${randomBytes(4).toString('hex')}`;
+  }
+
+  at(url: string): Arrival[] {
+    const path = new URL(url).pathname;
+    return this.arrivals.filter((a) => a.path === path);
+  }
+
+  async stop(): Promise<void> {
+    for (const res of this.hanging) res.destroy();
+    this.server.closeAllConnections();
+    await new Promise((resolve) => this.server.close(resolve));
+  }
+}
+
+let app: TestApp;
+const receiver = new Receiver();
+
+beforeAll(async () => {
+  await receiver.start();
+  app = await startTestApp({
+    workers: true,
+    env: {
+      CP_ALLOW_PRIVATE_PROVIDER_HOSTS: 'true',
+      CP_WEBHOOK_ORG_CONCURRENCY: String(CAP),
+      // Fewer worker slots than the noisy org has deliveries: without a per-org cap it holds them all.
+      CP_WEBHOOK_CONCURRENCY: '4',
+      CP_WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS),
+      // No retry within the test: each delivery is attempted once.
+      CP_WEBHOOK_BACKOFF_MS: '600000',
+    },
+  });
+});
+afterAll(async () => {
+  await app.close();
+  await receiver.stop();
+});
+
+async function subscribe(org: SignedUpOrg, url: string): Promise<string> {
+  const res = await app.http.post<{ id: string }>(
+    '/v1/webhooks',
+    { url, events: ['invocation.finished'] },
+    org.adminKey,
+  );
+  expect(res.status).toBe(201);
+  return res.body.id;
+}
+
+const deliveriesOf = async (org: SignedUpOrg, webhookId: string) =>
+  (
+    await app.http.get<{
+      data: { id: string; status: string; attempts: number; last_error: string | null }[];
+    }>(`/v1/webhooks/${webhookId}/deliveries?limit=100`, org.adminKey)
+  ).body.data;
+
+/** Redis's clock, in milliseconds: the one the slots are scored by. */
+const redisNow = async () => {
+  const [seconds, micros] = await app.infra.redis.time();
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+};
+
+describe('webhooks: a cap on each org’s deliveries in flight', () => {
+  it("lets another org's delivery through while one org's six hang, and attempts all six in turn", async () => {
+    const noisy = await signupOrg(app.http, 'Noisy');
+    const quiet = await signupOrg(app.http, 'Quiet');
+    const hang = receiver.url('hang');
+    const ok = receiver.url('ok');
+    const noisyHook = await subscribe(noisy, hang);
+    await subscribe(quiet, ok);
+
+    const started = Date.now();
+    for (let i = 0; i < 6; i++) app.infra.webhooks.publish(noisy.orgId, 'invocation.finished', { i });
+    await eventually(() => receiver.at(hang).length >= CAP);
+    const sent = Date.now();
+    app.infra.webhooks.publish(quiet.orgId, 'invocation.finished', { invocation_id: 'inv_quiet' });
+    const [arrived] = await eventually(() => receiver.at(ok).length > 0 && receiver.at(ok));
+    // Well before the hanging deliveries time out and free their slots.
+    expect((arrived as Arrival).at - sent).toBeLessThan(TIMEOUT_MS / 2);
+    expect((arrived as Arrival).at - started).toBeLessThan(TIMEOUT_MS);
+    expect(receiver.at(hang)).toHaveLength(CAP);
+
+    // All six are attempted, two at a time, each once: waiting for a slot is not an attempt.
+    await eventually(() => receiver.at(hang).length >= 6, 30_000);
+    expect(new Set(receiver.at(hang).map((a) => a.id)).size).toBe(6);
+    expect(receiver.mostOpen.get(new URL(hang).pathname)).toBe(CAP);
+    const rows = await eventually(async () => {
+      const all = await deliveriesOf(noisy, noisyHook);
+      return all.length === 6 && all.every((d) => d.attempts === 1) && all;
+    }, 10_000);
+    for (const d of rows)
+      expect(d).toMatchObject({
+        status: 'pending',
+        attempts: 1,
+        last_error: `no answer within ${TIMEOUT_MS} ms`,
+      });
+  }, 60_000);
+
+  it('gives up a slot whose job never finished (its worker killed) once it is older than any delivery', async () => {
+    const org = await signupOrg(app.http, 'Orphaned');
+    const ok = receiver.url('ok');
+    await subscribe(org, ok);
+    const key = orgSlotsKey(app.prefix, org.orgId);
+    // Two slots held by jobs of a worker that is gone: the org is at its cap while they stand.
+    const now = await redisNow();
+    await app.infra.redis.zadd(key, now, 'killed-1', now, 'killed-2');
+    app.infra.webhooks.publish(org.orgId, 'invocation.finished', { invocation_id: 'inv_orphaned' });
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(receiver.at(ok)).toEqual([]);
+
+    // Once older than the timeout and its margin, they are pruned and the delivery goes out.
+    const old = now - TIMEOUT_MS - SLOT_MARGIN_MS - 1000;
+    await app.infra.redis.zadd(key, old, 'killed-1', old, 'killed-2');
+    await eventually(() => receiver.at(ok).length > 0, 5_000);
+    await eventually(async () => (await app.infra.redis.zcard(key)) === 0);
+  });
+});
+
+describe('webhooks: the per-org slots in Redis', () => {
+  it('never goes over the cap, counts a job once, frees on release, and lets a lost slot lapse', async () => {
+    const slots = new RedisOrgDeliverySlots(app.infra.redis, app.prefix, 2, 400);
+    const org = `org_${randomBytes(4).toString('hex')}`;
+    const key = orgSlotsKey(app.prefix, org);
+    expect(key.startsWith(`${app.prefix}:`)).toBe(true);
+
+    const taken = await Promise.all(['a', 'b', 'c', 'd'].map((job) => slots.take(org, job)));
+    expect(taken.filter(Boolean)).toHaveLength(2);
+    const holders = await app.infra.redis.zrange(key, 0, -1);
+    expect(holders).toHaveLength(2);
+    // The same job run again (taken over after its worker died) holds its one slot, not a second.
+    expect(await slots.take(org, holders[0] as string)).toBe(true);
+    expect(await app.infra.redis.zcard(key)).toBe(2);
+    expect(await app.infra.redis.pttl(key)).toBeGreaterThan(0);
+
+    await slots.release(org, holders[0] as string);
+    expect(await slots.take(org, 'e')).toBe(true);
+    expect(await slots.take(org, 'f')).toBe(false);
+
+    // Nobody releases 'e' or the other holder: both lapse, and the org has its slots back.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await slots.take(org, 'f')).toBe(true);
+    expect(await slots.take(org, 'g')).toBe(true);
+    expect(await app.infra.redis.zrange(key, 0, -1)).toEqual(expect.arrayContaining(['f', 'g']));
+    expect(await app.infra.redis.zcard(key)).toBe(2);
+  });
+});
