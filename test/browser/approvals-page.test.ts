@@ -164,6 +164,71 @@ suite("the approver's page in a browser", () => {
     expect(after.body.status).toBe('rejected');
   });
 
+  it('shows every Unicode bidi control as a marker, so what an approver reads is what will run', async () => {
+    // Shown as the browser applies them, these read "invoicetxt.sh" and "deploy prod" reordered.
+    const content = 'Open invoice\u202Ehs.txt for me';
+    const toolName = 'run\u2067_script\u2069';
+    const args = {
+      path: 'invoice\u202Ehs.txt',
+      note: 'a\u200Eb\u200Fc\u061Cd\u202Ae\u202Bf\u202Cg\u202Dh\u2066i\u2068j',
+    };
+    const { approval } = await pausedInvoke(
+      app.http,
+      org.agentKey,
+      gatedBody(org.sessionId, content, { tool: { name: toolName, arguments: args } }),
+    );
+    await rowOf(approval.id).waitFor({ state: 'visible', timeout: 15_000 });
+    const controls = /[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/;
+    expect(await rowOf(approval.id).locator('td').nth(2).textContent()).toBe('run⟨U+2067⟩_script⟨U+2069⟩');
+    await rowOf(approval.id).click();
+    const detail = page.locator('#detail');
+    await detail.locator('#approve').waitFor({ state: 'visible' });
+
+    expect(await detail.locator('.message .content').textContent()).toBe('Open invoice⟨U+202E⟩hs.txt for me');
+    expect(await detail.locator('.tool code').textContent()).toBe('run⟨U+2067⟩_script⟨U+2069⟩');
+    const shownArgs = (await detail.locator('.tool-arguments').textContent()) as string;
+    expect(shownArgs).toContain('"path": "invoice⟨U+202E⟩hs.txt"');
+    expect(shownArgs).toContain(
+      '"note": "a⟨U+200E⟩b⟨U+200F⟩c⟨U+061C⟩d⟨U+202A⟩e⟨U+202B⟩f⟨U+202C⟩g⟨U+202D⟩h⟨U+2066⟩i⟨U+2068⟩j"',
+    );
+    // Nothing on the page is left for the browser to reorder, and each marker is set apart.
+    expect(controls.test((await page.locator('body').textContent()) as string)).toBe(false);
+    const markers = detail.locator('.content .bidi-control');
+    expect(await markers.allTextContents()).toEqual(['⟨U+202E⟩']);
+    const style = await markers.first().evaluate((node) => {
+      const css = getComputedStyle(node);
+      return { color: css.color, border: css.borderTopStyle };
+    });
+    expect(style.border).toBe('solid');
+    expect(style.color).not.toBe(
+      await detail.locator('.message .content').evaluate((node) => getComputedStyle(node).color),
+    );
+    // What was shown reads left to right as it is stored: "hs.txt" follows "invoice" on screen.
+    const [invoice, hs] = await Promise.all(
+      ['invoice', 'hs.txt'].map((word) =>
+        detail.locator('.message .content').evaluate((node, w) => {
+          const text = Array.from(node.childNodes).find(
+            (n) => n.nodeType === 3 && (n.textContent ?? '').includes(w),
+          );
+          const range = document.createRange();
+          const at = (text?.textContent ?? '').indexOf(w);
+          range.setStart(text as Node, at);
+          range.setEnd(text as Node, at + w.length);
+          return range.getBoundingClientRect().left;
+        }, word),
+      ),
+    );
+    expect(invoice).toBeLessThan(hs as number);
+
+    // The vote is on the request as stored: the approval's digest and messages are unchanged.
+    await page.click('#reject');
+    await rowOf(approval.id).waitFor({ state: 'detached' });
+    const after = await app.http.get<ApprovalBody>(`/v1/approvals/${approval.id}`, org.setup.org.adminKey);
+    expect(after.body.status).toBe('rejected');
+    expect(after.body.request_digest).toBe(approval.request_digest);
+    expect(JSON.stringify(after.body.summary)).toContain('invoice\u202Ehs.txt');
+  });
+
   it('signs out, and a viewer sees the queue and the details but no vote buttons', async () => {
     const { approval } = await pausedInvoke(app.http, org.agentKey, gatedBody(org.sessionId, 'for viewing'));
     await page.click('#sign-out');

@@ -1,5 +1,6 @@
 /* The approver's page: plain script, no build. Every piece of text from the server goes in as
- * text (textContent, createTextNode), never as markup, so a prompt holding <script> shows as text. */
+ * text (textContent, createTextNode), never as markup, so a prompt holding <script> shows as text;
+ * a Unicode bidi control in it is shown as a marker (⟨U+202E⟩), never applied. */
 /* global document, window, fetch, setInterval, setTimeout, clearTimeout */
 'use strict';
 
@@ -21,15 +22,50 @@
 
   const $ = (id) => document.getElementById(id);
 
-  /** An element with text and children; strings become text nodes. */
+  /**
+   * Unicode's bidirectional controls (embeddings, overrides, isolates, the directional marks):
+   * shown as they are, they make the browser reorder text, so `invoice\u202Ehs.txt` would read
+   * as "invoicetxt.sh". The page never lets one act: each is shown as a marker naming it.
+   */
+  const BIDI_CONTROLS = /[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g;
+
+  /** The marker shown in place of a control character: ⟨U+202E⟩. */
+  const markerOf = (ch) => `⟨U+${ch.codePointAt(0).toString(16).toUpperCase().padStart(4, '0')}⟩`;
+
+  /** Text for an attribute (a tooltip), where a marker cannot be styled. */
+  const visible = (text) => String(text).replace(BIDI_CONTROLS, markerOf);
+
+  /** Text as DOM nodes: text nodes, with every bidi control a styled marker instead (never markup). */
+  function textNodes(text) {
+    const value = String(text);
+    const nodes = [];
+    let from = 0;
+    for (const match of value.matchAll(BIDI_CONTROLS)) {
+      if (match.index > from) nodes.push(document.createTextNode(value.slice(from, match.index)));
+      const marker = document.createElement('span');
+      marker.className = 'bidi-control';
+      marker.textContent = markerOf(match[0]);
+      marker.setAttribute('title', 'a Unicode bidirectional control character, shown instead of applied');
+      nodes.push(marker);
+      from = match.index + match[0].length;
+    }
+    if (from < value.length || nodes.length === 0) nodes.push(document.createTextNode(value.slice(from)));
+    return nodes;
+  }
+
+  /** Sets a node's text as textContent would, with bidi controls shown as markers. */
+  const setText = (node, text) => node.replaceChildren(...textNodes(text));
+
+  /** An element with text and children; strings become text nodes (bidi controls as markers). */
   function el(tag, options = {}, children = []) {
     const node = document.createElement(tag);
     if (options.className) node.className = options.className;
-    if (options.text !== undefined) node.textContent = String(options.text);
-    for (const [name, value] of Object.entries(options.attrs || {})) node.setAttribute(name, String(value));
+    if (options.text !== undefined) setText(node, options.text);
+    for (const [name, value] of Object.entries(options.attrs || {})) node.setAttribute(name, visible(value));
     for (const child of children) {
       if (child === null || child === undefined) continue;
-      node.append(typeof child === 'string' ? document.createTextNode(child) : child);
+      if (typeof child === 'string') node.append(...textNodes(child));
+      else node.append(child);
     }
     return node;
   }
@@ -101,7 +137,7 @@
   let noticeTimer = null;
   function notice(text) {
     const node = $('notice');
-    node.textContent = text;
+    setText(node, text);
     node.hidden = false;
     clearTimeout(noticeTimer);
     noticeTimer = setTimeout(() => (node.hidden = true), 4000);
@@ -119,7 +155,7 @@
     $('who').hidden = true;
     $('sign-in').hidden = false;
     const error = $('sign-in-error');
-    error.textContent = message || '';
+    setText(error, message || '');
     error.hidden = !message;
   }
 
@@ -131,7 +167,7 @@
     $('board').hidden = false;
     $('who').hidden = false;
     const who = me.user.name || me.user.email;
-    $('who-name').textContent = `${who} · ${me.role}${state.me.can_vote ? '' : ' (view only)'}`;
+    setText($('who-name'), `${who} · ${me.role}${state.me.can_vote ? '' : ' (view only)'}`);
     refresh();
   }
 
@@ -177,7 +213,7 @@
       }
     } catch (err) {
       if (err.status !== 401) {
-        $('queue-error').textContent = `Could not refresh: ${err.message}`;
+        setText($('queue-error'), `Could not refresh: ${err.message}`);
         $('queue-error').hidden = false;
       }
     } finally {
@@ -443,7 +479,7 @@
       closeDetail();
     } catch (err) {
       if (err.status === 401) return;
-      error.textContent = err.message;
+      setText(error, err.message);
       error.hidden = false;
       buttons.forEach((b) => (b.disabled = false));
     } finally {
