@@ -119,6 +119,7 @@ export function pageRouter(infra: Infra): Router {
     const page = await listApprovals(approvalDeps(infra), callContextOf(ctx, principal), filter, {
       limit: query.limit,
       after: decodeTimedCursor(query.cursor),
+      order: 'oldest', // the queue is worked from its head; the oldest expire first
     });
     return { data: page.items.map(presentApproval), next_cursor: encodeTimedCursor(page.next) };
   };

@@ -45,7 +45,7 @@ export const approvalRoutes = [
     method: 'GET',
     path: '/v1/approvals',
     summary:
-      "The org's approvals, oldest first (the queue is worked from its head); filters combine with AND",
+      "The org's approvals, newest first (by created_at, then id; the cursor pages on without gaps or repeats); filters combine with AND",
     tag: 'approvals',
     access: read,
     query: ApprovalQuery,

@@ -9,7 +9,14 @@ export interface ApprovalFilter {
   policyId?: string | undefined;
 }
 
-/** A page position in the queue: approvals are listed oldest first. */
+/** A page position in a list of approvals, by creation (newest first, or oldest first for a queue). */
+/** A page of approvals: newest first unless `order` is 'oldest' (the approver's queue). */
+export interface ApprovalPage {
+  limit: number;
+  after: QueuePosition | null;
+  order?: 'newest' | 'oldest';
+}
+
 export interface QueuePosition {
   at: Date;
   id: string;
@@ -37,7 +44,7 @@ export interface ApprovalStore {
   list(
     orgId: string,
     filter: ApprovalFilter,
-    page: { limit: number; after: QueuePosition | null },
+    page: ApprovalPage,
   ): Promise<{ items: Approval[]; next: QueuePosition | null }>;
   /** One approval, with the messages of the request it would run. */
   get(orgId: string, id: string): Promise<Approval | null>;

@@ -6,7 +6,7 @@ import { actorOf, type CallContext } from '../principal';
 import type { WebhookPublisher } from '../webhooks/webhook-publisher';
 import type { Approval, VoteDecision } from './approval';
 import { approvalEventData } from './approval-events';
-import type { ApprovalFilter, ApprovalStore, QueuePosition } from './approval-store';
+import type { ApprovalFilter, ApprovalPage, ApprovalStore, QueuePosition } from './approval-store';
 import { resolveApproval, type Resolution, type ResolutionResult } from './resolve-approval';
 
 export interface ApprovalDeps {
@@ -18,12 +18,15 @@ export interface ApprovalDeps {
   clock: Clock;
 }
 
-/** `GET /v1/approvals`: the org's approvals, oldest first (a queue is worked from its head). */
+/**
+ * `GET /v1/approvals`: the org's approvals, newest first as every list; the approver's page asks
+ * for the queue oldest first (it is worked from its head, and the oldest expire first).
+ */
 export const listApprovals = (
   deps: Pick<ApprovalDeps, 'approvals'>,
   ctx: CallContext,
   filter: ApprovalFilter,
-  page: { limit: number; after: QueuePosition | null },
+  page: ApprovalPage,
 ): Promise<{ items: Approval[]; next: QueuePosition | null }> =>
   deps.approvals.list(ctx.principal.orgId, filter, page);
 

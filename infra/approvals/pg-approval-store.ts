@@ -3,6 +3,7 @@ import type { Approval } from '../../domain/approvals/approval';
 import type {
   ApprovalChange,
   ApprovalFilter,
+  ApprovalPage,
   ApprovalStore,
   LockedApproval,
   QueuePosition,
@@ -19,11 +20,16 @@ const ENDS = new Set(['denied', 'cancelled']);
 export class PgApprovalStore implements ApprovalStore {
   constructor(private readonly knex: Knex) {}
 
+  /**
+   * A page of approvals by (created_at, id): newest first (the API's convention), or oldest first
+   * on request (a queue worked from its head). The cursor is the last position of the page before.
+   */
   async list(
     orgId: string,
     filter: ApprovalFilter,
-    page: { limit: number; after: QueuePosition | null },
+    page: ApprovalPage,
   ): Promise<{ items: Approval[]; next: QueuePosition | null }> {
+    const oldestFirst = page.order === 'oldest';
     const where = ['ap.org_id = ?'];
     const values: Knex.Value[] = [orgId];
     const add = (clause: string, value: Knex.Value) => (where.push(clause), values.push(value));
@@ -32,10 +38,11 @@ export class PgApprovalStore implements ApprovalStore {
     if (filter.sessionId) add('ap.session_id = ?', filter.sessionId);
     if (filter.policyId) add('ap.policy_id = ?', filter.policyId);
     if (page.after) {
-      where.push('(ap.created_at, ap.id) > (?::timestamptz, ?::text)');
+      where.push(`(ap.created_at, ap.id) ${oldestFirst ? '>' : '<'} (?::timestamptz, ?::text)`);
       values.push(page.after.at, page.after.id);
     }
-    const sql = `${approvalSelect(false)} where ${where.join(' and ')} order by ap.created_at, ap.id limit ?`;
+    const direction = oldestFirst ? 'asc' : 'desc';
+    const sql = `${approvalSelect(false)} where ${where.join(' and ')} order by ap.created_at ${direction}, ap.id ${direction} limit ?`;
     const { rows } = (await this.knex.raw(sql, [...values, page.limit + 1])) as Rows<ApprovalRow>;
     const items = rows.slice(0, page.limit).map(toApproval);
     const last = rows.length > page.limit ? items.at(-1) : undefined;

@@ -304,12 +304,12 @@ describe('the cookie-authenticated API', () => {
     expect(listed.body.data.every((a) => a.status === 'pending')).toBe(true);
     const created = listed.body.data.map((a) => Date.parse(a.created_at));
     expect(created).toEqual([...created].sort((a, b) => a - b));
-    // The same shape as GET /v1/approvals.
+    // The same shape as GET /v1/approvals, which lists newest first as every list does.
     const api = await app.http.get<{ data: ApprovalBody[] }>(
       '/v1/approvals?status=pending&limit=100',
       org.agentKey,
     );
-    expect(listed.body.data).toEqual(api.body.data);
+    expect(listed.body.data).toEqual([...api.body.data].reverse());
 
     const one = await page<ApprovalBody>('GET', `/approvals/api/approvals/${second.id}`, {
       cookie: s.cookie,

@@ -446,23 +446,36 @@ describe('what operators did while it waited still counts: checked again before 
 });
 
 describe('the approvals routes', () => {
-  it('lists oldest first with filters and a cursor; another org sees nothing', async () => {
+  it('lists newest first with filters and a cursor that pages without gaps or repeats; another org sees nothing', async () => {
     const { model: m, policyId } = await gated();
     const session = await sessionFor(app.http, setup);
     const first = await pausedInvoke(app.http, agentKey, body(session.id, m, 'marker-13a'));
     const second = await pausedInvoke(app.http, agentKey, body(session.id, m, 'marker-13b'));
-    const page1 = await app.http.get<{ data: ApprovalBody[]; next_cursor: string | null }>(
+    const third = await pausedInvoke(app.http, agentKey, body(session.id, m, 'marker-13c'));
+    type Page = { data: ApprovalBody[]; next_cursor: string | null };
+    const page1 = await app.http.get<Page>(
       `/v1/approvals?status=pending&session_id=${session.id}&policy_id=${policyId}&limit=1`,
       approvers[0],
     );
     expect(page1.status).toBe(200);
-    expect(page1.body.data.map((a) => a.id)).toEqual([first.approval.id]);
+    expect(page1.body.data.map((a) => a.id)).toEqual([third.approval.id]);
     expect(page1.body.data[0]?.summary.messages).toBeUndefined();
-    const page2 = await app.http.get<{ data: ApprovalBody[]; next_cursor: string | null }>(
-      `/v1/approvals?status=pending&session_id=${session.id}&limit=1&cursor=${page1.body.next_cursor}`,
-      approvers[0],
-    );
-    expect(page2.body.data.map((a) => a.id)).toEqual([second.approval.id]);
+    const seen = page1.body.data.map((a) => a.id);
+    let cursor = page1.body.next_cursor;
+    while (cursor !== null) {
+      const page = await app.http.get<Page>(
+        `/v1/approvals?status=pending&session_id=${session.id}&limit=1&cursor=${cursor}`,
+        approvers[0],
+      );
+      expect(page.status).toBe(200);
+      seen.push(...page.body.data.map((a) => a.id));
+      cursor = page.body.next_cursor;
+      expect(seen.length).toBeLessThanOrEqual(3);
+    }
+    expect(seen).toEqual([third.approval.id, second.approval.id, first.approval.id]);
+    const whole = await app.http.get<Page>(`/v1/approvals?session_id=${session.id}`, approvers[0]);
+    expect(whole.body.data.map((a) => a.id)).toEqual(seen);
+    expect(whole.body.next_cursor).toBeNull();
     const byAgent = await app.http.get<{ data: ApprovalBody[] }>(
       `/v1/approvals?agent_id=agt_none`,
       approvers[0],
