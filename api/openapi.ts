@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ERROR_STATUS } from './http/error-status';
+import { REQUEST_ID_RULE } from './http/request-id';
 import type { ResponseDef, RouteDef } from './http/route';
 import { UNSTORABLE_INPUT_RULE } from './http/unstorable-input';
 import { ErrorBody, OpenAIErrorBody } from './schemas/common';
@@ -190,7 +191,8 @@ export function buildOpenApi(routes: RouteDef[]) {
       description: [
         'JSON in and out; request bodies are strict (unknown fields are a validation_error), and so are',
         'query strings. Lists are newest first with `limit` (1..100, default 20) and an opaque `cursor`.',
-        "Another org's resource answers 404. Every response carries X-Request-Id.",
+        "Another org's resource answers 404.",
+        REQUEST_ID_RULE,
         UNSTORABLE_INPUT_RULE,
         `Error codes and statuses: ${Object.entries(ERROR_STATUS)
           .map(([c, s]) => `${c} ${s}`)

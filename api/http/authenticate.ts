@@ -28,15 +28,41 @@ function insufficientScope([first, ...others]: [Scope, ...Scope[]]): DomainError
 }
 
 /**
- * Authenticates the caller and checks the route's scope: 401 without a valid token, 403 without the
- * scope, 429 from an address past its budget of failed tokens (see TokenAuthenticator).
+ * Authenticates the caller of a route that is not public: 401 without a valid token, 429 from an
+ * address past its budget of failed tokens (see TokenAuthenticator). Null on public routes.
  */
-export async function authorize(ctx: Context, access: Access, infra: Infra): Promise<Principal | null> {
+export async function authenticate(ctx: Context, access: Access, infra: Infra): Promise<Principal | null> {
   if (access.kind === 'public') return null;
   // Failed tokens are counted per client address (X-Forwarded-For's when CP_TRUST_PROXY is on).
-  const principal = await infra.authenticator.authenticate(presentedKey(ctx), ctx.ip);
+  return infra.authenticator.authenticate(presentedKey(ctx), ctx.ip);
+}
+
+/** 403 when the principal lacks the route's scope; a key that passes is marked used. */
+export function requireScope(principal: Principal | null, access: Access, infra: Infra): void {
+  if (!principal) return;
   if (access.kind === 'scope' && !access.scopes.some((s) => grants(principal.scopes, s)))
     throw insufficientScope(access.scopes);
   if (principal.kind === 'api_key') infra.keyUsage.touch(principal.id);
-  return principal;
+}
+
+const NOT_AUTHENTICATED: ReadonlySet<string> = new Set([
+  'missing_credentials',
+  'invalid_api_key',
+  'expired_api_key',
+  'rate_limited',
+]);
+
+/**
+ * The principal of a request no route answered, when it sent a token that authenticates; null
+ * otherwise (no token, a token that fails, or an address past its budget of failed tokens), for
+ * such a request keeps the answer it would have without one. Failures are counted as on routes.
+ */
+export async function authenticatedIfAny(ctx: Context, infra: Infra): Promise<Principal | null> {
+  if (!ctx.get('Authorization')) return null;
+  try {
+    return await infra.authenticator.authenticate(presentedKey(ctx), ctx.ip);
+  } catch (err) {
+    if (err instanceof DomainError && NOT_AUTHENTICATED.has(err.code)) return null;
+    throw err;
+  }
 }

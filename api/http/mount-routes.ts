@@ -1,9 +1,9 @@
 import Router from '@koa/router';
-import type { Context } from 'koa';
+import type { Context, Next } from 'koa';
 import { z } from 'zod';
 import type { Principal } from '../../domain/principal';
 import type { Infra } from '../../infra/container';
-import { authorize } from './authenticate';
+import { authenticate, authenticatedIfAny, requireScope } from './authenticate';
 import { readJsonBody } from './body-parser';
 import { withIdempotency } from './idempotency';
 import { setRateHeaders } from './rate-headers';
@@ -48,13 +48,24 @@ function hangUpSignal(ctx: Context): AbortSignal {
   return hungUp.signal;
 }
 
-/** Each route runs: authenticate and check scope -> rate limit -> read and validate -> handle. */
-function pipeline(route: RouteDef, infra: Infra, checkReply: ReplyCheck | undefined) {
+/**
+ * Each route runs: authenticate -> rate limit -> check scope -> read and validate -> handle. The
+ * limit comes before the scope check, so a refused request still counts against its key.
+ * `yields(ctx)` passes the request on instead (a literal path under a parameter, see mountRoutes).
+ */
+function pipeline(
+  route: RouteDef,
+  infra: Infra,
+  checkReply: ReplyCheck | undefined,
+  yields: (ctx: Context) => boolean,
+) {
   const query = route.query ?? z.unknown();
-  return async (ctx: Context): Promise<void> => {
+  return async (ctx: Context, next: Next): Promise<void> => {
+    if (yields(ctx)) return next();
     if (route.errorShape) ctx.state.errorShape = route.errorShape;
-    const principal = await authorize(ctx, route.access, infra);
+    const principal = await authenticate(ctx, route.access, infra);
     if (!route.unlimited) await applyRateLimit(ctx, infra, principal);
+    requireScope(principal, route.access, infra);
     const { raw, body } = await readInput(ctx, route, infra);
     const handle = () =>
       route.handle({
@@ -80,10 +91,35 @@ function pipeline(route: RouteDef, infra: Infra, checkReply: ReplyCheck | undefi
   };
 }
 
+/** The infrastructure each mounted router's routes use, for what none of them answers. */
+const mounted = new WeakMap<Router, Infra>();
+
+/**
+ * Mounts the routes. A path that is a route's own literal path (`/v1/policies/preview`) is never
+ * taken for a parameter of another (`/v1/policies/{id}`): a method the literal path lacks falls
+ * through to 405, not to the parameter route.
+ */
 export function mountRoutes(routes: RouteDef[], infra: Infra, checkReply?: ReplyCheck): Router {
   const router = new Router();
+  const isLiteralPath = (ctx: Context): boolean =>
+    router.match(ctx.path, ctx.method).path.some((layer) => layer.paramNames.length === 0);
+  const never = (): boolean => false;
   for (const route of routes) {
-    router.register(koaPath(route.path), [route.method], pipeline(route, infra, checkReply));
+    const yields = route.path.includes('{') ? isLiteralPath : never;
+    router.register(koaPath(route.path), [route.method], pipeline(route, infra, checkReply, yields));
   }
+  mounted.set(router, infra);
   return router;
+}
+
+/**
+ * A request none of `router`'s routes answered (a 404 or 405 follows) still counts against the
+ * per-key limit of a token that authenticates, with the `RateLimit-*` headers, so a key cannot
+ * probe without limit. Without such a token nothing is counted, as before.
+ */
+export async function limitUnrouted(router: Router, ctx: Context): Promise<void> {
+  const infra = mounted.get(router);
+  if (!infra) return;
+  const principal = await authenticatedIfAny(ctx, infra);
+  if (principal) await applyRateLimit(ctx, infra, principal);
 }

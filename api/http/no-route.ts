@@ -1,15 +1,20 @@
 import type Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { DomainError } from '../../domain/errors';
+import { limitUnrouted } from './mount-routes';
 import type { RouteDef } from './route';
 
 /**
  * What a request no route of `router` answered gets: 405 with an `Allow` header when the path is
- * the router's under other methods, else 404.
+ * the router's under other methods, else 404. A path that is a route's literal path allows that
+ * path's methods only, not those of a parameter route it would also match.
  */
 export function noRouteAnswered(router: Router, ctx: Context): never {
+  const layers = router.match(ctx.path, ctx.method).path;
+  // A literal path is its own resource, not a value of a sibling's parameter (see mountRoutes).
+  const literal = layers.filter((layer) => layer.paramNames.length === 0);
   const allowed = [
-    ...new Set(router.match(ctx.path, ctx.method).path.flatMap((layer) => layer.methods)),
+    ...new Set((literal.length > 0 ? literal : layers).flatMap((layer) => layer.methods)),
   ].sort();
   if (allowed.length === 0) throw new DomainError('not_found', `no route ${ctx.method} ${ctx.path}`);
   ctx.set('Allow', allowed.join(', '));
@@ -33,6 +38,7 @@ export function noRouteFallback(router: Router, routes: RouteDef[]): Middleware 
     openAiBases.some((base) => path === base || path.startsWith(`${base}/`));
   return async (ctx) => {
     if (isOpenAiPath(ctx.path)) ctx.state.errorShape = 'openai';
+    await limitUnrouted(router, ctx);
     noRouteAnswered(router, ctx);
   };
 }

@@ -32,6 +32,10 @@ export const acsRoutes = [
     body: EvaluateBody,
     responses: {
       200: { description: 'the decision', schema: DecisionView },
+      400: {
+        description:
+          'invalid_json or validation_error (with details), also when agent_id is not the agent of session_id',
+      },
       404: { description: 'the agent or session is not in this org' },
       503: { description: 'no guardian worker decided in time; retry' },
     },

@@ -93,7 +93,13 @@ export const identityRoutes = [
     summary: 'End the dashboard session of the token sent (a css_ token; API keys are revoked instead)',
     tag: 'identity',
     access: AUTHENTICATED,
-    responses: { 204: { description: 'logged out' } },
+    responses: {
+      204: { description: 'logged out' },
+      400: {
+        description:
+          'validation_error (path authorization): the token is an API key; logout takes a dashboard session token (css_), keys are revoked instead',
+      },
+    },
     handle: async (input) => {
       await logout(identityDeps(input.infra), callOf(input));
       return { status: 204 };

@@ -396,7 +396,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** The org's approvals, oldest first (the queue is worked from its head); filters combine with AND */
+    /** The org's approvals, newest first (by created_at, then id; the cursor pages on without gaps or repeats); filters combine with AND */
     get: operations['getV1Approvals'];
     put?: never;
     post?: never;
@@ -1892,6 +1892,15 @@ export interface operations {
           [name: string]: unknown;
         };
         content?: never;
+      };
+      /** @description validation_error (path authorization): the token is an API key; logout takes a dashboard session token (css_), keys are revoked instead */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
       };
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
@@ -6586,7 +6595,7 @@ export interface operations {
           'application/json': components['schemas']['Decision'];
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description invalid_json or validation_error (with details), also when agent_id is not the agent of session_id */
       400: {
         headers: {
           [name: string]: unknown;

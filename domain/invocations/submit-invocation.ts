@@ -44,10 +44,21 @@ export interface InvokeInput {
   trace: Record<string, string>;
 }
 
+/**
+ * A request naming both an agent and a session: the session's agent, if it has one, must be that
+ * agent (400 validation_error on agent_id otherwise). Invoke and evaluate both hold to it.
+ */
+export function assertSessionAgent(
+  session: Pick<Session, 'id' | 'agentId'>,
+  agentId: string | null | undefined,
+): void {
+  if (agentId && session.agentId && agentId !== session.agentId)
+    throw invalidField('agent_id', `agent_id: session ${session.id} belongs to agent ${session.agentId}`);
+}
+
 /** The agent the invocation acts for: the request's, else the session's; they may not differ. */
 function agentOf(session: Session, input: InvokeInput, context: InvokeContext): AgentGate | null {
-  if (input.agentId && session.agentId && input.agentId !== session.agentId)
-    throw invalidField('agent_id', `agent_id: session ${session.id} belongs to agent ${session.agentId}`);
+  assertSessionAgent(session, input.agentId);
   if (!(input.agentId ?? session.agentId)) return null;
   return activeAgent(context.agent, 'invoking');
 }

@@ -1,6 +1,7 @@
 import type { Clock } from '../clock';
 import { DomainError, notFound } from '../errors';
 import { newId } from '../ids';
+import { assertSessionAgent } from '../invocations/submit-invocation';
 import type { CompletionWaiter } from '../invocations/signals';
 import type { UnitOfWork } from '../ports';
 import { actorOf, type CallContext } from '../principal';
@@ -26,10 +27,14 @@ export interface EvaluationInput {
   action: Action;
 }
 
-/** The agent named, else the session's; both must be the caller's org's. */
+/**
+ * The agent named, else the session's; both must be the caller's org's, and a session with an
+ * agent acts for that agent only (as on invoke).
+ */
 async function contextOf(deps: SubmitEvaluationDeps, orgId: string, input: EvaluationInput) {
   const session = input.sessionId ? await deps.sessions.get(orgId, input.sessionId) : null;
   if (input.sessionId && !session) throw notFound('session');
+  if (session) assertSessionAgent(session, input.agentId);
   const agentId = input.agentId ?? session?.agentId ?? null;
   const agent = agentId ? await deps.uow.read((tx) => tx.agents.get(orgId, agentId)) : null;
   if (agentId && !agent) throw notFound('agent');

@@ -99,6 +99,47 @@ describe('POST /v1/acs/evaluate', () => {
     expect(res.body.reasons[0]?.code).toBe('model_not_allowed');
   });
 
+  it("refuses an agent_id other than the session's agent with 400 validation_error, as invoke does", async () => {
+    const session = await openSession(app.http, setup.org.adminKey, {
+      agent_id: setup.agentId,
+      max_cost_usd: 1,
+    });
+    const second = await app.http.post<{ id: string }>(
+      '/v1/agents',
+      { name: 'not the session agent', allowed_models: ['mock-1'] },
+      setup.org.adminKey,
+    );
+    expect(second.status).toBe(201);
+    const action = { type: 'llm.invoke', model: 'mock-1' };
+    const res = await app.http.post<{
+      error_code: string;
+      message: string;
+      details: { path: string; message: string }[];
+    }>('/v1/acs/evaluate', { agent_id: second.body.id, session_id: session.id, action }, setup.org.adminKey);
+    expect(res.status).toBe(400);
+    expect(res.body.error_code).toBe('validation_error');
+    const message = `agent_id: session ${session.id} belongs to agent ${setup.agentId}`;
+    expect(res.body.details).toEqual([{ path: 'agent_id', message }]);
+    // Invoke refuses the same pair with the same answer.
+    const invoked = await app.http.post<typeof res.body>(
+      '/v1/llm/invoke',
+      {
+        session_id: session.id,
+        agent_id: second.body.id,
+        model: 'mock-1',
+        max_tokens: 16,
+        messages: [{ role: 'user', content: 'hi' }],
+      },
+      setup.org.adminKey,
+    );
+    expect(invoked.status).toBe(400);
+    expect({ ...invoked.body, request_id: null }).toEqual({ ...res.body, request_id: null });
+    // Naming the session's own agent is fine.
+    const own = await evaluate({ agent_id: setup.agentId, session_id: session.id, action });
+    expect(own.status).toBe(200);
+    expect(own.body).toMatchObject({ agent_id: setup.agentId, session_id: session.id });
+  });
+
   it('answers 404 for a session or agent of no org of the caller, before anything is queued', async () => {
     expect((await evaluate({ session_id: 'ses_nope', action: { type: 'x' } })).status).toBe(404);
     expect((await evaluate({ agent_id: 'agt_nope', action: { type: 'x' } })).status).toBe(404);

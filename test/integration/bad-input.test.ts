@@ -664,6 +664,37 @@ describe('HTTP conventions', () => {
     expect(res.body.request_id).toBe('client-id-123');
   });
 
+  it('answers GET, PUT and DELETE /v1/policies/preview with 405 Allow: POST, not as a policy id', async () => {
+    for (const method of ['GET', 'PUT', 'DELETE']) {
+      const res = await app.http.call(method, '/v1/policies/preview', {
+        token: org.adminKey,
+        ...(method === 'PUT' ? { body: {} } : {}),
+      });
+      expect([method, res.status, res.body.error_code]).toEqual([method, 405, 'method_not_allowed']);
+      expect(res.headers.get('allow')).toBe('POST');
+    }
+    // The parameter route still answers every other id, and POST reaches the preview.
+    expect((await app.http.get('/v1/policies/pol_nope', org.adminKey)).status).toBe(404);
+    const preview = await app.http.post('/v1/policies/preview', {}, org.adminKey);
+    expect([preview.status, preview.body.error_code]).toEqual([400, 'validation_error']);
+  });
+
+  it('echoes any X-Request-Id of 1..128 visible ASCII characters and replaces any other', async () => {
+    const sendId = (id: string) => app.http.call('GET', '/v1/nothing', { headers: { 'x-request-id': id } });
+    for (const id of ['a', 'trace/4bf92f35+00f067aa=', '{"span":1}', '~!@#$%^&*()[]<>?', 'x'.repeat(128)]) {
+      const res = await sendId(id);
+      expect([id, res.headers.get('x-request-id'), res.body.request_id]).toEqual([id, id, id]);
+    }
+    for (const id of ['two words', 'x'.repeat(129), 'caf\u00e9', 'tab\there']) {
+      const res = await sendId(id);
+      const made = res.headers.get('x-request-id');
+      expect([id, made]).toEqual([id, expect.stringMatching(/^req_/)]);
+      expect(res.body.request_id).toBe(made);
+    }
+    const empty = await sendId('');
+    expect(empty.headers.get('x-request-id')).toMatch(/^req_/);
+  });
+
   it('refuses a second signup with the same email as 409 conflict, not 5xx', async () => {
     const email = uniqueEmail();
     await app.http.post('/v1/orgs/signup', { ...signup, email });

@@ -146,6 +146,27 @@ describe('GET /v1/openapi.json', () => {
     }
   });
 
+  it('documents the 400 POST /v1/auth/logout answers an API key with', async () => {
+    const { body } = await app.http.get<LooseDoc>('/v1/openapi.json');
+    const refused = body.paths['/v1/auth/logout']?.post?.responses['400'];
+    expect(refused?.description).toContain('validation_error');
+    expect(schemaRef(refused as Response)).toBe(CONTRACT_ERROR);
+  });
+
+  it('states when X-Request-Id is echoed and when the service makes one', async () => {
+    const { body } = await app.http.get<{ info: { description: string } }>('/v1/openapi.json');
+    expect(body.info.description).toContain(
+      'X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E)',
+    );
+  });
+
+  it('describes GET /v1/approvals as newest first', async () => {
+    const { body } = await app.http.get<{ paths: Record<string, Record<string, { summary: string }>> }>(
+      '/v1/openapi.json',
+    );
+    expect(body.paths['/v1/approvals']?.get?.summary).toContain('newest first');
+  });
+
   it('documents the AGBOM under the CycloneDX media type it is served with', async () => {
     const { body } = await app.http.get<LooseDoc>('/v1/openapi.json');
     const content = body.paths['/v1/agents/{id}/agbom']?.get?.responses['200']?.content ?? {};

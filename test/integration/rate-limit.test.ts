@@ -102,6 +102,51 @@ describe('per-key rate limit', () => {
   });
 });
 
+describe('per-key rate limit on refused requests', () => {
+  it('counts a 403, a 404 and a 405 of an authenticated key, with RateLimit-* headers, up to 429', async () => {
+    const key = await freshKey('prober'); // audit:read only
+    const refused = [
+      await limited.http.get('/v1/keys', key), // 403 insufficient_scope
+      await limited.http.get('/v1/nothing-here', key), // 404, no such route
+      await limited.http.call('PUT', '/v1/audit', { token: key, body: {} }), // 405
+      await limited.http.get('/v1/policies/preview', key), // 405 (a literal path, not a policy id)
+    ];
+    expect(refused.map((r) => r.status)).toEqual([403, 404, 405, 405]);
+    expect(refused.map((r) => r.body.error_code)).toEqual([
+      'insufficient_scope',
+      'not_found',
+      'method_not_allowed',
+      'method_not_allowed',
+    ]);
+    refused.forEach((res, i) => {
+      expect(intHeader(res, 'ratelimit-limit')).toBe(PER_KEY);
+      expect(intHeader(res, 'ratelimit-remaining')).toBe(PER_KEY - 1 - i);
+      expect(intHeader(res, 'ratelimit-reset')).toBeLessThanOrEqual(60);
+    });
+    const last = await limited.http.get('/v1/audit', key);
+    expect(last.status).toBe(200);
+    expect(intHeader(last, 'ratelimit-remaining')).toBe(0);
+    // The budget is spent: probing goes on with 429 only.
+    expectRateLimited(await limited.http.get('/v1/keys', key), PER_KEY);
+    expectRateLimited(await limited.http.get('/v1/nothing-here', key), PER_KEY);
+    expectRateLimited(await limited.http.call('DELETE', '/v1/audit', { token: key }), PER_KEY);
+  });
+
+  it('leaves a request without a valid token to its answer of before: a 404 or 405, not counted', async () => {
+    for (let i = 0; i < PER_KEY + 1; i++) {
+      const anonymous = await limited.http.get('/v1/nothing-here');
+      expect(anonymous.status).toBe(404);
+      expect(anonymous.headers.get('ratelimit-limit')).toBeNull();
+      const guessed = await limited.http.get('/v1/nothing-here', `csk_${'x'.repeat(43)}`);
+      expect(guessed.status).toBe(404);
+      expect(guessed.headers.get('ratelimit-limit')).toBeNull();
+      const wrongMethod = await limited.http.call('PUT', '/v1/audit', { body: {} });
+      expect(wrongMethod.status).toBe(405);
+      expect(wrongMethod.headers.get('ratelimit-limit')).toBeNull();
+    }
+  });
+});
+
 describe('per-IP rate limit on public routes', () => {
   it('answers the 4th public request with 429, and leaves authenticated routes to their keys', async () => {
     const ok = await burst(PER_IP, () => limited.http.get('/v1/config/public'));
