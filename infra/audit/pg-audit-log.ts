@@ -127,7 +127,7 @@ export class PgAuditLog implements AuditLog {
   /**
    * Seals every org that has pending events; what the background job runs. One org that cannot be
    * sealed is logged and skipped: it must not hold up every org after it. If any failed, the job
-   * fails too (after the rest are sealed), so the queue shows it.
+   * fails too (after the rest are sealed) with the first failure, so the queue shows it.
    */
   async sealAll(): Promise<number> {
     const { rows: orgs } = await this.knex.raw<{ rows: { org_id: string }[] }>(ORGS_WITH_PENDING);
@@ -142,7 +142,7 @@ export class PgAuditLog implements AuditLog {
       }
     }
     await this.outboxVacuum.afterSealing(total);
-    if (failed.length > 0) throw new AggregateError(failed, `audit seal: ${failed.length} org(s) failed`);
+    if (failed.length > 0) throw failed[0];
     return total;
   }
 

@@ -438,7 +438,7 @@ describe('trace context', () => {
 });
 
 describe("the agent's bill of materials", () => {
-  it('lists the models and providers the agent actually called, with their call counts', async () => {
+  it('lists the models and providers the agent actually called, and keeps its serial when they are called again', async () => {
     const agent = await app.http.post<{ id: string }>(
       '/v1/agents',
       {
@@ -454,9 +454,13 @@ describe("the agent's bill of materials", () => {
     });
     for (const model of ['priced', 'priced', 'always-500'])
       await invoke(app.http, setup.org.adminKey, body(session.id, model), 20);
-    const bom = await app.http.get<{
-      components: { name: string; type: string; properties: { name: string; value: string }[] }[];
-    }>(`/v1/agents/${agent.body.id}/agbom`, setup.org.adminKey);
+    const agbom = () =>
+      app.http.get<{
+        serialNumber: string;
+        version: number;
+        components: { name: string; type: string; properties: { name: string; value: string }[] }[];
+      }>(`/v1/agents/${agent.body.id}/agbom`, setup.org.adminKey);
+    const bom = await agbom();
     expect(validateCycloneDx16(bom.body)).toEqual([]);
     const model = (name: string) =>
       Object.fromEntries(
@@ -468,14 +472,17 @@ describe("the agent's bill of materials", () => {
     expect(model('priced')).toMatchObject({
       'cp:model:used': 'true',
       'cp:model:used_via': 'openai_compatible',
-      'cp:model:calls:openai_compatible': '2',
     });
     // A call the provider answered with an error still reached it.
     expect(model('always-500')).toMatchObject({
       'cp:model:used': 'true',
-      'cp:model:calls:openai_compatible': '1',
+      'cp:model:used_via': 'openai_compatible',
     });
     expect(model('rejects-400')).toMatchObject({ 'cp:model:used': 'false' });
+    // Calling a model already listed changes nothing the bill of materials lists.
+    await invoke(app.http, setup.org.adminKey, body(session.id, 'priced'), 20);
+    const again = await agbom();
+    expect([again.body.serialNumber, again.body.version]).toEqual([bom.body.serialNumber, bom.body.version]);
   });
 });
 
