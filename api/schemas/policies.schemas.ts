@@ -8,6 +8,7 @@ import {
   MAX_POLICIES_PER_ORG,
   MAX_RULES_PER_POLICY,
   validatePattern,
+  validateRedaction,
 } from '../../domain/policy/limits';
 import { PREVIEW_MAX_ACTIONS, PREVIEW_MAX_EXAMPLES } from '../../domain/policy/preview-policy';
 import { modelName } from './agents.schemas';
@@ -42,6 +43,19 @@ const pattern = z
     description: `RE2 syntax (linear time), at most ${MAX_PATTERN_LENGTH} characters. Matched against every message's content and the arguments of every tool call in the messages.`,
   });
 
+/** A redaction's pattern: as `pattern`, and never matching empty text. */
+const redactPattern = z
+  .string()
+  .min(1)
+  .max(MAX_PATTERN_LENGTH)
+  .superRefine((p, ctx) => {
+    const problem = validateRedaction(p);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  })
+  .meta({
+    description: `As a deny_pattern's pattern, and it must not match empty text (such as a*, \\b or ^), where the replacement would be inserted between every character.`,
+  });
+
 const flags = z
   .string()
   .max(3)
@@ -56,7 +70,7 @@ export const RuleBody = z.discriminatedUnion('type', [
   rule('allow_models_only', { models }),
   rule('deny_tools', { tools }),
   rule('deny_pattern', { pattern, flags: flags.optional() }),
-  rule('redact_pattern', { pattern, replacement: z.string().max(MAX_PATTERN_LENGTH) }),
+  rule('redact_pattern', { pattern: redactPattern, replacement: z.string().max(MAX_PATTERN_LENGTH) }),
   rule('max_tokens', {
     limit: z.number().int().min(1).max(1_000_000).meta({ description: 'Clamps max_tokens down to it.' }),
   }),

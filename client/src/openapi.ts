@@ -3482,7 +3482,7 @@ export interface operations {
                 | {
                     /** @constant */
                     type: 'redact_pattern';
-                    /** @description RE2 syntax (linear time), at most 1000 characters. Matched against every message's content and the arguments of every tool call in the messages. */
+                    /** @description As a deny_pattern's pattern, and it must not match empty text (such as a*, \b or ^), where the replacement would be inserted between every character. */
                     pattern: string;
                     replacement: string;
                   }
@@ -3646,7 +3646,7 @@ export interface operations {
             | {
                 /** @constant */
                 type: 'redact_pattern';
-                /** @description RE2 syntax (linear time), at most 1000 characters. Matched against every message's content and the arguments of every tool call in the messages. */
+                /** @description As a deny_pattern's pattern, and it must not match empty text (such as a*, \b or ^), where the replacement would be inserted between every character. */
                 pattern: string;
                 replacement: string;
               }
@@ -3734,7 +3734,7 @@ export interface operations {
               | {
                   /** @constant */
                   type: 'redact_pattern';
-                  /** @description RE2 syntax (linear time), at most 1000 characters. Matched against every message's content and the arguments of every tool call in the messages. */
+                  /** @description As a deny_pattern's pattern, and it must not match empty text (such as a*, \b or ^), where the replacement would be inserted between every character. */
                   pattern: string;
                   replacement: string;
                 }
@@ -3916,7 +3916,7 @@ export interface operations {
               | {
                   /** @constant */
                   type: 'redact_pattern';
-                  /** @description RE2 syntax (linear time), at most 1000 characters. Matched against every message's content and the arguments of every tool call in the messages. */
+                  /** @description As a deny_pattern's pattern, and it must not match empty text (such as a*, \b or ^), where the replacement would be inserted between every character. */
                   pattern: string;
                   replacement: string;
                 }
@@ -4129,7 +4129,7 @@ export interface operations {
               | {
                   /** @constant */
                   type: 'redact_pattern';
-                  /** @description RE2 syntax (linear time), at most 1000 characters. Matched against every message's content and the arguments of every tool call in the messages. */
+                  /** @description As a deny_pattern's pattern, and it must not match empty text (such as a*, \b or ^), where the replacement would be inserted between every character. */
                   pattern: string;
                   replacement: string;
                 }
@@ -4293,7 +4293,7 @@ export interface operations {
             | {
                 /** @constant */
                 type: 'redact_pattern';
-                /** @description RE2 syntax (linear time), at most 1000 characters. Matched against every message's content and the arguments of every tool call in the messages. */
+                /** @description As a deny_pattern's pattern, and it must not match empty text (such as a*, \b or ^), where the replacement would be inserted between every character. */
                 pattern: string;
                 replacement: string;
               }
@@ -4381,7 +4381,7 @@ export interface operations {
               | {
                   /** @constant */
                   type: 'redact_pattern';
-                  /** @description RE2 syntax (linear time), at most 1000 characters. Matched against every message's content and the arguments of every tool call in the messages. */
+                  /** @description As a deny_pattern's pattern, and it must not match empty text (such as a*, \b or ^), where the replacement would be inserted between every character. */
                   pattern: string;
                   replacement: string;
                 }

@@ -73,3 +73,28 @@ export function validatePattern(pattern: string, flags?: string): string | null 
     return err instanceof Error ? err.message : String(err);
   }
 }
+
+/** Texts on which a pattern that can match empty text shows it: empty, a word, words apart. */
+const EMPTY_PROBES = ['', 'a', 'a b', '0,'];
+
+/** Whether the pattern matches empty text somewhere (`a*`, `\\b`, `^`): its replacement would be inserted there. */
+function matchesEmptyText(regex: RE2JS): boolean {
+  return EMPTY_PROBES.some((probe) => {
+    const m = regex.matcher(probe);
+    while (m.find()) if (m.start() === m.end()) return true;
+    return false;
+  });
+}
+
+/**
+ * Null when a redaction's pattern is usable, else why not: it must compile, and must not match
+ * empty text, which would insert the replacement between every character (and mark every
+ * message modified).
+ */
+export function validateRedaction(pattern: string): string | null {
+  const invalid = validatePattern(pattern);
+  if (invalid) return invalid;
+  return matchesEmptyText(compilePattern(pattern))
+    ? 'matches empty text, so the replacement would be inserted everywhere: make it match at least one character'
+    : null;
+}

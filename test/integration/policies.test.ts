@@ -408,6 +408,16 @@ const CASES: Case[] = [
     'rules.0.pattern',
   ],
   [
+    'redact_pattern that matches empty text',
+    withRule({ type: 'redact_pattern', pattern: 'a*', replacement: 'x' }),
+    'rules.0.pattern',
+  ],
+  [
+    'redact_pattern that matches only at word boundaries',
+    withRule({ type: 'redact_pattern', pattern: '\\b', replacement: 'x' }),
+    'rules.0.pattern',
+  ],
+  [
     'redact_pattern without replacement',
     withRule({ type: 'redact_pattern', pattern: 'a' }),
     'rules.0.replacement',
