@@ -24,23 +24,6 @@ const ORGS_WITH_PENDING = `
   )
   select org_id from orgs where org_id is not null`;
 
-/** The head row, locked, beside the chain's actual last entry. */
-const LOCK_HEAD = `
-  select h.seq, h.hash, e.seq as last_seq, e.hash as last_hash
-  from audit_heads h
-  left join lateral (
-    select seq, hash from audit_entries where org_id = h.org_id order by seq desc limit 1
-  ) e on true
-  where h.org_id = ?
-  for update of h`;
-
-interface HeadRow {
-  seq: string;
-  hash: string;
-  last_seq: string | null;
-  last_hash: string | null;
-}
-
 interface EventRow {
   id: string;
   org_id: string;
@@ -105,6 +88,8 @@ export const toCheckpoint = (r: CheckpointRow): Checkpoint => ({
  */
 export class PgAuditLog implements AuditLog {
   private readonly outboxVacuum: OutboxVacuum;
+  /** When each org that could not be sealed was last logged. */
+  private readonly failureLoggedAt = new Map<string, number>();
 
   constructor(
     private readonly knex: Knex,
@@ -137,13 +122,21 @@ export class PgAuditLog implements AuditLog {
       try {
         total += await this.seal(org_id);
       } catch (err) {
-        this.logger?.error({ err, org_id }, 'audit seal: this org could not be sealed; its events wait');
+        this.logFailedOrg(org_id, err);
         failed.push(err);
       }
     }
     await this.outboxVacuum.afterSealing(total);
     if (failed.length > 0) throw failed[0];
     return total;
+  }
+
+  /** Once a minute per org at most: the job runs five times a second, and so would the line. */
+  private logFailedOrg(orgId: string, err: unknown): void {
+    const now = Date.now();
+    if (now - (this.failureLoggedAt.get(orgId) ?? 0) < 60_000) return;
+    this.failureLoggedAt.set(orgId, now);
+    this.logger?.error({ err, org_id: orgId }, 'audit seal: this org could not be sealed; its events wait');
   }
 
   private async sealBatch(orgId: string): Promise<number> {
@@ -188,10 +181,18 @@ export class PgAuditLog implements AuditLog {
       `insert into audit_heads (org_id, seq, hash, sealed_at) values (?, 0, ?, now()) on conflict do nothing`,
       [orgId, GENESIS_HASH],
     );
-    const { rows } = await trx.raw<{ rows: HeadRow[] }>(LOCK_HEAD, [orgId]);
-    const row = rows[0];
+    const row = await trx('audit_heads')
+      .where({ org_id: orgId })
+      .forUpdate()
+      .first<{ seq: string; hash: string } | undefined>('seq', 'hash');
     const head = { seq: Number(row?.seq ?? 0), hash: row?.hash ?? GENESIS_HASH };
-    const last = { seq: Number(row?.last_seq ?? 0), hash: row?.last_hash ?? GENESIS_HASH };
+    // A statement of its own, after the lock: one joined to the locking read would see the
+    // entries as they were before a sealer it waited for committed, and take the head for changed.
+    const entry = await trx('audit_entries')
+      .where({ org_id: orgId })
+      .orderBy('seq', 'desc')
+      .first<{ seq: string; hash: string } | undefined>('seq', 'hash');
+    const last = { seq: Number(entry?.seq ?? 0), hash: entry?.hash ?? GENESIS_HASH };
     if (head.seq === last.seq && head.hash === last.hash) return head;
     this.logger?.error(
       { org_id: orgId, head_row: head, last_entry: last },
