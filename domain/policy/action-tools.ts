@@ -105,33 +105,26 @@ const mapTexts = (messages: ChatMessage[], change: (text: string) => string): Ch
       : {}),
   }));
 
+/** A JSON string literal, or a number outside one: the tokens a redaction may rewrite. */
+const JSON_TOKEN = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
+
 /**
- * A tool call's arguments (JSON text) with `change` applied to each string and number in them,
- * keys aside, so that a redaction leaves valid JSON: a number it changes becomes a string. Text
- * that does not parse is changed as text; arguments nothing changed are kept byte for byte.
+ * A tool call's arguments (JSON text) with `change` applied to each string (keys included) and
+ * number in them, so that a redaction leaves valid JSON: a number it changes becomes a string,
+ * and every other byte stays as sent (no number is re-serialised). When what the pattern matched
+ * spans tokens (a key with its value), it is changed as text, which the JSON may not survive:
+ * what a redaction matches never reaches the provider. Text that is not JSON is changed as text.
  */
 function changeArguments(text: string, change: (text: string) => string): string {
-  let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    JSON.parse(text);
   } catch {
     return change(text);
   }
-  let changed = false;
-  const leaf = (value: string | number): string | number => {
-    const after = change(String(value));
-    if (after === String(value)) return value;
-    changed = true;
-    return after;
-  };
-  const result = mapLeaves(parsed, leaf);
-  return changed ? JSON.stringify(result) : text;
-}
-
-function mapLeaves(value: unknown, change: (leaf: string | number) => string | number): unknown {
-  if (typeof value === 'string' || typeof value === 'number') return change(value);
-  if (Array.isArray(value)) return value.map((v) => mapLeaves(v, change));
-  if (value !== null && typeof value === 'object')
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, mapLeaves(v, change)]));
-  return value;
+  const rewritten = text.replace(JSON_TOKEN, (token) => {
+    const value = token.startsWith('"') ? (JSON.parse(token) as string) : token;
+    const after = change(value);
+    return after === value ? token : JSON.stringify(after);
+  });
+  return change(rewritten) === rewritten ? rewritten : change(text);
 }

@@ -229,34 +229,56 @@ function approvalOf(outcomes: RuleOutcome[]): ApprovalRequirement | null {
   };
 }
 
+/**
+ * Pattern budgets of one evaluation. Shadow policies spend from a budget of their own: they never
+ * change a verdict, so they must not use up what the enforced ones may scan. Without a shadow
+ * budget, shadow policies are not evaluated.
+ */
+interface Budgets {
+  enforce: PatternBudget;
+  shadow?: PatternBudget;
+}
+
 /** Every policy's outcomes for one action, the enforced apart from what shadow policies would do. */
-function judge(compiled: CompiledPolicySet, action: Action, context: EvaluationContext, shadow = true) {
+function judge(compiled: CompiledPolicySet, action: Action, context: EvaluationContext, budgets: Budgets) {
   const enforced: RuleOutcome[] = [];
   const shadowReasons: ShadowReason[] = [];
-  // Shadow policies spend from a budget of their own: they never change a verdict, so they must
-  // not use up what the enforced ones may scan.
-  const budgets = { enforce: new PatternBudget(), shadow: new PatternBudget() };
   for (const policy of compiled.policies) {
     const { mode } = policy.policy;
-    if (mode === 'shadow' && !shadow) continue;
-    const outcomes = evaluatePolicy(policy, action, context, budgets[mode]);
+    const budget = mode === 'shadow' ? budgets.shadow : budgets.enforce;
+    if (!budget) continue;
+    const outcomes = evaluatePolicy(policy, action, context, budget);
     if (mode === 'shadow') shadowReasons.push(...outcomes.map((o) => ({ ...o.reason, verdict: o.verdict })));
     else enforced.push(...outcomes);
   }
   return { enforced, shadowReasons };
 }
 
+/** The caller's estimate of a modified action; one it cannot make is unknown, which cost rules deny. */
+function estimateOf(modified: Action, context: EvaluationContext): number | undefined {
+  if (!context.reestimate) return modified.estimatedCostUsd;
+  try {
+    return context.reestimate(modified);
+  } catch {
+    return NaN;
+  }
+}
+
 /**
- * Rules judge the action as asked, so what the modifications make of it is judged again: a
- * redaction can lengthen the prompt past `max_cost_per_call_usd` (judged on the caller's new
- * estimate) or write text a `deny_pattern` forbids. The enforced denials of the modified action;
- * its other outcomes are ignored (the modifications applied twice would redact the replacements).
+ * Rules judge the action as asked, so what a redaction makes of it is judged again: it can
+ * lengthen the prompt past `max_cost_per_call_usd` (judged on the caller's new estimate) or write
+ * text a `deny_pattern` forbids. A clamp alone cannot: it changes no text and lowers the cost.
+ * The enforced denials of the redacted action, from what is left of the evaluation's budget; its
+ * other outcomes are ignored (the redactions applied twice would redact the replacements).
  */
-function deniedOnceModified(compiled: CompiledPolicySet, modified: Action, context: EvaluationContext) {
-  const action = context.reestimate
-    ? { ...modified, estimatedCostUsd: context.reestimate(modified) }
-    : modified;
-  return judge(compiled, action, context, false).enforced.filter((o) => o.verdict === 'deny');
+function deniedOnceRedacted(
+  compiled: CompiledPolicySet,
+  modified: Action,
+  context: EvaluationContext,
+  budget: PatternBudget,
+) {
+  const action = { ...modified, estimatedCostUsd: estimateOf(modified, context) };
+  return judge(compiled, action, context, { enforce: budget }).enforced.filter((o) => o.verdict === 'deny');
 }
 
 /**
@@ -267,8 +289,8 @@ function deniedOnceModified(compiled: CompiledPolicySet, modified: Action, conte
  * deny, the modifications that would have applied are not reported, as they do not happen. Under
  * a require_approval they do apply (modifiedAction), though only the approval's reasons are
  * reported: the approver is asked about the request exactly as it would run, redacted and
- * clamped. A modify composes every enforced modification, and the action it makes is judged again:
- * a deny of it denies. Shadow policies are evaluated alike but only recorded,
+ * clamped. A modify composes every enforced modification, and the action a redaction makes is
+ * judged again: a deny of it denies. Shadow policies are evaluated alike but only recorded,
  * each reason with the verdict it would have given; they never change the verdict or the action.
  * Any error is a deny that says so and names its policy (policy_evaluation_failed).
  */
@@ -277,7 +299,8 @@ export function evaluatePolicies(
   action: Action,
   context: EvaluationContext,
 ): PolicyDecision {
-  const { enforced, shadowReasons } = judge(compiled, action, context);
+  const budgets = { enforce: new PatternBudget(), shadow: new PatternBudget() };
+  const { enforced, shadowReasons } = judge(compiled, action, context, budgets);
   let verdict = strongest(enforced);
   let deciding = enforced.filter((o) => o.verdict === verdict);
   let modifiedAction: Action | null = null;
@@ -287,7 +310,8 @@ export function evaluatePolicies(
     const result = modify(modifying, action);
     if ('failed' in result) [verdict, deciding] = ['deny', [result.failed]];
     else if (modifying.length > 0) {
-      const denied = deniedOnceModified(compiled, result.action, context);
+      const redacted = modifying.some((o) => o.reason.code === 'redacted');
+      const denied = redacted ? deniedOnceRedacted(compiled, result.action, context, budgets.enforce) : [];
       if (denied.length > 0) [verdict, deciding] = ['deny', denied];
       else modifiedAction = result.action;
     }

@@ -230,6 +230,18 @@ describe('the policy engine: every rule type', () => {
     expect(JSON.parse(redact('x', '"}', '{"q":"x"}') ?? '')).toEqual({ q: '"}' });
     // Arguments that are not JSON are redacted as text.
     expect(redact('\\d+', '#', 'call 42 now')).toBe('call # now');
+    // Keys are rewritten too, and every byte nothing matched stays as sent (no number re-serialised).
+    const big = '{"id": 12345678901234567890, "to": {"alice@example.com": 1.50}}';
+    expect(redact('[a-z]+@[a-z.]+', '[email]', big)).toBe(
+      '{"id": 12345678901234567890, "to": {"[email]": 1.50}}',
+    );
+    // A match across a key and its value is redacted as text: it never reaches the provider.
+    const pair = redact(
+      '"password"\\s*:\\s*"[^"]*"',
+      '"password":"***"',
+      '{"user":"bob","password":"hunter2"}',
+    );
+    expect(pair).toBe('{"user":"bob","password":"***"}');
   });
 
   it('deny_pattern and redact_pattern see every string in the arguments of the action’s own tool call', () => {
