@@ -65,17 +65,17 @@ function processJob(job: Job, infra: Infra): Promise<unknown> {
   );
 }
 
-/** Records how long the job waited for a worker, then times its run. */
-function measuredJob(queue: QueueName, job: Job, infra: Infra): Promise<unknown> {
+/** Records how long the job waited for a worker, then times its run (a deferral as `deferred`). */
+function measuredJob(queue: QueueName, job: Job, token: string | undefined, infra: Infra): Promise<unknown> {
   const name = isJobName(job.name) ? job.name : 'unknown';
   const waitedMs = queueWaitMs(job, Date.now());
   if (waitedMs !== null) infra.metrics.jobWaited(queue, name, waitedMs / 1000);
-  return infra.metrics.timeJob(queue, name, () => processJob(job, infra));
+  return infra.metrics.timeJob(queue, name, () => deferring(job, token, processJob(job, infra)));
 }
 
 /**
  * A job that must wait its turn (a webhook delivery whose org is at its cap) goes back to the
- * queue, delayed, without counting as a failed attempt.
+ * queue, delayed, without counting as a failed attempt (BullMQ's DelayedError).
  */
 async function deferring(job: Job, token: string | undefined, run: Promise<unknown>): Promise<unknown> {
   try {
@@ -88,7 +88,7 @@ async function deferring(job: Job, token: string | undefined, run: Promise<unkno
 }
 
 function startWorker(queue: QueueName, infra: Infra): Worker {
-  const worker = new Worker(queue, (job, token) => deferring(job, token, measuredJob(queue, job, infra)), {
+  const worker = new Worker(queue, (job, token) => measuredJob(queue, job, token, infra), {
     connection: bullConnectionOptions(infra.urls.redisUrl),
     prefix: infra.queues.bullPrefix,
     concurrency: CONCURRENCY(infra)[queue],

@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { DelayedError } from 'bullmq';
 import { ProviderError, type Provider } from '../../domain/providers';
 import { microsToUsd } from '../../domain/pricing/cost';
 import type { ScrapeSources } from './scrape-sources';
@@ -39,7 +40,7 @@ export class Metrics {
 
   private readonly jobDuration = new Histogram({
     name: 'cp_job_duration_seconds',
-    help: 'Time a worker spent on a job, by queue, job name and outcome (completed or failed)',
+    help: 'Time a worker spent on a job, by queue, job name and outcome (completed, failed, or deferred: put back to wait its turn)',
     labelNames: ['queue', 'job', 'outcome'] as const,
     buckets: SLOW_BUCKETS,
     registers: [this.registry],
@@ -113,7 +114,8 @@ export class Metrics {
       end({ outcome: 'completed' });
       return result;
     } catch (err) {
-      end({ outcome: 'failed' });
+      // A job put back to wait its turn did not fail.
+      end({ outcome: err instanceof DelayedError ? 'deferred' : 'failed' });
       throw err;
     }
   }

@@ -140,6 +140,12 @@ describe('webhooks: a cap on each org’s deliveries in flight', () => {
     await eventually(() => receiver.at(hang).length >= 6, 30_000);
     expect(new Set(receiver.at(hang).map((a) => a.id)).size).toBe(6);
     expect(receiver.mostOpen.get(new URL(hang).pathname)).toBe(CAP);
+    // The metrics count the waits as deferrals, not as failed jobs.
+    const metrics = await (await fetch(`${app.http.baseUrl}/metrics`)).text();
+    const deferred = metrics.match(
+      /cp_job_duration_seconds_count\{[^}]*job="webhook\.deliver"[^}]*outcome="deferred"[^}]*\} (\d+)/,
+    );
+    expect(Number(deferred?.[1])).toBeGreaterThan(0);
     const rows = await eventually(async () => {
       const all = await deliveriesOf(noisy, noisyHook);
       return all.length === 6 && all.every((d) => d.attempts === 1) && all;
