@@ -171,6 +171,8 @@ suite("the approver's page in a browser", () => {
     const args = {
       path: 'invoice\u202Ehs.txt',
       note: 'a\u200Eb\u200Fc\u061Cd\u202Ae\u202Bf\u202Cg\u202Dh\u2066i\u2068j',
+      // Invisible format characters: a zero-width space, a word joiner and a tag character.
+      hidden: 'x\u200By\u2060z\u{E0041}!',
     };
     const { approval } = await pausedInvoke(
       app.http,
@@ -178,7 +180,7 @@ suite("the approver's page in a browser", () => {
       gatedBody(org.sessionId, content, { tool: { name: toolName, arguments: args } }),
     );
     await rowOf(approval.id).waitFor({ state: 'visible', timeout: 15_000 });
-    const controls = /[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/;
+    const controls = /\p{Cf}/u;
     expect(await rowOf(approval.id).locator('td').nth(2).textContent()).toBe('run⟨U+2067⟩_script⟨U+2069⟩');
     await rowOf(approval.id).click();
     const detail = page.locator('#detail');
@@ -191,6 +193,7 @@ suite("the approver's page in a browser", () => {
     expect(shownArgs).toContain(
       '"note": "a⟨U+200E⟩b⟨U+200F⟩c⟨U+061C⟩d⟨U+202A⟩e⟨U+202B⟩f⟨U+202C⟩g⟨U+202D⟩h⟨U+2066⟩i⟨U+2068⟩j"',
     );
+    expect(shownArgs).toContain('"hidden": "x⟨U+200B⟩y⟨U+2060⟩z⟨U+E0041⟩!"');
     // Nothing on the page is left for the browser to reorder, and each marker is set apart.
     expect(controls.test((await page.locator('body').textContent()) as string)).toBe(false);
     const markers = detail.locator('.content .bidi-control');

@@ -23,11 +23,13 @@
   const $ = (id) => document.getElementById(id);
 
   /**
-   * Unicode's bidirectional controls (embeddings, overrides, isolates, the directional marks):
-   * shown as they are, they make the browser reorder text, so `invoice\u202Ehs.txt` would read
-   * as "invoicetxt.sh". The page never lets one act: each is shown as a marker naming it.
+   * Unicode's format characters (category Cf): the bidirectional controls, which make the browser
+   * reorder text (`invoice\u202Ehs.txt` would read as "invoicetxt.sh"), and the invisible ones
+   * (zero-width spaces and joiners, the soft hyphen, tag characters that can spell out hidden
+   * instructions a model still reads). The page never lets one act or hide: each is shown as a
+   * marker naming it.
    */
-  const BIDI_CONTROLS = /[\u061C\u200E\u200F\u202A-\u202E\u2066-\u2069]/g;
+  const BIDI_CONTROLS = /\p{Cf}/gu;
 
   /** The marker shown in place of a control character: ⟨U+202E⟩. */
   const markerOf = (ch) => `⟨U+${ch.codePointAt(0).toString(16).toUpperCase().padStart(4, '0')}⟩`;
