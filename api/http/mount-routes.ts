@@ -91,6 +91,15 @@ function pipeline(
   };
 }
 
+/**
+ * Whether `layer` is a route's literal path and `path` is exactly it (the router matches paths
+ * case-insensitively; `/v1/policies/PREVIEW` is a policy id, not the preview).
+ */
+export const isLiteralLayerOf = (
+  layer: { paramNames: unknown[]; path: string | RegExp },
+  path: string,
+): boolean => layer.paramNames.length === 0 && layer.path === path;
+
 /** The infrastructure each mounted router's routes use, for what none of them answers. */
 const mounted = new WeakMap<Router, Infra>();
 
@@ -102,7 +111,7 @@ const mounted = new WeakMap<Router, Infra>();
 export function mountRoutes(routes: RouteDef[], infra: Infra, checkReply?: ReplyCheck): Router {
   const router = new Router();
   const isLiteralPath = (ctx: Context): boolean =>
-    router.match(ctx.path, ctx.method).path.some((layer) => layer.paramNames.length === 0);
+    router.match(ctx.path, ctx.method).path.some((layer) => isLiteralLayerOf(layer, ctx.path));
   const never = (): boolean => false;
   for (const route of routes) {
     const yields = route.path.includes('{') ? isLiteralPath : never;

@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { DomainError } from '../../domain/errors';
-import { limitUnrouted } from './mount-routes';
+import { isLiteralLayerOf, limitUnrouted } from './mount-routes';
 import type { RouteDef } from './route';
 
 /**
@@ -12,7 +12,7 @@ import type { RouteDef } from './route';
 export function noRouteAnswered(router: Router, ctx: Context): never {
   const layers = router.match(ctx.path, ctx.method).path;
   // A literal path is its own resource, not a value of a sibling's parameter (see mountRoutes).
-  const literal = layers.filter((layer) => layer.paramNames.length === 0);
+  const literal = layers.filter((layer) => isLiteralLayerOf(layer, ctx.path));
   const allowed = [
     ...new Set((literal.length > 0 ? literal : layers).flatMap((layer) => layer.methods)),
   ].sort();

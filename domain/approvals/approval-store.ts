@@ -9,7 +9,6 @@ export interface ApprovalFilter {
   policyId?: string | undefined;
 }
 
-/** A page position in a list of approvals, by creation (newest first, or oldest first for a queue). */
 /** A page of approvals: newest first unless `order` is 'oldest' (the approver's queue). */
 export interface ApprovalPage {
   limit: number;
@@ -17,6 +16,7 @@ export interface ApprovalPage {
   order?: 'newest' | 'oldest';
 }
 
+/** A page position in a list of approvals, by creation. */
 export interface QueuePosition {
   at: Date;
   id: string;

@@ -4,8 +4,9 @@ import type { Logger } from '../logger';
 
 /**
  * The key ids the database's sealed rows name: every credential's and webhook secret's (small
- * tables; credentials by an index), and the newest audit checkpoint's (one index probe: a healthy
- * deployment signs every checkpoint under the current key or one still in CP_MASTER_KEY_PREVIOUS).
+ * tables; credentials by an index), and that of the checkpoint of the most recently sealed head
+ * (audit_heads holds one row per org; a healthy deployment signs every checkpoint under the
+ * current key or one still in CP_MASTER_KEY_PREVIOUS).
  */
 const KEY_IDS_IN_USE = `
   select 'credentials' as source, key_id from (
@@ -15,7 +16,9 @@ const KEY_IDS_IN_USE = `
     select distinct key_id from webhooks where sealed_secret is not null) w
   union all
   select 'audit checkpoints', key_id from (
-    select key_id from audit_checkpoints order by org_id desc, seq desc limit 1) a`;
+    select c.key_id from audit_heads h
+    join audit_checkpoints c on c.org_id = h.org_id and c.seq = h.seq
+    order by h.sealed_at desc limit 1) a`;
 
 interface KeyUse {
   source: string;

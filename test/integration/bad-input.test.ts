@@ -673,8 +673,10 @@ describe('HTTP conventions', () => {
       expect([method, res.status, res.body.error_code]).toEqual([method, 405, 'method_not_allowed']);
       expect(res.headers.get('allow')).toBe('POST');
     }
-    // The parameter route still answers every other id, and POST reaches the preview.
+    // The parameter route still answers every other id (the literal path's case counts), and
+    // POST reaches the preview.
     expect((await app.http.get('/v1/policies/pol_nope', org.adminKey)).status).toBe(404);
+    expect((await app.http.get('/v1/policies/PREVIEW', org.adminKey)).body.error_code).toBe('not_found');
     const preview = await app.http.post('/v1/policies/preview', {}, org.adminKey);
     expect([preview.status, preview.body.error_code]).toEqual([400, 'validation_error']);
   });
