@@ -11,21 +11,22 @@ export interface FanOutDeps {
 
 /**
  * One delivery per webhook of the org subscribed to `type` (among its live `subscriptions`), each
- * run by its own job. Answers how many deliveries it made.
+ * with an id of its own, made once: storing them again is a no-op, so a store that failed can be
+ * tried again without a receiver seeing two ids for one event.
  */
-export async function fanOutEvent(
-  deps: FanOutDeps,
+export function plannedDeliveries(
+  clock: Clock,
   subscriptions: Subscription[],
   orgId: string,
   type: WebhookEventType,
   data: Record<string, unknown>,
-): Promise<number> {
+): NewDelivery[] {
   const subscribed = subscriptions.filter((s) => s.events.includes(type));
-  if (subscribed.length === 0) return 0;
+  if (subscribed.length === 0) return [];
   // Plain JSON from here on (dates as ISO text): what is stored is what every attempt sends.
   const json: unknown = JSON.parse(JSON.stringify(data));
-  const createdAt = deps.clock.now();
-  const deliveries: NewDelivery[] = subscribed.map((s) => ({
+  const createdAt = clock.now();
+  return subscribed.map((s) => ({
     id: newId('msg'),
     orgId,
     webhookId: s.webhookId,
@@ -33,6 +34,14 @@ export async function fanOutEvent(
     data: json,
     createdAt,
   }));
+}
+
+/**
+ * Stores the deliveries and runs each by its own job. A job that could not be added is left to
+ * the sweep of lost deliveries, which enqueues it again; the store is what must not fail.
+ */
+export async function fanOut(deps: FanOutDeps, deliveries: NewDelivery[]): Promise<number> {
+  if (deliveries.length === 0) return 0;
   await deps.deliveries.addDeliveries(deliveries);
   await Promise.all(deliveries.map((d) => deps.queue.enqueue(d)));
   return deliveries.length;

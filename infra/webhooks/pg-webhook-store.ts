@@ -135,18 +135,22 @@ export class PgWebhookStore implements WebhookStore, DeliveryStore, WebhookSecre
   }
 
   async addDeliveries(deliveries: NewDelivery[]): Promise<void> {
-    await this.knex('webhook_deliveries').insert(
-      deliveries.map((d) => ({
-        id: d.id,
-        org_id: d.orgId,
-        webhook_id: d.webhookId,
-        type: d.type,
-        payload: JSON.stringify(d.data),
-        status: 'pending',
-        attempts: 0,
-        created_at: d.createdAt,
-      })),
-    );
+    await this.knex('webhook_deliveries')
+      .insert(
+        deliveries.map((d) => ({
+          id: d.id,
+          org_id: d.orgId,
+          webhook_id: d.webhookId,
+          type: d.type,
+          payload: JSON.stringify(d.data),
+          status: 'pending',
+          attempts: 0,
+          created_at: d.createdAt,
+        })),
+      )
+      // A retry after a store whose answer was lost: the rows are there already.
+      .onConflict('id')
+      .ignore();
   }
 
   async pendingBefore(before: Date, after: string | null, limit: number) {

@@ -1,9 +1,16 @@
 import { JOBS } from '../../domain/jobs';
-import { fanOutEvent, type FanOutDeps } from '../../domain/webhooks/fan-out-event';
+import { fanOut, plannedDeliveries, type FanOutDeps } from '../../domain/webhooks/fan-out-event';
 import type { WebhookEventType, WebhookPublisher } from '../../domain/webhooks/webhook-publisher';
 import type { DeliveryQueue, Subscription } from '../../domain/webhooks/webhook-store.port';
 import type { Logger } from '../logger';
 import type { JobQueues } from '../queue/job-queues';
+
+/**
+ * The waits before trying again to look up an org's webhooks or store an event's deliveries (a
+ * dropped connection, a failover): about 15 s in all. The state change the event tells of is
+ * already committed, so giving up loses the event.
+ */
+const RETRY_DELAYS_MS = [200, 1_000, 3_000, 10_000];
 
 /** How long an org found without webhooks is taken to have none: its events cost nothing meanwhile. */
 const NO_WEBHOOKS_TTL_MS = 1_000;
@@ -25,9 +32,10 @@ interface Lookup {
 
 /**
  * Publishes in the background: the caller (the invoke path among others) never waits on the
- * database or Redis for it, and a failure is logged, never thrown. Events of an org found without
- * webhooks are dropped without a query for a second, so a webhook created meanwhile receives
- * events at most a second later.
+ * database or Redis for it, and a failure is logged, never thrown. Looking up the org's webhooks
+ * and storing the deliveries are tried again for a while (RETRY_DELAYS_MS). Events of an org
+ * found without webhooks are dropped without a query for a second, so a webhook created meanwhile
+ * receives events at most a second later.
  */
 export class QueuedWebhookPublisher implements WebhookPublisher {
   private readonly lookups = new Map<string, Lookup>();
@@ -42,11 +50,33 @@ export class QueuedWebhookPublisher implements WebhookPublisher {
     let lookup = this.lookups.get(orgId);
     if (lookup && lookup.until <= now) lookup = undefined;
     if (lookup?.none) return;
-    (lookup ?? this.lookUp(orgId, now)).subscriptions
-      .then((subscriptions) => fanOutEvent(this.deps, subscriptions, orgId, type, data))
-      .catch((err: unknown) =>
-        this.logger.error({ err, org_id: orgId, type }, 'webhook event not handed on'),
-      );
+    this.handOn(orgId, type, data, lookup ?? this.lookUp(orgId, now)).catch((err: unknown) =>
+      this.logger.error({ err, org_id: orgId, type }, 'webhook event not handed on'),
+    );
+  }
+
+  private async handOn(orgId: string, type: WebhookEventType, data: Record<string, unknown>, lookup: Lookup) {
+    let first = true;
+    const subscriptions = await this.retrying(() => {
+      const found = first ? lookup.subscriptions : this.deps.deliveries.subscriptions(orgId);
+      first = false;
+      return found;
+    });
+    const deliveries = plannedDeliveries(this.deps.clock, subscriptions, orgId, type, data);
+    await this.retrying(() => fanOut(this.deps, deliveries));
+  }
+
+  /** `attempt`, tried again after each of RETRY_DELAYS_MS while it fails. */
+  private async retrying<T>(attempt: () => Promise<T>): Promise<T> {
+    for (const delayMs of RETRY_DELAYS_MS) {
+      try {
+        return await attempt();
+      } catch (err) {
+        this.logger.warn({ err, retry_in_ms: delayMs }, 'webhook event: not handed on yet; trying again');
+        await new Promise((resolve) => setTimeout(resolve, delayMs).unref());
+      }
+    }
+    return attempt();
   }
 
   private lookUp(orgId: string, now: number): Lookup {

@@ -9,6 +9,7 @@ import { pruneWebhookDeliveries, sweepWebhooks } from '../../workers/webhook-pro
 import { eventually } from '../support/eventually';
 import { mintKey, signupOrg, type SignedUpOrg } from '../support/factories';
 import { startTestApp, type TestApp } from '../support/test-app';
+import { superuserQuery } from '../support/test-db';
 
 interface WebhookBody {
   id: string;
@@ -678,6 +679,31 @@ describe('webhooks: deliveries', () => {
     const left = await deliveries().where({ webhook_id: w.id }).pluck('id');
     expect(left.sort()).toEqual([rows.oldPending.id, rows.newerDelivered.id].sort());
     expect(await pruneWebhookDeliveries(app.infra)).toBe(0);
+    await app.http.delete(`/v1/webhooks/${w.id}`, org.adminKey);
+  });
+
+  it('stores an event whose deliveries could not be written at first (a dropped connection), and delivers it once', async () => {
+    const url = receiver.url();
+    const w = await subscribe(url);
+    const name = `refuse_deliveries_${randomBytes(4).toString('hex')}`;
+    await superuserQuery(
+      app.db.url,
+      `create function ${name}() returns trigger language plpgsql as $$ begin raise exception 'down'; end $$;
+       create trigger ${name} before insert on webhook_deliveries for each row execute function ${name}();`,
+    );
+    try {
+      app.infra.webhooks.publish(org.orgId, 'approval.requested', { approval_id: 'apr_refused_first' });
+      await eventually(() => app.logs.some((l) => l.includes('not handed on yet')));
+    } finally {
+      await superuserQuery(
+        app.db.url,
+        `drop trigger ${name} on webhook_deliveries; drop function ${name}();`,
+      );
+    }
+    const delivered = await deliveryWhen(w.id, (d) => d.status === 'delivered');
+    expect(delivered).toMatchObject({ attempts: 1 });
+    expect(receiver.at(url)).toHaveLength(1);
+    expect(await deliveriesOf(w.id)).toHaveLength(1);
     await app.http.delete(`/v1/webhooks/${w.id}`, org.adminKey);
   });
 
