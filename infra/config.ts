@@ -40,6 +40,8 @@ const schema = z
     CP_ALLOW_PRIVATE_PROVIDER_HOSTS: bool.default(false),
     // Behind a load balancer: take the client IP (per-IP rate limits) from X-Forwarded-For.
     CP_TRUST_PROXY: bool.default(false),
+    // Start although what the database holds was sealed under master keys not configured (lost).
+    CP_MASTER_KEY_LOST: bool.default(false),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     CP_DATA_DIR: z.string().min(1).default('./.data'),
     CP_REDIS_PREFIX: z

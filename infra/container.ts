@@ -132,12 +132,11 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
   const checkpointKeys = keyring.all.map((k) => checkpointKeyFrom(k.key));
   const checkpointKey = checkpointKeys[0] as CheckpointKey;
   // Before anything could seal or sign under a wrong key; nothing but the database is open yet.
-  await checkMasterKeys(knex, new Set([...keyring.all, ...checkpointKeys].map((k) => k.id)), logger).catch(
-    async (err: unknown) => {
-      await orm.close();
-      throw err;
-    },
-  );
+  const knownKeyIds = new Set([...keyring.all, ...checkpointKeys].map((k) => k.id));
+  await checkMasterKeys(knex, knownKeyIds, logger, config.CP_MASTER_KEY_LOST).catch(async (err: unknown) => {
+    await orm.close();
+    throw err;
+  });
   const redis = await openRedis(urls.redisUrl);
   const prefix = config.CP_REDIS_PREFIX;
   const authenticator = new TokenAuthenticator(knex, redis, prefix, config.CP_AUTH_FAILURES_PER_MINUTE);

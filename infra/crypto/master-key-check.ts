@@ -26,25 +26,31 @@ interface KeyUse {
 }
 
 /**
- * Refuses a start whose master keys open none of the secrets the database holds: a mistyped
- * CP_MASTER_KEY, or none at all (a new key generated into the data directory). Such a start
- * would open no stored secret and sign new audit checkpoints under a key verify does not know,
- * breaking the log for good. What else names a key not configured (an old key dropped before its
- * reseal, checkpoints of a start under a wrong key) is logged at error: a lost key must not stop
- * the service for good, and checkpoints cannot be deleted.
+ * Refuses a start whose master keys open none of what the database holds: none of its secrets,
+ * or, with no secrets yet, not the newest audit checkpoint. That is a mistyped CP_MASTER_KEY, or
+ * none at all (a new key generated into the data directory): such a start would open no stored
+ * secret and sign new audit checkpoints under a key verify does not know, breaking the log for
+ * good. A key truly lost is said so with CP_MASTER_KEY_LOST=true, which starts anyway. What else
+ * names a key not configured (an old key dropped before its reseal) is logged at error.
  * `known` holds every key id the configured keys give: master key ids and checkpoint key ids.
  */
-export async function checkMasterKeys(knex: Knex, known: ReadonlySet<string>, logger: Logger): Promise<void> {
+export async function checkMasterKeys(
+  knex: Knex,
+  known: ReadonlySet<string>,
+  logger: Logger,
+  keyLost = false,
+): Promise<void> {
   const { rows } = await knex.raw<{ rows: KeyUse[] }>(KEY_IDS_IN_USE);
   const unknown = rows.filter((r) => !known.has(r.key_id));
   if (unknown.length === 0) return;
   const named = (uses: KeyUse[]) => uses.map((r) => `${r.source} under key ${r.key_id}`).join(', ');
   const secrets = rows.filter((r) => r.source !== 'audit checkpoints');
-  if (secrets.length > 0 && secrets.every((r) => !known.has(r.key_id)))
+  const judged = secrets.length > 0 ? secrets : rows;
+  if (!keyLost && judged.every((r) => !known.has(r.key_id)))
     throw new ConfigError([
-      `CP_MASTER_KEY: not the key this database was sealed with (${named(secrets)}). Set CP_MASTER_KEY ` +
+      `CP_MASTER_KEY: not the key this database was sealed with (${named(judged)}). Set CP_MASTER_KEY ` +
         'to that key; after a rotation, put the old key in CP_MASTER_KEY_PREVIOUS and run ' +
-        '`npm run master-key:reseal`. If that key is lost, so are the secrets: see "Rotating the master key" in README.md',
+        '`npm run master-key:reseal`. If that key is lost, see "Rotating the master key" in README.md',
     ]);
   logger.error(
     { unknown_keys: unknown },

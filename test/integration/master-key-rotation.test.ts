@@ -71,3 +71,23 @@ describe('master key rotation', () => {
     await onlyNew.close();
   });
 });
+
+describe('a start with a master key the database does not know', () => {
+  it('stops when the database holds only audit checkpoints signed under another key, unless the key is said lost', async () => {
+    const onlyAudit = await startTestApp();
+    try {
+      await signupOrg(onlyAudit.http);
+      await onlyAudit.infra.auditLog.sealAll();
+      const other = (env: Record<string, string>) =>
+        startTestApp({ database: onlyAudit.db, redisPrefix: `${onlyAudit.prefix}k`, env, captureLogs: true });
+      await expect(other({ CP_MASTER_KEY: NEW_KEY })).rejects.toThrow(
+        /CP_MASTER_KEY: not the key this database was sealed with \(audit checkpoints under key [0-9a-f]{16}\)/,
+      );
+      const lost = await other({ CP_MASTER_KEY: NEW_KEY, CP_MASTER_KEY_LOST: 'true' });
+      expect(lost.logs.some((l) => l.includes('sealed under master keys not configured'))).toBe(true);
+      await lost.close();
+    } finally {
+      await onlyAudit.close();
+    }
+  });
+});
