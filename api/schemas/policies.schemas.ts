@@ -30,31 +30,29 @@ const usd = z
   .refine(isWholeMicros, 'at most six decimals (money is kept in micro-dollars)')
   .refine(notRoundedToZero, ROUNDS_TO_ZERO);
 
-/** A regex for the linear-time engine: RE2 syntax, so no backreferences or lookaround. */
-const pattern = z
-  .string()
-  .min(1)
-  .max(MAX_PATTERN_LENGTH)
-  .superRefine((p, ctx) => {
-    const problem = validatePattern(p);
-    if (problem) ctx.addIssue({ code: 'custom', message: problem });
-  })
-  .meta({
-    description: `RE2 syntax (linear time), at most ${MAX_PATTERN_LENGTH} characters. Matched against every message's content and the arguments of every tool call in the messages.`,
-  });
+/** A regex for the linear-time engine, checked by `problemOf` (null when it is usable). */
+const regex = (problemOf: (pattern: string) => string | null, description: string) =>
+  z
+    .string()
+    .min(1)
+    .max(MAX_PATTERN_LENGTH)
+    .superRefine((p, ctx) => {
+      const problem = problemOf(p);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    })
+    .meta({ description });
+
+/** RE2 syntax, so no backreferences or lookaround. */
+const pattern = regex(
+  (p) => validatePattern(p),
+  `RE2 syntax (linear time), at most ${MAX_PATTERN_LENGTH} characters. Matched against every message's content and the arguments of every tool call in the messages.`,
+);
 
 /** A redaction's pattern: as `pattern`, and never matching empty text. */
-const redactPattern = z
-  .string()
-  .min(1)
-  .max(MAX_PATTERN_LENGTH)
-  .superRefine((p, ctx) => {
-    const problem = validateRedaction(p);
-    if (problem) ctx.addIssue({ code: 'custom', message: problem });
-  })
-  .meta({
-    description: `As a deny_pattern's pattern, and it must not match empty text (such as a*, \\b or ^), where the replacement would be inserted between every character.`,
-  });
+const redactPattern = regex(
+  validateRedaction,
+  `As a deny_pattern's pattern, and it must not match empty text (such as a*, \\b or ^), where the replacement would be inserted between every character.`,
+);
 
 const flags = z
   .string()
