@@ -35,7 +35,7 @@ export function createApp(infra: Infra, options: AppOptions = {}): Koa {
   app.use(serviceIndex());
   app.use(queueDashboard(infra));
   // Reached only when no route answered: 405 for a known path, 404 otherwise.
-  app.use(noRouteFallback(router, ROUTES));
+  app.use(noRouteFallback(router, ROUTES, infra));
   app.on('error', () => undefined); // every error is answered and logged by errorHandler
   return app;
 }

@@ -17,6 +17,7 @@ import { checkMasterKeys } from './crypto/master-key-check';
 import { resealLegacyAtStart } from './crypto/reseal-at-start';
 import { IdempotencyStore } from './http/idempotency-store';
 import { RateLimit } from './http/rate-limiters';
+import type { OrgDeliverySlots } from '../domain/webhooks/org-delivery-slots';
 import type { Logger } from './logger';
 import { ProviderRouter } from './providers/provider-router';
 import { JobQueues } from './queue/job-queues';
@@ -31,6 +32,7 @@ import { PgApprovalStore } from './approvals/pg-approval-store';
 import type { CompletionSignal } from '../domain/invocations/signals';
 import type { WebhookPublisher } from '../domain/webhooks/webhook-publisher';
 import { HttpWebhookSender } from './webhooks/http-webhook-sender';
+import { RedisOrgDeliverySlots, SLOT_MARGIN_MS } from './webhooks/redis-org-delivery-slots';
 import { PgWebhookStore } from './webhooks/pg-webhook-store';
 import { deliveryJobs, QueuedWebhookPublisher } from './webhooks/queued-webhook-publisher';
 import { PgInvocationStore } from './invocations/pg-invocation-store';
@@ -93,6 +95,8 @@ export interface Infra {
   webhookStore: PgWebhookStore;
   webhookSealer: SecretSealer;
   webhookSender: HttpWebhookSender;
+  /** The per-org cap on webhook deliveries in flight (CP_WEBHOOK_ORG_CONCURRENCY). */
+  webhookSlots: OrgDeliverySlots;
   guardian: Guardian;
   /** Each org's policy_version and policy set, read in one snapshot (for the compiled-policy cache). */
   policySets: PgPolicySetReader;
@@ -192,6 +196,12 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
     webhookStore,
     webhookSealer: new KeyringBox(keyring, 'webhooks'),
     webhookSender,
+    webhookSlots: new RedisOrgDeliverySlots(
+      redis,
+      prefix,
+      config.CP_WEBHOOK_ORG_CONCURRENCY,
+      config.CP_WEBHOOK_TIMEOUT_MS + SLOT_MARGIN_MS,
+    ),
     guardian: new Guardian(new OrgPolicyEngine(compiledPolicies)),
     policySets,
     actionHistory: new PgActionHistory(knex),

@@ -1,28 +1,13 @@
 import type { Job } from 'bullmq';
 import type { WebhookJob } from '../domain/jobs';
 import { deliverWebhook } from '../domain/webhooks/deliver-webhook';
-import { inOrgSlot, type OrgDeliverySlots } from '../domain/webhooks/org-delivery-slots';
+import { inOrgSlot } from '../domain/webhooks/org-delivery-slots';
 import { requeueLostDeliveries } from '../domain/webhooks/requeue-lost-deliveries';
 import { pruneDeliveries } from '../domain/webhooks/prune-deliveries';
 import { retryDelayMs } from '../domain/webhooks/retry-schedule';
 import type { Infra } from '../infra/container';
 import { deliveryJobs } from '../infra/webhooks/queued-webhook-publisher';
-import { RedisOrgDeliverySlots, SLOT_MARGIN_MS } from '../infra/webhooks/redis-org-delivery-slots';
 import type { JobInfo } from './invocation-processors';
-
-const slotsByInfra = new WeakMap<Infra, OrgDeliverySlots>();
-
-/** The per-org cap on deliveries in flight (CP_WEBHOOK_ORG_CONCURRENCY), one per process. */
-function orgSlots(infra: Infra): OrgDeliverySlots {
-  let slots = slotsByInfra.get(infra);
-  if (!slots) {
-    const { CP_REDIS_PREFIX, CP_WEBHOOK_ORG_CONCURRENCY, CP_WEBHOOK_TIMEOUT_MS } = infra.config;
-    const staleAfterMs = CP_WEBHOOK_TIMEOUT_MS + SLOT_MARGIN_MS;
-    slots = new RedisOrgDeliverySlots(infra.redis, CP_REDIS_PREFIX, CP_WEBHOOK_ORG_CONCURRENCY, staleAfterMs);
-    slotsByInfra.set(infra, slots);
-  }
-  return slots;
-}
 
 /**
  * One attempt at a webhook delivery, in one of its org's slots; a failed one that may be retried
@@ -31,7 +16,7 @@ function orgSlots(infra: Infra): OrgDeliverySlots {
  */
 export const webhookProcessor = (payload: WebhookJob, infra: Infra, job: JobInfo) =>
   inOrgSlot(
-    orgSlots(infra),
+    infra.webhookSlots,
     { orgId: payload.org_id, jobId: job.id, deferrals: job.deferrals },
     () =>
       deliverWebhook(

@@ -1,8 +1,7 @@
 import type { InvocationSummary } from '../../domain/invocations/invocation';
 import { microsToUsd } from '../../domain/pricing/cost';
 import type { Reply } from '../http/route';
-import { openAiError } from '../http/openai-errors';
-import { NO_RETRY } from './no-retry';
+import { NO_RETRY, openAiError } from '../http/openai-errors';
 
 /** The headers every answer about an invocation carries. */
 export const invocationHeaders = (i: InvocationSummary): Record<string, string> => ({

@@ -4,7 +4,7 @@ import type { RateDecision } from '../../infra/http/rate-limiters';
 import type { Logger } from '../../infra/logger';
 import { isUnavailableError } from '../../infra/unavailable';
 import { ERROR_STATUS } from './error-status';
-import { openAiError, paramOf } from './openai-errors';
+import { NO_RETRY, openAiError, paramOf } from './openai-errors';
 import { setRateHeaders } from './rate-headers';
 
 /** Errors thrown by Koa, its router or the body reader carry an HTTP status. */
@@ -46,8 +46,7 @@ function writeError(ctx: Context, error: DomainError): void {
           ...extra,
         })
       : { error_code: error.code, message: error.message, request_id: requestId, ...extra };
-  if (ctx.state.errorShape === 'openai' && !MAY_SUCCEED_LATER.has(error.code))
-    ctx.set('x-should-retry', 'false');
+  if (ctx.state.errorShape === 'openai' && !MAY_SUCCEED_LATER.has(error.code)) ctx.set(NO_RETRY);
   if (rate) setRateHeaders(ctx, rate);
   if (error.code === 'rate_limited') ctx.set('Retry-After', String(extra.retry_after_seconds ?? 1));
   if (error.code === 'unavailable') ctx.set('Retry-After', '2');

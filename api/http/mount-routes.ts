@@ -92,43 +92,29 @@ function pipeline(
 }
 
 /**
- * Whether `layer` is a route's literal path and `path` is exactly it (the router matches paths
- * case-insensitively; `/v1/policies/PREVIEW` is a policy id, not the preview).
- */
-export const isLiteralLayerOf = (
-  layer: { paramNames: unknown[]; path: string | RegExp },
-  path: string,
-): boolean => layer.paramNames.length === 0 && layer.path === path;
-
-/** The infrastructure each mounted router's routes use, for what none of them answers. */
-const mounted = new WeakMap<Router, Infra>();
-
-/**
  * Mounts the routes. A path that is a route's own literal path (`/v1/policies/preview`) is never
  * taken for a parameter of another (`/v1/policies/{id}`): a method the literal path lacks falls
- * through to 405, not to the parameter route.
+ * through to 405, not to the parameter route. The comparison is exact (the router matches paths
+ * case-insensitively; `/v1/policies/PREVIEW` is a policy id, not the preview).
  */
 export function mountRoutes(routes: RouteDef[], infra: Infra, checkReply?: ReplyCheck): Router {
   const router = new Router();
-  const isLiteralPath = (ctx: Context): boolean =>
-    router.match(ctx.path, ctx.method).path.some((layer) => isLiteralLayerOf(layer, ctx.path));
+  const literalPaths = new Set(routes.filter((r) => !r.path.includes('{')).map((r) => r.path));
+  const isLiteralPath = (ctx: Context): boolean => literalPaths.has(ctx.path);
   const never = (): boolean => false;
   for (const route of routes) {
     const yields = route.path.includes('{') ? isLiteralPath : never;
     router.register(koaPath(route.path), [route.method], pipeline(route, infra, checkReply, yields));
   }
-  mounted.set(router, infra);
   return router;
 }
 
 /**
- * A request none of `router`'s routes answered (a 404 or 405 follows) still counts against the
+ * A request no route answered (a 404 or 405 follows) still counts against the
  * per-key limit of a token that authenticates, with the `RateLimit-*` headers, so a key cannot
  * probe without limit. Without such a token nothing is counted, as before.
  */
-export async function limitUnrouted(router: Router, ctx: Context): Promise<void> {
-  const infra = mounted.get(router);
-  if (!infra) return;
+export async function limitUnrouted(infra: Infra, ctx: Context): Promise<void> {
   const principal = await authenticatedIfAny(ctx, infra);
   if (principal) await applyRateLimit(ctx, infra, principal);
 }

@@ -1,7 +1,8 @@
 import type Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { DomainError } from '../../domain/errors';
-import { isLiteralLayerOf, limitUnrouted } from './mount-routes';
+import type { Infra } from '../../infra/container';
+import { limitUnrouted } from './mount-routes';
 import type { RouteDef } from './route';
 
 /**
@@ -12,7 +13,7 @@ import type { RouteDef } from './route';
 export function noRouteAnswered(router: Router, ctx: Context): never {
   const layers = router.match(ctx.path, ctx.method).path;
   // A literal path is its own resource, not a value of a sibling's parameter (see mountRoutes).
-  const literal = layers.filter((layer) => isLiteralLayerOf(layer, ctx.path));
+  const literal = layers.filter((layer) => layer.path === ctx.path);
   const allowed = [
     ...new Set((literal.length > 0 ? literal : layers).flatMap((layer) => layer.methods)),
   ].sort();
@@ -32,13 +33,13 @@ const baseOf = (path: string): string => path.split('/{')[0] ?? path;
  * paths it falls under, so an OpenAI SDK reads a 404 or 405 under /v1/chat/completions or
  * /v1/models (its `retrieve` of a path this service lacks, a wrong method) as it reads the rest.
  */
-export function noRouteFallback(router: Router, routes: RouteDef[]): Middleware {
+export function noRouteFallback(router: Router, routes: RouteDef[], infra: Infra): Middleware {
   const openAiBases = routes.filter((r) => r.errorShape === 'openai').map((r) => baseOf(r.path));
   const isOpenAiPath = (path: string) =>
     openAiBases.some((base) => path === base || path.startsWith(`${base}/`));
   return async (ctx) => {
     if (isOpenAiPath(ctx.path)) ctx.state.errorShape = 'openai';
-    await limitUnrouted(router, ctx);
+    await limitUnrouted(infra, ctx);
     noRouteAnswered(router, ctx);
   };
 }

@@ -1,3 +1,6 @@
+/** Tells the OpenAI SDKs not to retry: they retry 409 and 5xx, and a retry is submitted anew. */
+export const NO_RETRY = { 'x-should-retry': 'false' } as const;
+
 /** The field a validation error names, as OpenAI's `param`. */
 export const paramOf = (extra: Record<string, unknown>): string | null => {
   const details = extra.details as { path?: string }[] | undefined;

@@ -9,7 +9,7 @@ import type { Rates } from '../pricing/cost';
 import { effectivePrice, unpricedModel } from '../pricing/price-use-cases';
 import { actorOf, type CallContext } from '../principal';
 import type { ChatMessage } from '../providers';
-import { assertFits, assertOpen, type Session } from '../sessions/session';
+import { assertFits, assertOpen, assertSessionAgent, type Session } from '../sessions/session';
 import { awaitFinished } from './read-invocations';
 import type { Invocation, InvocationRequest, InvocationSummary } from './invocation';
 import type { AgentGate } from '../policy/guardian';
@@ -42,18 +42,6 @@ export interface InvokeInput {
   metadata?: Record<string, unknown> | undefined;
   /** W3C trace context of the request, carried into the jobs. */
   trace: Record<string, string>;
-}
-
-/**
- * A request naming both an agent and a session: the session's agent, if it has one, must be that
- * agent (400 validation_error on agent_id otherwise). Invoke and evaluate both hold to it.
- */
-export function assertSessionAgent(
-  session: Pick<Session, 'id' | 'agentId'>,
-  agentId: string | null | undefined,
-): void {
-  if (agentId && session.agentId && agentId !== session.agentId)
-    throw invalidField('agent_id', `agent_id: session ${session.id} belongs to agent ${session.agentId}`);
 }
 
 /** The agent the invocation acts for: the request's, else the session's; they may not differ. */

@@ -71,47 +71,38 @@ export const allowEverything: PolicyEngine = { evaluate: async () => allowed() }
 
 /**
  * A refusal by the agent record itself. The org's policies are not run for it (so no shadow
- * reasons); the decision still names the policy_version it was taken under, when the caller knows it.
+ * reasons); the caller names the policy_version it was taken under (see Guardian.decide).
  */
-const deny = (code: string, message: string, policyVersion = 0): GuardianVerdict => ({
+const deny = (code: string, message: string): GuardianVerdict => ({
   verdict: 'deny',
   reasons: [{ policyId: null, code, message }],
   shadowReasons: [],
   modifiedAction: null,
   approval: null,
-  policyVersion,
+  policyVersion: 0,
 });
 
 /** What the agent record forbids of any action: acting while suspended, a model outside its list. */
-export function agentCheck(
-  agent: AgentGate | null,
-  model: string | undefined,
-  policyVersion?: number,
-): GuardianVerdict | null {
+export function agentCheck(agent: AgentGate | null, model: string | undefined): GuardianVerdict | null {
   if (!agent) return null;
   if (agent.status === 'suspended')
-    return deny('agent_suspended', `agent ${agent.id} is suspended; resume it to let it act`, policyVersion);
+    return deny('agent_suspended', `agent ${agent.id} is suspended; resume it to let it act`);
   if (model !== undefined && !agent.allowedModels.includes(model))
-    return deny(
-      'model_not_allowed',
-      `model ${model} is not in the allowed_models of agent ${agent.id}`,
-      policyVersion,
-    );
+    return deny('model_not_allowed', `model ${model} is not in the allowed_models of agent ${agent.id}`);
   return null;
 }
 
 /** The checks every org gets, before its own policies: what the agent record itself forbids. */
 function builtinCheck(input: GuardianInput): GuardianVerdict | null {
-  const { agent, action, policyVersion } = input;
+  const { agent, action } = input;
   if (!agent) return null;
-  const refused = agentCheck(agent, action.model, policyVersion);
+  const refused = agentCheck(agent, action.model);
   if (refused) return refused;
   // As with allowed_models, an empty list allows nothing: the agent record is an allow-list.
   if (!agent.credentialRefs.includes(input.credentialRef))
     return deny(
       'credential_not_allowed',
       `credential ${input.credentialRef} is not in the credential_refs of agent ${agent.id}`,
-      policyVersion,
     );
   return null;
 }
@@ -121,6 +112,9 @@ export class Guardian {
   constructor(private readonly engine: PolicyEngine = allowEverything) {}
 
   async decide(input: GuardianInput): Promise<GuardianVerdict> {
-    return builtinCheck(input) ?? this.engine.evaluate(input);
+    const refused = builtinCheck(input);
+    // Taken under the policy_version the caller read, as the engine's decisions are.
+    if (refused) return { ...refused, policyVersion: input.policyVersion ?? 0 };
+    return this.engine.evaluate(input);
   }
 }

@@ -64,15 +64,18 @@ function compiled(pattern: string, bits: number): RE2JS {
   }
 }
 
-/** Null when the pattern compiles (see compilePattern), else why not: for the store's 400s. */
-export function validatePattern(pattern: string, flags?: string): string | null {
+/** Null when `check` finds nothing wrong, else why not: its answer, or the message it threw. */
+function problemOf(check: () => string | null): string | null {
   try {
-    compilePattern(pattern, flags);
-    return null;
+    return check();
   } catch (err) {
     return err instanceof Error ? err.message : String(err);
   }
 }
+
+/** Null when the pattern compiles (see compilePattern), else why not: for the store's 400s. */
+export const validatePattern = (pattern: string, flags?: string): string | null =>
+  problemOf(() => (compilePattern(pattern, flags), null));
 
 /** Texts on which a pattern that can match empty text shows it: empty, a word, words apart. */
 const EMPTY_PROBES = ['', 'a', 'a b', '0,'];
@@ -91,10 +94,9 @@ function matchesEmptyText(regex: RE2JS): boolean {
  * empty text, which would insert the replacement between every character (and mark every
  * message modified).
  */
-export function validateRedaction(pattern: string): string | null {
-  const invalid = validatePattern(pattern);
-  if (invalid) return invalid;
-  return matchesEmptyText(compilePattern(pattern))
-    ? 'matches empty text, so the replacement would be inserted everywhere: make it match at least one character'
-    : null;
-}
+export const validateRedaction = (pattern: string): string | null =>
+  problemOf(() =>
+    matchesEmptyText(compilePattern(pattern))
+      ? 'matches empty text, so the replacement would be inserted everywhere: make it match at least one character'
+      : null,
+  );

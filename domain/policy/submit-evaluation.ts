@@ -1,10 +1,10 @@
 import type { Clock } from '../clock';
 import { DomainError, notFound } from '../errors';
 import { newId } from '../ids';
-import { assertSessionAgent } from '../invocations/submit-invocation';
 import type { CompletionWaiter } from '../invocations/signals';
 import type { UnitOfWork } from '../ports';
 import { actorOf, type CallContext } from '../principal';
+import { assertSessionAgent } from '../sessions/session';
 import type { SessionStore } from '../sessions/session-store';
 import type { Decision } from './decision';
 import type { EvaluationRelay } from './evaluation';

@@ -1,7 +1,7 @@
 import { budgetExceeded, inContractUnits, type CapRefusal } from '../budget/cap-refusal';
 import type { CapAmounts } from '../budget/charges';
 import type { CapName } from '../budget/cap-ledger';
-import { DomainError } from '../errors';
+import { DomainError, invalidField } from '../errors';
 
 /** `expired` is stored by a sweeper, but a session is expired the moment `expiresAt` passes. */
 export type SessionStatus = 'open' | 'closed' | 'expired';
@@ -78,4 +78,16 @@ export function capRefusal(session: Session, held: CapAmounts, need: CapAmounts)
       return inContractUnits({ cap, limit, remaining: Math.max(0, limit - used), needed });
   }
   return null;
+}
+
+/**
+ * A request naming both an agent and a session: the session's agent, if it has one, must be that
+ * agent (400 validation_error on agent_id otherwise). Invoke and evaluate both hold to it.
+ */
+export function assertSessionAgent(
+  session: Pick<Session, 'id' | 'agentId'>,
+  agentId: string | null | undefined,
+): void {
+  if (agentId && session.agentId && agentId !== session.agentId)
+    throw invalidField('agent_id', `agent_id: session ${session.id} belongs to agent ${session.agentId}`);
 }

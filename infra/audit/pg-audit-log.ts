@@ -141,9 +141,10 @@ export class PgAuditLog implements AuditLog {
 
   private async sealBatch(orgId: string): Promise<number> {
     const sealed = await this.knex.transaction(async (trx) => {
-      const head = await this.lockHead(trx, orgId);
+      const recorded = await this.lockHead(trx, orgId);
       const pending = await this.takePending(trx, orgId);
       if (pending.length === 0) return null;
+      const head = await this.chainHead(trx, orgId, recorded);
       const follows = await this.followsSignedHead(trx, orgId, head);
       const entries = sealEvents(head, pending);
       const checkpoint = await this.append(trx, orgId, entries);
@@ -170,12 +171,7 @@ export class PgAuditLog implements AuditLog {
     return entry?.hash === outside.hash;
   }
 
-  /**
-   * One chain writer per org: the head row is locked until the batch commits. The chain goes on
-   * from its last entry. A head row that disagrees with it was changed behind the service (it
-   * has no trigger): sealing after it would collide with or skip entries, so the row is put back
-   * and the change logged; verify still judges the entries by their signed heads.
-   */
+  /** One chain writer per org: the head row is locked until the batch commits. What it records. */
   private async lockHead(trx: Knex.Transaction, orgId: string): Promise<ChainHead> {
     await trx.raw(
       `insert into audit_heads (org_id, seq, hash, sealed_at) values (?, 0, ?, now()) on conflict do nothing`,
@@ -185,20 +181,26 @@ export class PgAuditLog implements AuditLog {
       .where({ org_id: orgId })
       .forUpdate()
       .first<{ seq: string; hash: string } | undefined>('seq', 'hash');
-    const head = { seq: Number(row?.seq ?? 0), hash: row?.hash ?? GENESIS_HASH };
-    // A statement of its own, after the lock: one joined to the locking read would see the
-    // entries as they were before a sealer it waited for committed, and take the head for changed.
+    return { seq: Number(row?.seq ?? 0), hash: row?.hash ?? GENESIS_HASH };
+  }
+
+  /**
+   * The chain goes on from its last entry, read under the head lock in a statement of its own (one
+   * joined to the locking read would see the entries from before a sealer it waited for). The head
+   * row only records it (append moves it): one that disagrees was changed behind the service, as
+   * it has no trigger, and is logged; verify judges the entries by their signed heads.
+   */
+  private async chainHead(trx: Knex.Transaction, orgId: string, recorded: ChainHead): Promise<ChainHead> {
     const entry = await trx('audit_entries')
       .where({ org_id: orgId })
       .orderBy('seq', 'desc')
       .first<{ seq: string; hash: string } | undefined>('seq', 'hash');
     const last = { seq: Number(entry?.seq ?? 0), hash: entry?.hash ?? GENESIS_HASH };
-    if (head.seq === last.seq && head.hash === last.hash) return head;
-    this.logger?.error(
-      { org_id: orgId, head_row: head, last_entry: last },
-      'audit seal: the head row does not match the chain (changed outside the service); sealing after the last entry',
-    );
-    await trx('audit_heads').where({ org_id: orgId }).update({ seq: last.seq, hash: last.hash });
+    if (last.seq !== recorded.seq || last.hash !== recorded.hash)
+      this.logger?.error(
+        { org_id: orgId, head_row: recorded, last_entry: last },
+        'audit seal: the head row does not match the chain (changed outside the service); sealing after the last entry',
+      );
     return last;
   }
 

@@ -56,12 +56,10 @@ export class QueuedWebhookPublisher implements WebhookPublisher {
   }
 
   private async handOn(orgId: string, type: WebhookEventType, data: Record<string, unknown>, lookup: Lookup) {
-    let first = true;
-    const subscriptions = await this.retrying(() => {
-      const found = first ? lookup.subscriptions : this.deps.deliveries.subscriptions(orgId);
-      first = false;
-      return found;
-    });
+    // The look-up may be shared with other events; a failed one is made again for this one.
+    const subscriptions = await lookup.subscriptions.catch(() =>
+      this.retrying(() => this.deps.deliveries.subscriptions(orgId)),
+    );
     const deliveries = plannedDeliveries(this.deps.clock, subscriptions, orgId, type, data);
     await this.retrying(() => fanOut(this.deps, deliveries));
   }
