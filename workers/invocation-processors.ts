@@ -22,6 +22,8 @@ export interface JobInfo {
   attempts: number;
   /** Times the job was taken before this run without failing (put back to wait its turn). */
   deferrals: number;
+  /** When the job was added (ms since the epoch, by the adding process's clock). */
+  queuedAt: number;
 }
 
 const stageJob = (payload: InvocationJob, trace: Record<string, string>): StageJob => ({

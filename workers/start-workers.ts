@@ -57,6 +57,7 @@ function processJob(job: Job, infra: Infra): Promise<unknown> {
     attemptsMade: job.attemptsMade,
     attempts: job.opts.attempts ?? 1,
     deferrals: Math.max(0, job.attemptsStarted - job.attemptsMade - 1),
+    queuedAt: job.timestamp,
   };
   return (PROCESSORS[job.name] as (p: typeof payload, i: Infra, j: typeof info) => Promise<unknown>)(
     payload,

@@ -9,30 +9,50 @@ import type { Infra } from '../infra/container';
 import { deliveryJobs } from '../infra/webhooks/queued-webhook-publisher';
 import type { JobInfo } from './invocation-processors';
 
+/** Why a delivery whose window ended while it waited for its org's slot is `failed`. */
+export const NO_SLOT_IN_WINDOW =
+  'its 24 hours ended while it waited for a slot: its org was at its cap of deliveries in flight';
+
 /**
  * One attempt at a webhook delivery, in one of its org's slots; a failed one that may be retried
- * throws (RetryDelivery), and one whose org is at its cap throws OrgAtCapacity (the worker puts
- * it back in the queue for a moment, which is not an attempt).
+ * throws (RetryDelivery), and one whose org has no slot for it yet throws OrgAtCapacity (the
+ * worker puts it back in the queue for a moment, which is not an attempt). A delivery that waited
+ * for a slot its whole window is `failed`.
  */
-export const webhookProcessor = (payload: WebhookJob, infra: Infra, job: JobInfo) =>
-  inOrgSlot(
+export const webhookProcessor = (payload: WebhookJob, infra: Infra, job: JobInfo) => {
+  const { org_id: orgId, delivery_id: deliveryId } = payload;
+  const deliveries = infra.webhookStore;
+  return inOrgSlot(
     infra.webhookSlots,
-    { orgId: payload.org_id, jobId: job.id, deferrals: job.deferrals },
-    () =>
-      deliverWebhook(
-        {
-          deliveries: infra.webhookStore,
-          sealer: infra.webhookSealer,
-          sender: infra.webhookSender,
-          clock: infra.clock,
-          backoffMs: infra.config.CP_WEBHOOK_BACKOFF_MS,
-          timeoutMs: infra.config.CP_WEBHOOK_TIMEOUT_MS,
-        },
-        { deliveryId: payload.delivery_id, orgId: payload.org_id },
-        { number: job.attemptsMade + 1, max: job.attempts },
-      ),
-    (err) => infra.logger.warn({ err }, 'could not give back a webhook delivery slot; it lapses by itself'),
+    infra.clock.now().getTime(),
+    { orgId, jobId: job.id, queuedAt: job.queuedAt, deferrals: job.deferrals },
+    {
+      deliver: () =>
+        deliverWebhook(
+          {
+            deliveries,
+            sealer: infra.webhookSealer,
+            sender: infra.webhookSender,
+            clock: infra.clock,
+            backoffMs: infra.config.CP_WEBHOOK_BACKOFF_MS,
+            timeoutMs: infra.config.CP_WEBHOOK_TIMEOUT_MS,
+          },
+          { deliveryId, orgId },
+          { number: job.attemptsMade + 1, max: job.attempts },
+        ),
+      tooLate: async () => {
+        await deliveries.end(orgId, deliveryId, NO_SLOT_IN_WINDOW);
+        return 'failed' as const;
+      },
+      wake: (next) => deliveryJobs(infra.queues).wake(next),
+      onError: (err) =>
+        infra.logger.warn(
+          { err },
+          'could not give back a webhook slot or wake the next delivery; it lapses by itself',
+        ),
+    },
   );
+};
 
 /** The queue's wait before the next attempt, from the job's base delay (CP_WEBHOOK_BACKOFF_MS). */
 export const webhookBackoff = (attemptsMade: number, job: Pick<Job, 'opts'> | undefined): number =>

@@ -97,4 +97,6 @@ export interface DeliveryQueue {
   enqueue(delivery: Pick<NewDelivery, 'id' | 'orgId'>): Promise<void>;
   /** Whether the delivery's job is still in the queue, in any state. */
   has(deliveryId: string): Promise<boolean>;
+  /** Runs now the jobs of these deliveries that are waiting out a delay; the others are left as they are. */
+  wake(deliveryIds: string[]): Promise<void>;
 }

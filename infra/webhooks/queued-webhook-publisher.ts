@@ -18,10 +18,18 @@ const NO_WEBHOOKS_TTL_MS = 1_000;
 const MAX_REMEMBERED = 10_000;
 
 /** Each delivery is one `webhook.deliver` job whose id is the delivery id. */
-export const deliveryJobs = (queues: JobQueues): DeliveryQueue => ({
-  enqueue: (d) => queues.enqueue('webhook.deliver', { delivery_id: d.id, org_id: d.orgId }, d.id),
-  has: async (id) => (await queues.queue(JOBS['webhook.deliver'].queue).getJob(id)) !== undefined,
-});
+export const deliveryJobs = (queues: JobQueues): DeliveryQueue => {
+  const queue = () => queues.queue(JOBS['webhook.deliver'].queue);
+  return {
+    enqueue: (d) => queues.enqueue('webhook.deliver', { delivery_id: d.id, org_id: d.orgId }, d.id),
+    has: async (id) => (await queue().getJob(id)) !== undefined,
+    wake: async (ids) => {
+      const jobs = await Promise.all(ids.map((id) => queue().getJob(id)));
+      // A job already running or waiting is not delayed, and promote() refuses it: nothing to do.
+      await Promise.all(jobs.map((job) => job?.promote().catch(() => undefined)));
+    },
+  };
+};
 
 /** A look-up of an org's webhooks: shared while in flight, kept briefly when it found none. */
 interface Lookup {

@@ -2,29 +2,64 @@ import type Redis from 'ioredis';
 import type { OrgDeliverySlots } from '../../domain/webhooks/org-delivery-slots';
 
 /**
- * KEYS[1]: the org's sorted set of job ids in flight, scored by when each started (Redis's clock,
- * so every process agrees). ARGV: job id, cap, how long an entry may stand. Entries older than that
- * are dropped first: their worker died without giving the slot back. 1 when the slot is taken.
+ * KEYS: the org's deliveries in flight (job ids scored by when each started, by Redis's clock so
+ * every process agrees), its waiting line (scored by when each job was queued) and when each waiter
+ * last asked (Redis's clock). ARGV: job id, cap, how long a slot may stand, when the job was queued,
+ * how long a waiter may go without asking. Slots and waiters past those ages are dropped first:
+ * their worker died, or their job ended. 1 when the job takes a slot.
  */
 const TAKE = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local stale = tonumber(ARGV[3])
+local job, cap, stale, lapse = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[5])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - stale)
-if redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
-  redis.call('ZADD', KEYS[1], now, ARGV[1])
+for _, gone in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now - lapse)) do
+  redis.call('ZREM', KEYS[2], gone)
+  redis.call('ZREM', KEYS[3], gone)
+end
+local holds = redis.call('ZSCORE', KEYS[1], job)
+redis.call('ZADD', KEYS[2], 'NX', ARGV[4], job)
+local free = cap - redis.call('ZCARD', KEYS[1])
+if holds or (free > 0 and redis.call('ZRANK', KEYS[2], job) < free) then
+  redis.call('ZADD', KEYS[1], now, job)
   redis.call('PEXPIRE', KEYS[1], stale)
+  redis.call('ZREM', KEYS[2], job)
+  redis.call('ZREM', KEYS[3], job)
   return 1
 end
+redis.call('ZADD', KEYS[3], now, job)
+redis.call('PEXPIRE', KEYS[2], lapse)
+redis.call('PEXPIRE', KEYS[3], lapse)
 return 0`;
+
+/** KEYS: in flight, waiting line. ARGV: job id, cap. The first in line, as many as slots are free. */
+const RELEASE = `
+redis.call('ZREM', KEYS[1], ARGV[1])
+local free = tonumber(ARGV[2]) - redis.call('ZCARD', KEYS[1])
+if free <= 0 then return {} end
+return redis.call('ZRANGE', KEYS[2], 0, free - 1)`;
 
 /** Beyond the receiver's timeout, what one delivery may spend reading and writing its row. */
 export const SLOT_MARGIN_MS = 10_000;
 
-/** The org's set of deliveries in flight, under the service's Redis prefix. */
-export const orgSlotsKey = (prefix: string, orgId: string): string => `${prefix}:webhooks:inflight:${orgId}`;
+/**
+ * How long a waiter may go without asking for a slot before its place in line is given up: its
+ * longest wait (30 s), plus a delivery's time in flight, which a busy queue may add before its
+ * job starts again. A waiter dropped by mistake takes its place again at its next ask.
+ */
+export const waiterLapseMs = (staleAfterMs: number): number => 30_000 + staleAfterMs;
 
-/** OrgDeliverySlots in one Redis sorted set per org; taking is one script, so never over the cap. */
+/** The org's keys share a hash tag, so each script runs on one Redis (or one cluster slot). */
+const orgKey = (prefix: string, orgId: string, what: string) => `${prefix}:webhooks:{${orgId}}:${what}`;
+/** The org's set of deliveries in flight, under the service's Redis prefix. */
+export const orgSlotsKey = (prefix: string, orgId: string): string => orgKey(prefix, orgId, 'inflight');
+/** The org's waiting line, and when each waiter last asked. */
+export const orgLineKeys = (prefix: string, orgId: string): [string, string] => [
+  orgKey(prefix, orgId, 'waiting'),
+  orgKey(prefix, orgId, 'asked'),
+];
+
+/** OrgDeliverySlots in Redis sorted sets per org; taking is one script, so never over the cap. */
 export class RedisOrgDeliverySlots implements OrgDeliverySlots {
   constructor(
     private readonly redis: Redis,
@@ -32,14 +67,30 @@ export class RedisOrgDeliverySlots implements OrgDeliverySlots {
     private readonly cap: number,
     /** After this long a slot is given up for lost: the delivery timeout plus SLOT_MARGIN_MS. */
     private readonly staleAfterMs: number,
+    /** After this long without asking, a waiter's place in line is given up. */
+    private readonly lapseAfterMs = waiterLapseMs(staleAfterMs),
   ) {}
 
-  async take(orgId: string, jobId: string): Promise<boolean> {
-    const key = orgSlotsKey(this.prefix, orgId);
-    return (await this.redis.eval(TAKE, 1, key, jobId, this.cap, this.staleAfterMs)) === 1;
+  async take(orgId: string, jobId: string, queuedAt: number): Promise<boolean> {
+    const keys = [orgSlotsKey(this.prefix, orgId), ...orgLineKeys(this.prefix, orgId)];
+    const args = [jobId, this.cap, this.staleAfterMs, queuedAt, this.lapseAfterMs];
+    return (await this.redis.eval(TAKE, 3, ...keys, ...args)) === 1;
   }
 
-  async release(orgId: string, jobId: string): Promise<void> {
-    await this.redis.zrem(orgSlotsKey(this.prefix, orgId), jobId);
+  async release(orgId: string, jobId: string): Promise<string[]> {
+    const [waiting] = orgLineKeys(this.prefix, orgId);
+    return (await this.redis.eval(
+      RELEASE,
+      2,
+      orgSlotsKey(this.prefix, orgId),
+      waiting,
+      jobId,
+      this.cap,
+    )) as string[];
+  }
+
+  async leave(orgId: string, jobId: string): Promise<void> {
+    const [waiting, asked] = orgLineKeys(this.prefix, orgId);
+    await this.redis.multi().zrem(waiting, jobId).zrem(asked, jobId).exec();
   }
 }

@@ -3,6 +3,7 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
   RedisOrgDeliverySlots,
+  orgLineKeys,
   orgSlotsKey,
   SLOT_MARGIN_MS,
 } from '../../infra/webhooks/redis-org-delivery-slots';
@@ -179,30 +180,62 @@ describe('webhooks: a cap on each org’s deliveries in flight', () => {
 });
 
 describe('webhooks: the per-org slots in Redis', () => {
+  const newOrg = () => `org_${randomBytes(4).toString('hex')}`;
+
   it('never goes over the cap, counts a job once, frees on release, and lets a lost slot lapse', async () => {
-    const slots = new RedisOrgDeliverySlots(app.infra.redis, app.prefix, 2, 400);
-    const org = `org_${randomBytes(4).toString('hex')}`;
+    const slots = new RedisOrgDeliverySlots(app.infra.redis, app.prefix, 2, 400, 400);
+    const org = newOrg();
     const key = orgSlotsKey(app.prefix, org);
     expect(key.startsWith(`${app.prefix}:`)).toBe(true);
 
-    const taken = await Promise.all(['a', 'b', 'c', 'd'].map((job) => slots.take(org, job)));
+    const taken = await Promise.all(['a', 'b', 'c', 'd'].map((job, i) => slots.take(org, job, i)));
     expect(taken.filter(Boolean)).toHaveLength(2);
     const holders = await app.infra.redis.zrange(key, 0, -1);
     expect(holders).toHaveLength(2);
     // The same job run again (taken over after its worker died) holds its one slot, not a second.
-    expect(await slots.take(org, holders[0] as string)).toBe(true);
+    expect(await slots.take(org, holders[0] as string, 0)).toBe(true);
     expect(await app.infra.redis.zcard(key)).toBe(2);
     expect(await app.infra.redis.pttl(key)).toBeGreaterThan(0);
 
     await slots.release(org, holders[0] as string);
-    expect(await slots.take(org, 'e')).toBe(true);
-    expect(await slots.take(org, 'f')).toBe(false);
+    expect(await slots.take(org, 'c', 2)).toBe(true);
+    expect(await slots.take(org, 'd', 3)).toBe(false);
 
-    // Nobody releases 'e' or the other holder: both lapse, and the org has its slots back.
+    // Nobody releases 'c' or the other holder, and 'd' stops asking: all lapse, and the org has
+    // its slots back.
     await new Promise((r) => setTimeout(r, 500));
-    expect(await slots.take(org, 'f')).toBe(true);
-    expect(await slots.take(org, 'g')).toBe(true);
+    expect(await slots.take(org, 'f', 5)).toBe(true);
+    expect(await slots.take(org, 'g', 6)).toBe(true);
     expect(await app.infra.redis.zrange(key, 0, -1)).toEqual(expect.arrayContaining(['f', 'g']));
     expect(await app.infra.redis.zcard(key)).toBe(2);
+    expect(await app.infra.redis.zrange(orgLineKeys(app.prefix, org)[0], 0, -1)).toEqual([]);
+  });
+
+  it('gives a freed slot to the longest waiting, not to whoever asks first', async () => {
+    const slots = new RedisOrgDeliverySlots(app.infra.redis, app.prefix, 1, 60_000);
+    const org = newOrg();
+    expect(await slots.take(org, 'first', 100)).toBe(true);
+    expect(await slots.take(org, 'newer', 300)).toBe(false);
+    expect(await slots.take(org, 'older', 200)).toBe(false);
+
+    // The release names the one the slot is owed to, so it can be woken.
+    expect(await slots.release(org, 'first')).toEqual(['older']);
+    // The slot is free, but owed: a newer delivery asking first does not take it.
+    expect(await slots.take(org, 'newest', 400)).toBe(false);
+    expect(await slots.take(org, 'newer', 300)).toBe(false);
+    expect(await slots.take(org, 'older', 200)).toBe(true);
+    expect(await slots.release(org, 'older')).toEqual(['newer']);
+    // A delivery given up leaves the line, and the slot goes to the next.
+    await slots.leave(org, 'newer');
+    expect(await slots.take(org, 'newest', 400)).toBe(true);
+    expect(await slots.release(org, 'newest')).toEqual([]);
+    for (const line of orgLineKeys(app.prefix, org)) expect(await app.infra.redis.exists(line)).toBe(0);
+  });
+
+  it('keeps every key of an org in one cluster slot', () => {
+    const tags = [orgSlotsKey('p', 'org_1'), ...orgLineKeys('p', 'org_1')].map(
+      (k) => /\{(.+)\}/.exec(k)?.[1],
+    );
+    expect(tags).toEqual(['org_1', 'org_1', 'org_1']);
   });
 });
