@@ -12,6 +12,7 @@ import { OrgAtCapacity } from '../domain/webhooks/org-delivery-slots';
 import type { Infra } from '../infra/container';
 import { bullConnectionOptions } from '../infra/redis/connections';
 import { closeOrGiveUp } from './close-or-give-up';
+import { failedJobLog } from './failed-job-log';
 import { PROCESSORS } from './processors';
 import { queueWaitMs } from './queue-wait';
 import { webhookBackoff } from './webhook-processor';
@@ -104,10 +105,7 @@ function startWorker(queue: QueueName, infra: Infra): Worker {
       },
     },
   });
-  worker.on('failed', (job, err) =>
-    // `err` goes through the logger's serializer: never its message, which may hold SQL values.
-    infra.logger.warn({ job: job?.name, job_id: job?.id, err }, 'job failed'),
-  );
+  worker.on('failed', failedJobLog(infra.logger));
   worker.on('error', (err) => infra.logger.error({ err, queue }, 'worker error'));
   return worker;
 }
