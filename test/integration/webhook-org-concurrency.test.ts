@@ -1,6 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { createServer, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import {
   RedisOrgDeliverySlots,
   orgLineKeys,
@@ -8,6 +6,7 @@ import {
   SLOT_MARGIN_MS,
 } from '../../infra/webhooks/redis-org-delivery-slots';
 import { eventually } from '../support/eventually';
+import { startLocalServer, type Arrived, type LocalServer } from '../support/local-server';
 import { signupOrg, type SignedUpOrg } from '../support/factories';
 import { startTestApp, type TestApp } from '../support/test-app';
 
@@ -19,55 +18,36 @@ import { startTestApp, type TestApp } from '../support/test-app';
 const TIMEOUT_MS = 3000;
 const CAP = 2;
 
-interface Arrival {
-  path: string;
-  id: string;
-  at: number;
-}
-
 /** A receiver whose `/hang-*` paths never answer and whose other paths answer 200. */
 class Receiver {
-  readonly arrivals: Arrival[] = [];
+  readonly arrivals: Arrived[] = [];
   readonly open = new Map<string, number>();
   readonly mostOpen = new Map<string, number>();
-  private readonly hanging = new Set<ServerResponse>();
-  private server!: Server;
-  port = 0;
+  private server!: LocalServer;
 
   async start(): Promise<void> {
-    this.server = createServer((req, res) => {
-      req.resume();
-      req.on('end', () => {
-        const path = req.url ?? '';
-        this.arrivals.push({ path, id: String(req.headers['webhook-id']), at: Date.now() });
-        if (!path.startsWith('/hang-')) return void res.writeHead(200).end('ok');
-        const now = (this.open.get(path) ?? 0) + 1;
-        this.open.set(path, now);
-        this.mostOpen.set(path, Math.max(now, this.mostOpen.get(path) ?? 0));
-        this.hanging.add(res);
-        res.on('close', () => {
-          this.hanging.delete(res);
-          this.open.set(path, (this.open.get(path) ?? 1) - 1);
-        });
-      });
+    this.server = await startLocalServer((req, res) => {
+      this.arrivals.push(req);
+      const { path } = req;
+      if (!path.startsWith('/hang-')) return void res.writeHead(200).end('ok');
+      const now = (this.open.get(path) ?? 0) + 1;
+      this.open.set(path, now);
+      this.mostOpen.set(path, Math.max(now, this.mostOpen.get(path) ?? 0));
+      res.on('close', () => this.open.set(path, (this.open.get(path) ?? 1) - 1));
     });
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.port = (this.server.address() as AddressInfo).port;
   }
 
   url(kind: 'hang' | 'ok'): string {
-    return `http://127.0.0.1:${this.port}/${kind}-${randomBytes(4).toString('hex')}`;
+    return this.server.url(`/${kind}-${randomBytes(4).toString('hex')}`);
   }
 
-  at(url: string): Arrival[] {
+  at(url: string): Arrived[] {
     const path = new URL(url).pathname;
     return this.arrivals.filter((a) => a.path === path);
   }
 
-  async stop(): Promise<void> {
-    for (const res of this.hanging) res.destroy();
-    this.server.closeAllConnections();
-    await new Promise((resolve) => this.server.close(resolve));
+  stop(): Promise<void> {
+    return this.server.stop();
   }
 }
 
@@ -133,13 +113,13 @@ describe('webhooks: a cap on each org’s deliveries in flight', () => {
     app.infra.webhooks.publish(quiet.orgId, 'invocation.finished', { invocation_id: 'inv_quiet' });
     const [arrived] = await eventually(() => receiver.at(ok).length > 0 && receiver.at(ok));
     // Well before the hanging deliveries time out and free their slots.
-    expect((arrived as Arrival).at - sent).toBeLessThan(TIMEOUT_MS / 2);
-    expect((arrived as Arrival).at - started).toBeLessThan(TIMEOUT_MS);
+    expect((arrived as Arrived).at - sent).toBeLessThan(TIMEOUT_MS / 2);
+    expect((arrived as Arrived).at - started).toBeLessThan(TIMEOUT_MS);
     expect(receiver.at(hang)).toHaveLength(CAP);
 
     // All six are attempted, two at a time, each once: waiting for a slot is not an attempt.
     await eventually(() => receiver.at(hang).length >= 6, 30_000);
-    expect(new Set(receiver.at(hang).map((a) => a.id)).size).toBe(6);
+    expect(new Set(receiver.at(hang).map((a) => a.headers['webhook-id'])).size).toBe(6);
     expect(receiver.mostOpen.get(new URL(hang).pathname)).toBe(CAP);
     // The metrics count the waits as deferrals, not as failed jobs.
     const metrics = await (await fetch(`${app.http.baseUrl}/metrics`)).text();

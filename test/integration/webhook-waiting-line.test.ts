@@ -1,11 +1,11 @@
-import { createServer, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
 import { JOBS } from '../../domain/jobs';
 import { DELIVERY_WINDOW_MS } from '../../domain/webhooks/retry-schedule';
 import { orgLineKeys, orgSlotsKey } from '../../infra/webhooks/redis-org-delivery-slots';
 import { NO_SLOT_IN_WINDOW } from '../../workers/webhook-processor';
 import { eventually } from '../support/eventually';
 import { signupOrg, type SignedUpOrg } from '../support/factories';
+import { startLocalServer, type LocalServer } from '../support/local-server';
 import { startTestApp, type TestApp } from '../support/test-app';
 
 /**
@@ -19,36 +19,26 @@ const HOLD_MS = 80;
 class Receiver {
   readonly order: number[] = [];
   readonly gated: ServerResponse[] = [];
-  private server!: Server;
-  port = 0;
+  private server!: LocalServer;
 
   async start(): Promise<void> {
-    this.server = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const body = JSON.parse(Buffer.concat(chunks).toString()) as { data: { i: number } };
-        this.order.push(body.data.i);
-        if (req.url === '/gate') this.gated.push(res);
-        else setTimeout(() => res.writeHead(200).end('ok'), HOLD_MS);
-      });
+    this.server = await startLocalServer((req, res) => {
+      this.order.push((JSON.parse(req.body) as { data: { i: number } }).data.i);
+      if (req.path === '/gate') this.gated.push(res);
+      else setTimeout(() => res.writeHead(200).end('ok'), HOLD_MS);
     });
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.port = (this.server.address() as AddressInfo).port;
   }
 
   url(path: string): string {
-    return `http://127.0.0.1:${this.port}${path}`;
+    return this.server.url(path);
   }
 
   openGate(): void {
     for (const res of this.gated.splice(0)) res.writeHead(200).end('ok');
   }
 
-  async stop(): Promise<void> {
-    this.openGate();
-    this.server.closeAllConnections();
-    await new Promise((resolve) => this.server.close(resolve));
+  stop(): Promise<void> {
+    return this.server.stop();
   }
 }
 

@@ -1,5 +1,5 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { firstIdAt, newId } from '../../domain/ids';
 import { LOST_AFTER_MS } from '../../domain/webhooks/requeue-lost-deliveries';
@@ -7,6 +7,7 @@ import { DELIVERY_WINDOW_MS, MAX_RETRY_DELAY_MS, retryDelayMs } from '../../doma
 import { HttpWebhookSender } from '../../infra/webhooks/http-webhook-sender';
 import { pruneWebhookDeliveries, sweepWebhooks } from '../../workers/webhook-processor';
 import { eventually } from '../support/eventually';
+import { startLocalServer, type LocalServer } from '../support/local-server';
 import { mintKey, signupOrg, type SignedUpOrg } from '../support/factories';
 import { startTestApp, type TestApp } from '../support/test-app';
 import { superuserQuery } from '../support/test-db';
@@ -52,34 +53,20 @@ class Receiver {
   readonly received: Received[] = [];
   private readonly scripts = new Map<string, Answer[]>();
   private readonly always = new Map<string, Answer>();
-  private readonly hanging: ServerResponse[] = [];
-  private server!: Server;
-  port = 0;
+  private server!: LocalServer;
 
   async start(): Promise<void> {
-    this.server = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const path = req.url ?? '';
-        const answer = this.scripts.get(path)?.shift() ?? this.always.get(path) ?? 200;
-        this.received.push({
-          path,
-          headers: req.headers,
-          body: Buffer.concat(chunks).toString(),
-          answered: answer,
-        });
-        if (answer === 'hang') return void this.hanging.push(res);
-        if (answer === 'redirect') return void res.writeHead(302, { location: `${path}-moved` }).end();
-        if (typeof answer === 'object')
-          return void res
-            .writeHead(answer.status, { 'content-type': 'text/plain' })
-            .end('x'.repeat(answer.bytes));
-        res.writeHead(answer, { 'content-type': 'text/plain' }).end(`answer ${answer} with some body text`);
-      });
+    this.server = await startLocalServer(({ path, headers, body }, res) => {
+      const answer = this.scripts.get(path)?.shift() ?? this.always.get(path) ?? 200;
+      this.received.push({ path, headers, body, answered: answer });
+      if (answer === 'hang') return;
+      if (answer === 'redirect') return void res.writeHead(302, { location: `${path}-moved` }).end();
+      if (typeof answer === 'object')
+        return void res
+          .writeHead(answer.status, { 'content-type': 'text/plain' })
+          .end('x'.repeat(answer.bytes));
+      res.writeHead(answer, { 'content-type': 'text/plain' }).end(`answer ${answer} with some body text`);
     });
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.port = (this.server.address() as AddressInfo).port;
   }
 
   /** A fresh path on this receiver, answered `script` in order and then `then` (200 by default). */
@@ -87,7 +74,7 @@ class Receiver {
     const path = `/hook-${randomBytes(4).toString('hex')}`;
     this.scripts.set(path, [...script]);
     if (then !== undefined) this.always.set(path, then);
-    return `http://127.0.0.1:${this.port}${path}`;
+    return this.server.url(path);
   }
 
   at(url: string): Received[] {
@@ -95,10 +82,8 @@ class Receiver {
     return this.received.filter((r) => r.path === path);
   }
 
-  async stop(): Promise<void> {
-    for (const res of this.hanging) res.destroy();
-    this.server.closeAllConnections();
-    await new Promise((resolve) => this.server.close(resolve));
+  stop(): Promise<void> {
+    return this.server.stop();
   }
 }
 
