@@ -1,4 +1,4 @@
-import { DelayedError, Worker, type Job } from 'bullmq';
+import { Worker, type Job } from 'bullmq';
 import {
   JOBS,
   PROVIDER_BACKOFF,
@@ -8,10 +8,10 @@ import {
   type QueueName,
 } from '../domain/jobs';
 import { RetryLater } from '../domain/invocations/run-invocation';
-import { OrgAtCapacity } from '../domain/webhooks/org-delivery-slots';
 import type { Infra } from '../infra/container';
 import { bullConnectionOptions } from '../infra/redis/connections';
 import { closeOrGiveUp } from './close-or-give-up';
+import { deferring } from './defer-job';
 import { failedJobLog } from './failed-job-log';
 import { PROCESSORS } from './processors';
 import { queueWaitMs } from './queue-wait';
@@ -73,20 +73,6 @@ function measuredJob(queue: QueueName, job: Job, token: string | undefined, infr
   const waitedMs = queueWaitMs(job, Date.now());
   if (waitedMs !== null) infra.metrics.jobWaited(queue, name, waitedMs / 1000);
   return infra.metrics.timeJob(queue, name, () => deferring(job, token, processJob(job, infra)));
-}
-
-/**
- * A job that must wait its turn (a webhook delivery whose org is at its cap) goes back to the
- * queue, delayed, without counting as a failed attempt (BullMQ's DelayedError).
- */
-async function deferring(job: Job, token: string | undefined, run: Promise<unknown>): Promise<unknown> {
-  try {
-    return await run;
-  } catch (err) {
-    if (!(err instanceof OrgAtCapacity) || token === undefined) throw err;
-    await job.moveToDelayed(Date.now() + err.delayMs, token);
-    throw new DelayedError();
-  }
 }
 
 function startWorker(queue: QueueName, infra: Infra): Worker {

@@ -21,11 +21,20 @@ export interface OrgDeliverySlots {
   release(orgId: string, jobId: string): Promise<string[]>;
   /** Leaves the waiting line without a slot (the delivery was given up). */
   leave(orgId: string, jobId: string): Promise<void>;
+  /** Whether a slot is free for this waiter now: it would take it. */
+  owed(orgId: string, jobId: string): Promise<boolean>;
 }
 
-/** Thrown so the queue runs the delivery's job again in `delayMs`, without counting an attempt. */
+/**
+ * Thrown so the queue runs the delivery's job again in `delayMs`, without counting an attempt.
+ * Once the job waits out its delay, `owed` is asked: a slot released between the refusal and the
+ * job's move to its delay found no delayed job to wake, so the job wakes itself.
+ */
 export class OrgAtCapacity extends Error {
-  constructor(readonly delayMs: number) {
+  constructor(
+    readonly delayMs: number,
+    readonly owed: () => Promise<boolean> = () => Promise.resolve(false),
+  ) {
     super(`the org has its cap of webhook deliveries in flight; tried again in ${delayMs} ms`);
     this.name = 'OrgAtCapacity';
   }
@@ -73,7 +82,8 @@ export async function inOrgSlot<T>(
   turn: Turn<T>,
 ): Promise<T> {
   if (!(await slots.take(job.orgId, job.jobId, job.queuedAt))) {
-    if (now - job.queuedAt < DELIVERY_WINDOW_MS) throw new OrgAtCapacity(slotWaitMs(job.deferrals));
+    if (now - job.queuedAt < DELIVERY_WINDOW_MS)
+      throw new OrgAtCapacity(slotWaitMs(job.deferrals), () => slots.owed(job.orgId, job.jobId));
     await slots.leave(job.orgId, job.jobId);
     return turn.tooLate();
   }

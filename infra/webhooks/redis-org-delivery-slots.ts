@@ -39,6 +39,16 @@ local free = tonumber(ARGV[2]) - redis.call('ZCARD', KEYS[1])
 if free <= 0 then return {} end
 return redis.call('ZRANGE', KEYS[2], 0, free - 1)`;
 
+/** KEYS: in flight, waiting line. ARGV: job id, cap, how long a slot may stand. 1 when TAKE would take. */
+const OWED = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[3]))
+local free = tonumber(ARGV[2]) - redis.call('ZCARD', KEYS[1])
+local rank = redis.call('ZRANK', KEYS[2], ARGV[1])
+if free > 0 and rank and rank < free then return 1 end
+return 0`;
+
 /** Beyond the receiver's timeout, what one delivery may spend reading and writing its row. */
 export const SLOT_MARGIN_MS = 10_000;
 
@@ -87,6 +97,12 @@ export class RedisOrgDeliverySlots implements OrgDeliverySlots {
       jobId,
       this.cap,
     )) as string[];
+  }
+
+  async owed(orgId: string, jobId: string): Promise<boolean> {
+    const [waiting] = orgLineKeys(this.prefix, orgId);
+    const keys = [orgSlotsKey(this.prefix, orgId), waiting];
+    return (await this.redis.eval(OWED, 2, ...keys, jobId, this.cap, this.staleAfterMs)) === 1;
   }
 
   async leave(orgId: string, jobId: string): Promise<void> {

@@ -198,8 +198,11 @@ describe('webhooks: the per-org slots in Redis', () => {
     expect(await slots.take(org, 'newer', 300)).toBe(false);
     expect(await slots.take(org, 'older', 200)).toBe(false);
 
-    // The release names the one the slot is owed to, so it can be woken.
+    expect(await slots.owed(org, 'older')).toBe(false);
+    // The release names the one the slot is owed to, so it can be woken; asked, it is owed.
     expect(await slots.release(org, 'first')).toEqual(['older']);
+    expect(await slots.owed(org, 'older')).toBe(true);
+    expect(await slots.owed(org, 'newer')).toBe(false);
     // The slot is free, but owed: a newer delivery asking first does not take it.
     expect(await slots.take(org, 'newest', 400)).toBe(false);
     expect(await slots.take(org, 'newer', 300)).toBe(false);
