@@ -24,17 +24,15 @@ import { JobQueues } from './queue/job-queues';
 import { openRedis } from './redis/connections';
 import { RedisCapLedger } from './budget/redis-cap-ledger';
 import { CompletionHub } from './invocations/completion-hub';
-import { announcing } from './invocations/announcing-signal';
 import { counting } from './metrics/counting-signal';
 import { Metrics } from './metrics/metrics';
 import { storeSources } from './metrics/scrape-sources';
 import { PgApprovalStore } from './approvals/pg-approval-store';
 import type { CompletionSignal } from '../domain/invocations/signals';
-import type { WebhookPublisher } from '../domain/webhooks/webhook-publisher';
 import { HttpWebhookSender } from './webhooks/http-webhook-sender';
 import { RedisOrgDeliverySlots, SLOT_MARGIN_MS } from './webhooks/redis-org-delivery-slots';
 import { PgWebhookStore } from './webhooks/pg-webhook-store';
-import { deliveryJobs, QueuedWebhookPublisher } from './webhooks/queued-webhook-publisher';
+import { PgWebhookFeed } from './webhooks/pg-webhook-feed';
 import { PgInvocationStore } from './invocations/pg-invocation-store';
 import { PgDecisionLog } from './decisions/pg-decision-log';
 import { PgActionHistory } from './policy/pg-action-history';
@@ -85,12 +83,12 @@ export interface Infra {
   sessions: PgSessionStore;
   ledger: RedisCapLedger;
   completions: CompletionHub;
-  /** Tells waiting clients and the org's webhooks that an invocation finished. */
+  /** Tells waiting clients that an invocation finished (webhooks hear of it from the audit log). */
   signal: CompletionSignal;
   /** Human approvals of paused invocations, resolved under row locks. */
   approvals: PgApprovalStore;
-  /** Hands events to the org's webhooks; deliveries run as jobs, never on the caller's path. */
-  webhooks: WebhookPublisher;
+  /** Each webhook's place in its org's sealed audit log, from which its events are made. */
+  webhookFeed: PgWebhookFeed;
   /** Webhooks and their deliveries; their signing secrets, sealed; the client that POSTs to receivers. */
   webhookStore: PgWebhookStore;
   webhookSealer: SecretSealer;
@@ -162,10 +160,6 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
   const policySets = new PgPolicySetReader(knex);
   const webhookStore = new PgWebhookStore(knex);
   const webhookSender = new HttpWebhookSender(config.CP_ALLOW_PRIVATE_PROVIDER_HOSTS);
-  const webhooks = new QueuedWebhookPublisher(
-    { deliveries: webhookStore, queue: deliveryJobs(queues), clock: systemClock },
-    logger,
-  );
   const compiledPolicies = new CompiledPolicies(policySets, compilePolicies, systemClock);
   return {
     config,
@@ -190,10 +184,10 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
     sessions: new PgSessionStore(knex),
     ledger,
     completions,
-    signal: counting(metrics, announcing(completions, webhooks)),
+    signal: counting(metrics, completions),
     approvals: new PgApprovalStore(knex),
-    webhooks,
     webhookStore,
+    webhookFeed: new PgWebhookFeed(knex),
     webhookSealer: new KeyringBox(keyring, 'webhooks'),
     webhookSender,
     webhookSlots: new RedisOrgDeliverySlots(

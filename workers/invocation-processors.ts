@@ -38,7 +38,6 @@ const guardianDeps = (infra: Infra) => ({
   signal: infra.signal,
   guardian: infra.guardian,
   timers: infra.queues.approvalTimers,
-  webhooks: infra.webhooks,
   clock: infra.clock,
 });
 

@@ -9,7 +9,12 @@ import {
   runProcessor,
   type JobInfo,
 } from './invocation-processors';
-import { pruneWebhookDeliveries, sweepWebhooks, webhookProcessor } from './webhook-processor';
+import {
+  feedWebhooksAfterSeal,
+  pruneWebhookDeliveries,
+  sweepWebhooks,
+  webhookProcessor,
+} from './webhook-processor';
 
 export type Processor<N extends JobName> = (
   payload: JobPayload<N>,
@@ -29,7 +34,7 @@ export const PROCESSORS: { [N in JobName]: Processor<N> } = {
   'webhooks.prune': async (_payload, infra) => ({ deleted: await pruneWebhookDeliveries(infra) }),
   'invocations.reap': async (_payload, infra) => reapProcessor(infra),
   'sessions.expire': async (_payload, infra) => ({ expired: await expireProcessor(infra) }),
-  'audit.seal': async (_payload, infra) => ({ sealed: await infra.auditLog.sealAll() }),
+  'audit.seal': (_payload, infra) => feedWebhooksAfterSeal(infra, infra.auditLog.sealAll()),
   'keys.flush-last-used': async (_payload, infra) => ({ flushed: await infra.keyUsage.flush() }),
   'idempotency.delete-expired': async (_payload, infra) => ({
     deleted: await infra.idempotency.deleteExpired(),

@@ -6,7 +6,8 @@ import { requeueLostDeliveries } from '../domain/webhooks/requeue-lost-deliverie
 import { pruneDeliveries } from '../domain/webhooks/prune-deliveries';
 import { retryDelayMs } from '../domain/webhooks/retry-schedule';
 import type { Infra } from '../infra/container';
-import { deliveryJobs } from '../infra/webhooks/queued-webhook-publisher';
+import { deliveryJobs } from '../infra/webhooks/delivery-jobs';
+import { feedWebhooks } from '../domain/webhooks/feed-webhooks';
 import type { JobInfo } from './invocation-processors';
 
 /** Why a delivery whose window ended while it waited for its org's slot is `failed`. */
@@ -73,3 +74,35 @@ export const sweepWebhooks = (infra: Infra) =>
     queue: deliveryJobs(infra.queues),
     clock: infra.clock,
   });
+
+/** When each webhook that could not be fed was last logged: the seal runs five times a second. */
+const feedFailureLoggedAt = new Map<string, number>();
+
+function logFeedFailure(infra: Infra, err: unknown, webhookId: string): void {
+  const now = Date.now();
+  if (now - (feedFailureLoggedAt.get(webhookId) ?? 0) < 60_000) return;
+  feedFailureLoggedAt.set(webhookId, now);
+  infra.logger.error({ err, webhook_id: webhookId }, 'webhook not fed: its events wait in the audit log');
+}
+
+/**
+ * The `audit.seal` job: the org's new entries are sealed, then each webhook is fed the events they
+ * tell of, whether or not every org could be sealed (one that failed fails the job afterwards).
+ * A webhook that cannot be fed is logged, at most once a minute each.
+ */
+export async function feedWebhooksAfterSeal(infra: Infra, sealing: Promise<number>) {
+  const sealed = await sealing.then(
+    (count) => ({ count }),
+    (err: unknown) => ({ err }),
+  );
+  const fed = await feedWebhooks({
+    feed: infra.webhookFeed,
+    invocations: infra.invocations,
+    approvals: infra.approvals,
+    queue: deliveryJobs(infra.queues),
+    clock: infra.clock,
+    onError: (err, webhookId) => logFeedFailure(infra, err, webhookId),
+  });
+  if ('err' in sealed) throw sealed.err;
+  return { sealed: sealed.count, deliveries: fed };
+}

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DELIVERY_STATUSES } from '../../domain/webhooks/webhook';
-import { WEBHOOK_EVENT_TYPES } from '../../domain/webhooks/webhook-publisher';
+import { WEBHOOK_EVENT_TYPES } from '../../domain/webhooks/webhook-events';
 import { timestamp } from './common';
 
 const eventType = z.enum(WEBHOOK_EVENT_TYPES);

@@ -3,9 +3,7 @@ import { conflict, DomainError, invalidState, notFound } from '../errors';
 import type { InvocationStore } from '../invocations/invocation-store';
 import type { CompletionSignal, StageQueue } from '../invocations/signals';
 import { actorOf, type CallContext } from '../principal';
-import type { WebhookPublisher } from '../webhooks/webhook-publisher';
 import type { Approval, VoteDecision } from './approval';
-import { approvalEventData } from './approval-events';
 import type { ApprovalFilter, ApprovalPage, ApprovalStore, QueuePosition } from './approval-store';
 import { resolveApproval, type Resolution, type ResolutionResult } from './resolve-approval';
 
@@ -14,7 +12,6 @@ export interface ApprovalDeps {
   invocations: InvocationStore;
   queue: StageQueue;
   signal: CompletionSignal;
-  webhooks: WebhookPublisher;
   clock: Clock;
 }
 
@@ -44,10 +41,9 @@ export async function getApproval(
 /**
  * After a resolution committed: an approved invocation goes to the invoke queue (if this enqueue is
  * lost, the reaper finds the invocation running without a job and enqueues it); an ended one
- * wakes its waiting clients. Webhooks hear of it either way.
+ * wakes its waiting clients. (Webhooks hear of it from the audit log.)
  */
 async function afterResolution(deps: ApprovalDeps, approval: Approval): Promise<void> {
-  deps.webhooks.publish(approval.orgId, 'approval.resolved', approvalEventData(approval));
   if (approval.status === 'approved') {
     const job = { invocation_id: approval.invocationId, org_id: approval.orgId, trace: {} };
     await deps.queue.enqueue('invocation.run', job);

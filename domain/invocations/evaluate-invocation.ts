@@ -1,5 +1,4 @@
 import type { Approval } from '../approvals/approval';
-import { approvalEventData } from '../approvals/approval-events';
 import type { ApprovalTimers } from '../approvals/approval-store';
 import { newApproval } from '../approvals/new-approval';
 import { SYSTEM_ACTOR } from '../audit/audit-event';
@@ -19,7 +18,6 @@ import type { DecisionWrite, GuardianView, InvocationStore, RunView } from './in
 import { statusesOf } from './lifecycle';
 import { endWithoutUsage, recordOutcome } from './outcomes';
 import type { CompletionSignal, StageQueue } from './signals';
-import type { WebhookPublisher } from '../webhooks/webhook-publisher';
 import type { InvocationJob } from '../jobs';
 
 export interface DecideDeps {
@@ -27,7 +25,6 @@ export interface DecideDeps {
   signal: CompletionSignal;
   guardian: Guardian;
   timers: ApprovalTimers;
-  webhooks: WebhookPublisher;
   clock: Clock;
 }
 
@@ -242,7 +239,6 @@ export async function evaluateInvocation(deps: EvaluateDeps, job: StageJob): Pro
  * resumes). Its approval's expiry is a delayed job; the sweep of overdue approvals backs it up.
  */
 async function awaitApproval(deps: DecideDeps, approval: Approval): Promise<'awaiting_approval'> {
-  deps.webhooks.publish(approval.orgId, 'approval.requested', approvalEventData(approval));
   await deps.timers.expireAt(approval);
   return 'awaiting_approval';
 }

@@ -4,7 +4,7 @@ import type { DeliveryQueue, DeliveryStore } from './webhook-store.port';
 /**
  * A pending delivery always has its job (waiting, delayed for a retry, or running), except when
  * the process died between writing its row and enqueueing it, or Redis lost the job. Past this
- * age such a delivery is taken as lost: the fan-out writes both within milliseconds.
+ * age such a delivery is taken as lost: the feed adds the job within milliseconds of writing the row.
  */
 export const LOST_AFTER_MS = 2 * 60_000;
 const PAGE = 500;

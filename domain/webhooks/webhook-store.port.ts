@@ -2,7 +2,7 @@ import type { AuditEvent } from '../audit/audit-event';
 import type { Page, PageRequest } from '../model';
 import type { SealedSecret } from '../ports';
 import type { DeliveryStatus, Webhook, WebhookDelivery } from './webhook';
-import type { WebhookEventType } from './webhook-publisher';
+import type { WebhookEventType } from './webhook-events';
 
 /** The org's webhooks, as the API manages them. Deleted webhooks are not found. */
 export interface WebhookStore {
@@ -40,11 +40,6 @@ export interface WebhookSecretStore {
   ): Promise<number>;
 }
 
-export interface Subscription {
-  webhookId: string;
-  events: WebhookEventType[];
-}
-
 export interface NewDelivery {
   id: string;
   orgId: string;
@@ -72,10 +67,8 @@ export interface AttemptRecord {
   error: string | null;
 }
 
-/** Deliveries, as the publisher creates them and the delivery job works through them. */
+/** Deliveries, as the feed creates them and the delivery job works through them. */
 export interface DeliveryStore {
-  /** The org's live webhooks and what each subscribes to. */
-  subscriptions(orgId: string): Promise<Subscription[]>;
   addDeliveries(deliveries: NewDelivery[]): Promise<void>;
   target(orgId: string, deliveryId: string): Promise<DeliveryTarget | null>;
   /** Counts an attempt at a delivery still pending; false when it no longer is (deleted meanwhile). */

@@ -8,7 +8,7 @@ import type { SecretSealer } from '../ports';
 import { actorOf, type CallContext } from '../principal';
 import { newWebhookSecret } from './sign';
 import { webhookSealingContext, type Webhook, type WebhookDelivery } from './webhook';
-import type { WebhookEventType } from './webhook-publisher';
+import type { WebhookEventType } from './webhook-events';
 import type { WebhookStore } from './webhook-store.port';
 
 export interface WebhookDeps {

@@ -1,4 +1,4 @@
-import type { WebhookEventType } from './webhook-publisher';
+import type { WebhookEventType } from './webhook-events';
 
 /** An org's subscription: events of these types are POSTed, signed, to `url`. */
 export interface Webhook {

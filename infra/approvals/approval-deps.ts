@@ -7,6 +7,5 @@ export const approvalDeps = (infra: Infra): ApprovalDeps => ({
   invocations: infra.invocations,
   queue: infra.queues.stages,
   signal: infra.signal,
-  webhooks: infra.webhooks,
   clock: infra.clock,
 });

@@ -4,14 +4,12 @@ import { firstIdAt } from '../../domain/ids';
 import type { Page, PageRequest } from '../../domain/model';
 import type { SealedSecret } from '../../domain/ports';
 import { WEBHOOK_DELETED, type Webhook, type WebhookDelivery } from '../../domain/webhooks/webhook';
-import type { WebhookEventType } from '../../domain/webhooks/webhook-publisher';
 import type {
   AttemptRecord,
   DeliveryStore,
   DeliveryTarget,
   NewDelivery,
   StoredWebhookSecret,
-  Subscription,
   WebhookSecretStore,
   WebhookStore,
 } from '../../domain/webhooks/webhook-store.port';
@@ -32,6 +30,24 @@ function pageOf<R extends { id: string }, T>(rows: R[], page: PageRequest, map: 
   return { items: items.map(map), nextAfter: rows.length > page.limit && last ? last.id : null };
 }
 
+/** Stores new deliveries; one stored already (a retry after a lost answer) is left as it is. */
+export const insertDeliveries = (knex: Knex, deliveries: NewDelivery[]) =>
+  knex('webhook_deliveries')
+    .insert(
+      deliveries.map((d) => ({
+        id: d.id,
+        org_id: d.orgId,
+        webhook_id: d.webhookId,
+        type: d.type,
+        payload: JSON.stringify(d.data),
+        status: 'pending',
+        attempts: 0,
+        created_at: d.createdAt,
+      })),
+    )
+    .onConflict('id')
+    .ignore();
+
 const recordAudit = (trx: Knex.Transaction, events: AuditEvent[]) =>
   trx.raw(`${INSERT_AUDIT} select * from ${auditRecordset('?')}`, [auditJson(events)]);
 
@@ -50,6 +66,10 @@ export class PgWebhookStore implements WebhookStore, DeliveryStore, WebhookSecre
         sealed_secret: secret.sealed,
         key_id: secret.keyId,
         created_at: webhook.createdAt,
+        // It is fed the org's events from its last sealed entry on (those sealed later).
+        events_after_seq: trx.raw('(select coalesce(max(seq), 0) from audit_entries where org_id = ?)', [
+          webhook.orgId,
+        ]),
       });
       await recordAudit(trx, [event]);
     });
@@ -129,28 +149,8 @@ export class PgWebhookStore implements WebhookStore, DeliveryStore, WebhookSecre
     return pageOf((await query) as DeliveryRow[], page, toDelivery);
   }
 
-  async subscriptions(orgId: string): Promise<Subscription[]> {
-    const rows: { id: string; events: string[] }[] = await this.live(orgId).select('id', 'events');
-    return rows.map((r) => ({ webhookId: r.id, events: r.events as WebhookEventType[] }));
-  }
-
   async addDeliveries(deliveries: NewDelivery[]): Promise<void> {
-    await this.knex('webhook_deliveries')
-      .insert(
-        deliveries.map((d) => ({
-          id: d.id,
-          org_id: d.orgId,
-          webhook_id: d.webhookId,
-          type: d.type,
-          payload: JSON.stringify(d.data),
-          status: 'pending',
-          attempts: 0,
-          created_at: d.createdAt,
-        })),
-      )
-      // A retry after a store whose answer was lost: the rows are there already.
-      .onConflict('id')
-      .ignore();
+    await insertDeliveries(this.knex, deliveries);
   }
 
   async pendingBefore(before: Date, after: string | null, limit: number) {

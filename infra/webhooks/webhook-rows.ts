@@ -1,5 +1,5 @@
 import type { DeliveryStatus, Webhook, WebhookDelivery } from '../../domain/webhooks/webhook';
-import type { WebhookEventType } from '../../domain/webhooks/webhook-publisher';
+import type { WebhookEventType } from '../../domain/webhooks/webhook-events';
 
 export interface WebhookRow {
   id: string;

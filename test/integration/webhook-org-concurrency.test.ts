@@ -6,6 +6,7 @@ import {
   SLOT_MARGIN_MS,
 } from '../../infra/webhooks/redis-org-delivery-slots';
 import { eventually } from '../support/eventually';
+import { sendEvent } from '../support/webhook-events';
 import { startLocalServer, type Arrived, type LocalServer } from '../support/local-server';
 import { signupOrg, type SignedUpOrg } from '../support/factories';
 import { startTestApp, type TestApp } from '../support/test-app';
@@ -107,10 +108,10 @@ describe('webhooks: a cap on each org’s deliveries in flight', () => {
     await subscribe(quiet, ok);
 
     const started = Date.now();
-    for (let i = 0; i < 6; i++) app.infra.webhooks.publish(noisy.orgId, 'invocation.finished', { i });
+    for (let i = 0; i < 6; i++) await sendEvent(app.infra, noisy.orgId, 'invocation.finished', { i });
     await eventually(() => receiver.at(hang).length >= CAP);
     const sent = Date.now();
-    app.infra.webhooks.publish(quiet.orgId, 'invocation.finished', { invocation_id: 'inv_quiet' });
+    await sendEvent(app.infra, quiet.orgId, 'invocation.finished', { invocation_id: 'inv_quiet' });
     const [arrived] = await eventually(() => receiver.at(ok).length > 0 && receiver.at(ok));
     // Well before the hanging deliveries time out and free their slots.
     expect((arrived as Arrived).at - sent).toBeLessThan(TIMEOUT_MS / 2);
@@ -147,7 +148,7 @@ describe('webhooks: a cap on each org’s deliveries in flight', () => {
     // Two slots held by jobs of a worker that is gone: the org is at its cap while they stand.
     const now = await redisNow();
     await app.infra.redis.zadd(key, now, 'killed-1', now, 'killed-2');
-    app.infra.webhooks.publish(org.orgId, 'invocation.finished', { invocation_id: 'inv_orphaned' });
+    await sendEvent(app.infra, org.orgId, 'invocation.finished', { invocation_id: 'inv_orphaned' });
     await new Promise((r) => setTimeout(r, 1500));
     expect(receiver.at(ok)).toEqual([]);
 

@@ -4,6 +4,7 @@ import { DELIVERY_WINDOW_MS } from '../../domain/webhooks/retry-schedule';
 import { orgLineKeys, orgSlotsKey } from '../../infra/webhooks/redis-org-delivery-slots';
 import { NO_SLOT_IN_WINDOW } from '../../workers/webhook-processor';
 import { eventually } from '../support/eventually';
+import { sendEvent } from '../support/webhook-events';
 import { signupOrg, type SignedUpOrg } from '../support/factories';
 import { startLocalServer, type LocalServer } from '../support/local-server';
 import { startTestApp, type TestApp } from '../support/test-app';
@@ -105,7 +106,7 @@ describe('webhooks: an org’s waiting line', () => {
     const { org } = await subscribed('Ordered', '/ordered');
     const count = 10;
     for (let i = 0; i < count; i++) {
-      app.infra.webhooks.publish(org.orgId, 'invocation.finished', { i });
+      await sendEvent(app.infra, org.orgId, 'invocation.finished', { i });
       await sleep(25);
     }
     await eventually(() => receiver.order.filter((i) => i < 100).length >= count, 30_000);
@@ -115,9 +116,9 @@ describe('webhooks: an org’s waiting line', () => {
 
   it('wakes the next in line as soon as a slot is given back', async () => {
     const { org, hook } = await subscribed('Woken', '/gate');
-    app.infra.webhooks.publish(org.orgId, 'invocation.finished', { i: 100 });
+    await sendEvent(app.infra, org.orgId, 'invocation.finished', { i: 100 });
     await eventually(() => receiver.gated.length === 1);
-    app.infra.webhooks.publish(org.orgId, 'invocation.finished', { i: 101 });
+    await sendEvent(app.infra, org.orgId, 'invocation.finished', { i: 101 });
     // Behind the held slot, the second delivery waits; left alone it would not run for a minute.
     await eventually(async () => (await app.infra.redis.zcard(orgLineKeys(app.prefix, org.orgId)[0])) === 1);
     await holdBack(org.orgId);
@@ -134,7 +135,7 @@ describe('webhooks: an org’s waiting line', () => {
     // A slot held by a delivery still in flight: the org is at its cap.
     const [seconds] = await app.infra.redis.time();
     await app.infra.redis.zadd(orgSlotsKey(app.prefix, org.orgId), Number(seconds) * 1000, 'in-flight');
-    app.infra.webhooks.publish(org.orgId, 'invocation.finished', { i: 200 });
+    await sendEvent(app.infra, org.orgId, 'invocation.finished', { i: 200 });
     const job = await holdBack(org.orgId);
 
     // Its job was queued a day and a minute ago.

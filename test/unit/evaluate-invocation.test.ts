@@ -33,7 +33,6 @@ function fakes(verdict: GuardianVerdict, credentialRefs = ['cred_1'], row: Parti
   const decisions: DecisionWrite[] = [];
   const enqueued: InvocationStage[] = [];
   const timers: { id: string; expiresAt: Date }[] = [];
-  const published: string[] = [];
   const view: GuardianView = {
     invocation: { ...invocation, ...row },
     agent: { id: 'agt_1', status: 'active', allowedModels: ['m'], credentialRefs },
@@ -56,10 +55,9 @@ function fakes(verdict: GuardianVerdict, credentialRefs = ['cred_1'], row: Parti
     signal: { finished: async () => undefined },
     guardian: new Guardian({ evaluate: async () => verdict }),
     timers: { expireAt: async (a) => void timers.push({ id: a.id, expiresAt: a.expiresAt }) },
-    webhooks: { publish: (_org, type) => void published.push(type) },
     clock: { now: () => now },
   };
-  return { deps, decisions, enqueued, timers, published };
+  return { deps, decisions, enqueued, timers };
 }
 
 const credential: SealedCredential = {
@@ -125,7 +123,7 @@ describe('the guardian stage', () => {
 
   it('pauses on require_approval: awaiting_approval, an approval bound to the request, its expiry scheduled', async () => {
     const redacted = [{ role: 'user' as const, content: '[key]' }];
-    const { deps, decisions, enqueued, timers, published } = fakes({
+    const { deps, decisions, enqueued, timers } = fakes({
       verdict: 'require_approval',
       reasons: [{ policyId: 'pol_2', code: 'approval_required', message: 'a human must approve' }],
       shadowReasons: [],
@@ -154,9 +152,9 @@ describe('the guardian stage', () => {
       expiresAt: new Date(now.getTime() + 60_000),
       requestDigest: requestDigest(invocation, { messages: redacted, maxTokens: 1000 }),
     });
+    // Written with the decision: webhooks are fed approval.requested from this entry.
     expect(write.events.map((e) => e.action)).toEqual(['llm.invoke.awaiting_approval', 'approval.requested']);
     expect(timers).toEqual([{ id: write.approval?.id, expiresAt: write.approval?.expiresAt }]);
-    expect(published).toEqual(['approval.requested']);
     expect(enqueued).toEqual([]);
   });
 
