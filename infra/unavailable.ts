@@ -22,6 +22,7 @@ const MESSAGES = [
   /Reached the max retries per request/i,
   /Client has encountered a connection error/i,
   /Redis is not ready|Redis connection/i,
+  /Command timed out/i,
   /connect ECONNREFUSED/i,
   /the database system is (starting up|shutting down)/i,
 ];

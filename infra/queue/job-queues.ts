@@ -17,7 +17,7 @@ import {
 import type { ApprovalTimers } from '../../domain/approvals/approval-store';
 import type { InvocationStage, JobState, StageQueue } from '../../domain/invocations/signals';
 import { MicroBatcher } from '../micro-batcher';
-import { bullConnectionOptions } from '../redis/connections';
+import { bullConnectionOptions, REDIS_COMMAND_TIMEOUT_MS } from '../redis/connections';
 
 const ALIVE = new Set(['active', 'waiting', 'delayed', 'prioritized', 'waiting-children']);
 
@@ -43,7 +43,11 @@ export class JobQueues {
     let queue = this.queues.get(name);
     if (!queue) {
       queue = new Queue(name, {
-        connection: { ...bullConnectionOptions(this.redisUrl), enableOfflineQueue: false },
+        connection: {
+          ...bullConnectionOptions(this.redisUrl),
+          enableOfflineQueue: false,
+          commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
+        },
         prefix: this.bullPrefix,
         defaultJobOptions: DEFAULT_JOB_OPTIONS,
       });

@@ -159,6 +159,42 @@ describe('Redis outage', () => {
   });
 });
 
+describe('a frozen Redis (its connections open, nothing answered)', () => {
+  let redis: RedisServer;
+  let app: TestApp | undefined;
+  let org: SignedUpOrg;
+
+  beforeAll(async () => {
+    redis = await RedisServer.start();
+    app = await startTestApp({ redisUrl: redis.url });
+    org = await signupOrg(app.http, 'Frozen Redis Inc');
+    expect((await call(app, 'GET', '/v1/keys', { token: org.adminKey })).status).toBe(200);
+    redis.freeze();
+  });
+
+  afterAll(async () => {
+    try {
+      redis.thaw();
+      await app?.close();
+    } finally {
+      await redis?.stop();
+    }
+  });
+
+  it('answers 503 unavailable with Retry-After, quickly, instead of hanging the request', async () => {
+    const theApp = app as TestApp;
+    expectUnavailable(await call(theApp, 'GET', '/v1/keys', { token: org.adminKey }));
+    expectUnavailable(await call(theApp, 'GET', '/v1/config/public'));
+    expect((await call(theApp, 'GET', '/health')).status).toBe(200);
+  });
+
+  it('serves requests again once Redis answers', async () => {
+    redis.thaw();
+    await untilReady(app as TestApp);
+    expect((await call(app as TestApp, 'GET', '/v1/keys', { token: org.adminKey })).status).toBe(200);
+  });
+});
+
 describe('an invoke while the job queue is still reconnecting (Redis just came back)', () => {
   let redis: RedisServer;
   let app: TestApp | undefined;

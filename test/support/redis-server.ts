@@ -100,6 +100,16 @@ export class RedisServer {
     });
   }
 
+  /** Stops the server without closing a connection (SIGSTOP): it hangs, as a frozen host does. */
+  freeze(): void {
+    this.child?.kill('SIGSTOP');
+  }
+
+  /** Lets a frozen server go on (SIGCONT). */
+  thaw(): void {
+    this.child?.kill('SIGCONT');
+  }
+
   /** Kills the server and removes its directory. */
   async stop(): Promise<void> {
     await this.kill();
