@@ -5,24 +5,25 @@ import { DELIVERY_WINDOW_MS } from './retry-schedule';
  * receiver never answers holds at most this many of the workers' slots, so the other orgs'
  * deliveries still go out. A delivery whose org has no slot for it stands in the org's waiting
  * line and goes back to the queue for a moment (OrgAtCapacity); that is not an attempt, and it
- * does not count against its retries. The line is ordered by when each delivery was queued, so
- * the longest waiting goes first and newer deliveries cannot keep an old one out for good.
+ * does not count against its retries. The line is ordered by when each attempt first asked, so
+ * the longest waiting goes first, newer deliveries cannot keep an old one out, and a retry goes
+ * to the back as any new attempt does (a dead receiver's retries do not hold up the org's others).
  */
 export interface OrgDeliverySlots {
   /**
    * Takes one of the org's slots for this job, in turn: the org has fewer than `cap` deliveries in
-   * flight and none of its waiting line queued before `queuedAt` is owed the slot. Otherwise false,
-   * and the job keeps (or takes) its place in the line. Taking again a slot the job already holds
-   * (its job run again after a worker died) succeeds. A slot not released (its worker killed) lapses
-   * by itself once no delivery can still be running, and a place in line whose job stopped asking.
+   * flight and no one ahead of the job in its line is owed the slot. Otherwise false, and the job
+   * keeps (or takes, at the back) its place in the line. Taking again a slot the job already holds
+   * (its job run again after a worker died) succeeds. A slot not released (its worker killed)
+   * lapses by itself once no delivery can still be running; a place in line whose job stopped
+   * asking, after ten minutes.
    */
-  take(orgId: string, jobId: string, queuedAt: number): Promise<boolean>;
-  /** Gives the slot back; returns the jobs first in the line, as many as may now take a slot. */
-  release(orgId: string, jobId: string): Promise<string[]>;
-  /** Leaves the waiting line without a slot (the delivery was given up). */
+  take(orgId: string, jobId: string): Promise<boolean>;
+  release(orgId: string, jobId: string): Promise<void>;
+  /** Leaves the waiting line without a slot (the delivery was given up, or its job is gone). */
   leave(orgId: string, jobId: string): Promise<void>;
-  /** Whether a slot is free for this waiter now: it would take it. */
-  owed(orgId: string, jobId: string): Promise<boolean>;
+  /** The waiters the org's free slots are owed to now: the first in line, one per free slot. */
+  owedTo(orgId: string): Promise<string[]>;
 }
 
 /**
@@ -41,20 +42,20 @@ export class OrgAtCapacity extends Error {
 }
 
 /**
- * How long a delivery waits for its org's slot when no one wakes it first: 250 to 1000 ms,
- * jittered so waiters spread out, doubling with each time it already waited, up to 30 s. A
- * released slot wakes the next in line at once (`wake`), so this is only the fallback for a slot
- * that lapsed; a backlog behind a receiver that never answers is not taken from the queue several
- * times a second.
+ * How long a delivery waits for its org's slot when no one wakes it first: a ceiling of 1 s,
+ * doubling with each time it already waited, up to 30 s, and a random quarter to all of it, so
+ * waiters stay spread out at the ceiling too. A slot given back wakes the next in line at once
+ * (`wakeOwed`), so this is the fallback; a backlog behind a receiver that never answers is not
+ * taken from the queue several times a second.
  */
 export const slotWaitMs = (deferrals = 0, random: () => number = Math.random): number =>
-  Math.min(30_000, (250 + Math.floor(random() * 750)) * 2 ** Math.min(deferrals, 7));
+  Math.floor(Math.min(30_000, 1000 * 2 ** Math.min(deferrals, 5)) * (0.25 + 0.75 * random()));
 
 /** A delivery's job, as its turn is decided. */
 export interface SlotJob {
   orgId: string;
   jobId: string;
-  /** When the job was queued (its place in line); a delivery waits at most its 24 hours from it. */
+  /** When the job was queued; a delivery waits at most its 24 hours from it. */
   queuedAt: number;
   /** Times it already waited for a slot. */
   deferrals: number;
@@ -65,15 +66,31 @@ export interface Turn<T> {
   deliver(): Promise<T>;
   /** Runs instead of waiting again once the job has been queued for the delivery's whole window. */
   tooLate(): Promise<T>;
-  /** Wakes the jobs next in line when a slot is given back (they may be waiting up to 30 s). */
-  wake(jobIds: string[]): Promise<void>;
+  /** Wakes these waiters' jobs; returns the ones that have no job waiting any more (gone). */
+  wake(jobIds: string[]): Promise<string[]>;
   /** Hears a failed release or wake-up: the slot then lapses by itself, the waiter wakes on its own. */
   onError(err: unknown): void;
 }
 
 /**
+ * Wakes the waiters the org's free slots are owed to. One whose job is gone (removed, or ended
+ * while it waited) leaves the line and the next is asked for, so a dead entry does not keep a
+ * free slot from the living behind it.
+ */
+export async function wakeOwed(slots: OrgDeliverySlots, orgId: string, wake: Turn<unknown>['wake']) {
+  for (let round = 0; round < 5; round++) {
+    const owed = await slots.owedTo(orgId);
+    if (owed.length === 0) return;
+    const gone = await wake(owed);
+    if (gone.length === 0) return;
+    await Promise.all(gone.map((id) => slots.leave(orgId, id)));
+  }
+}
+
+/**
  * Runs `turn.deliver` in one of the org's slots, or throws OrgAtCapacity when none is this job's
- * yet. The slot is given back however the delivery ends, and the next in line woken.
+ * yet (after waking those a free slot is owed to). The slot is given back however the delivery
+ * ends, and the next in line woken.
  */
 export async function inOrgSlot<T>(
   slots: OrgDeliverySlots,
@@ -81,9 +98,12 @@ export async function inOrgSlot<T>(
   job: SlotJob,
   turn: Turn<T>,
 ): Promise<T> {
-  if (!(await slots.take(job.orgId, job.jobId, job.queuedAt))) {
+  if (!(await slots.take(job.orgId, job.jobId))) {
+    await wakeOwed(slots, job.orgId, turn.wake).catch(turn.onError);
     if (now - job.queuedAt < DELIVERY_WINDOW_MS)
-      throw new OrgAtCapacity(slotWaitMs(job.deferrals), () => slots.owed(job.orgId, job.jobId));
+      throw new OrgAtCapacity(slotWaitMs(job.deferrals), async () =>
+        (await slots.owedTo(job.orgId)).includes(job.jobId),
+      );
     await slots.leave(job.orgId, job.jobId);
     return turn.tooLate();
   }
@@ -92,7 +112,7 @@ export async function inOrgSlot<T>(
   } finally {
     await slots
       .release(job.orgId, job.jobId)
-      .then((next) => (next.length > 0 ? turn.wake(next) : undefined))
+      .then(() => wakeOwed(slots, job.orgId, turn.wake))
       .catch(turn.onError);
   }
 }

@@ -2,9 +2,11 @@ import type { Clock } from '../clock';
 import type { DeliveryQueue, DeliveryStore } from './webhook-store.port';
 
 /**
- * A pending delivery always has its job (waiting, delayed for a retry, or running), except when
- * the process died between writing its row and enqueueing it, or Redis lost the job. Past this
- * age such a delivery is taken as lost: the feed adds the job within milliseconds of writing the row.
+ * A pending delivery always has a live job (waiting, delayed for a retry, or running), except when
+ * the process died between writing its row and enqueueing it, Redis lost the job, or the job
+ * failed for good without ending the delivery (a worker killed mid-run too often, the database
+ * down through every attempt). Past this age such a delivery is taken as lost: the feed adds the
+ * job within milliseconds of writing the row.
  */
 export const LOST_AFTER_MS = 2 * 60_000;
 const PAGE = 500;
@@ -30,7 +32,7 @@ export async function requeueLostDeliveries(deps: RequeueDeps): Promise<number> 
     const queued = await Promise.all(page.map((delivery) => deps.queue.has(delivery.id)));
     for (const [i, delivery] of page.entries()) {
       if (queued[i]) continue;
-      await deps.queue.enqueue(delivery);
+      await deps.queue.requeue(delivery);
       requeued++;
     }
     if (page.length < PAGE) return requeued;

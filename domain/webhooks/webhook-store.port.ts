@@ -88,8 +88,13 @@ export interface DeliveryStore {
 /** Hands a delivery to the queue that runs its attempts; its job id is the delivery id. */
 export interface DeliveryQueue {
   enqueue(delivery: Pick<NewDelivery, 'id' | 'orgId'>): Promise<void>;
-  /** Whether the delivery's job is still in the queue, in any state. */
+  /** Whether the delivery's job may still run: it is waiting, delayed or running (not finished). */
   has(deliveryId: string): Promise<boolean>;
-  /** Runs now the jobs of these deliveries that are waiting out a delay; the others are left as they are. */
-  wake(deliveryIds: string[]): Promise<void>;
+  /** Enqueues a delivery again, replacing a job of it that finished without delivering it. */
+  requeue(delivery: Pick<NewDelivery, 'id' | 'orgId'>): Promise<void>;
+  /**
+   * Runs now the jobs of these deliveries that are waiting out a delay, and leaves the others as
+   * they are; returns the deliveries whose job is gone (removed, or finished).
+   */
+  wake(deliveryIds: string[]): Promise<string[]>;
 }

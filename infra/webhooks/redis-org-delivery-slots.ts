@@ -2,23 +2,23 @@ import type Redis from 'ioredis';
 import type { OrgDeliverySlots } from '../../domain/webhooks/org-delivery-slots';
 
 /**
- * KEYS: the org's deliveries in flight (job ids scored by when each started, by Redis's clock so
- * every process agrees), its waiting line (scored by when each job was queued) and when each waiter
- * last asked (Redis's clock). ARGV: job id, cap, how long a slot may stand, when the job was queued,
- * how long a waiter may go without asking. Slots and waiters past those ages are dropped first:
- * their worker died, or their job ended. 1 when the job takes a slot.
+ * KEYS: the org's deliveries in flight (job ids scored by when each started), its waiting line
+ * (scored by when each waiter first asked) and when each waiter last asked, all by Redis's clock so
+ * every process agrees. ARGV: job id, cap, how long a slot may stand, how long a waiter may go
+ * without asking. Slots and waiters past those ages are dropped first (their worker died, or their
+ * job ended unseen), a hundred waiters a call at most. 1 when the job takes a slot.
  */
 const TAKE = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local job, cap, stale, lapse = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[5])
+local job, cap, stale, lapse = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - stale)
-for _, gone in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now - lapse)) do
+for _, gone in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now - lapse, 'LIMIT', 0, 100)) do
   redis.call('ZREM', KEYS[2], gone)
   redis.call('ZREM', KEYS[3], gone)
 end
 local holds = redis.call('ZSCORE', KEYS[1], job)
-redis.call('ZADD', KEYS[2], 'NX', ARGV[4], job)
+redis.call('ZADD', KEYS[2], 'NX', now, job)
 local free = cap - redis.call('ZCARD', KEYS[1])
 if holds or (free > 0 and redis.call('ZRANK', KEYS[2], job) < free) then
   redis.call('ZADD', KEYS[1], now, job)
@@ -32,32 +32,25 @@ redis.call('PEXPIRE', KEYS[2], lapse)
 redis.call('PEXPIRE', KEYS[3], lapse)
 return 0`;
 
-/** KEYS: in flight, waiting line. ARGV: job id, cap. The first in line, as many as slots are free. */
-const RELEASE = `
-redis.call('ZREM', KEYS[1], ARGV[1])
-local free = tonumber(ARGV[2]) - redis.call('ZCARD', KEYS[1])
-if free <= 0 then return {} end
-return redis.call('ZRANGE', KEYS[2], 0, free - 1)`;
-
-/** KEYS: in flight, waiting line. ARGV: job id, cap, how long a slot may stand. 1 when TAKE would take. */
-const OWED = `
+/** KEYS: in flight, waiting line. ARGV: cap, how long a slot may stand. The first in line, one per free slot. */
+const OWED_TO = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[3]))
-local free = tonumber(ARGV[2]) - redis.call('ZCARD', KEYS[1])
-local rank = redis.call('ZRANK', KEYS[2], ARGV[1])
-if free > 0 and rank and rank < free then return 1 end
-return 0`;
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
+local free = tonumber(ARGV[1]) - redis.call('ZCARD', KEYS[1])
+if free <= 0 then return {} end
+return redis.call('ZRANGE', KEYS[2], 0, free - 1)`;
 
 /** Beyond the receiver's timeout, what one delivery may spend reading and writing its row. */
 export const SLOT_MARGIN_MS = 10_000;
 
 /**
- * How long a waiter may go without asking for a slot before its place in line is given up: its
- * longest wait (30 s), plus a delivery's time in flight, which a busy queue may add before its
- * job starts again. A waiter dropped by mistake takes its place again at its next ask.
+ * How long a waiter may go without asking before its place in line is dropped: a backstop only,
+ * for an entry whose job ended unseen. A waiter asks at least every 30 s; workers stopped for a
+ * few minutes keep the line as it was; a dead entry first in line is found (its job gone) and
+ * dropped as soon as a slot is owed to it.
  */
-export const waiterLapseMs = (staleAfterMs: number): number => 30_000 + staleAfterMs;
+export const WAITER_LAPSE_MS = 10 * 60_000;
 
 /** The org's keys share a hash tag, so each script runs on one Redis (or one cluster slot). */
 const orgKey = (prefix: string, orgId: string, what: string) => `${prefix}:webhooks:{${orgId}}:${what}`;
@@ -77,32 +70,24 @@ export class RedisOrgDeliverySlots implements OrgDeliverySlots {
     private readonly cap: number,
     /** After this long a slot is given up for lost: the delivery timeout plus SLOT_MARGIN_MS. */
     private readonly staleAfterMs: number,
-    /** After this long without asking, a waiter's place in line is given up. */
-    private readonly lapseAfterMs = waiterLapseMs(staleAfterMs),
+    /** After this long without asking, a waiter's place in line is dropped. */
+    private readonly lapseAfterMs = WAITER_LAPSE_MS,
   ) {}
 
-  async take(orgId: string, jobId: string, queuedAt: number): Promise<boolean> {
+  async take(orgId: string, jobId: string): Promise<boolean> {
     const keys = [orgSlotsKey(this.prefix, orgId), ...orgLineKeys(this.prefix, orgId)];
-    const args = [jobId, this.cap, this.staleAfterMs, queuedAt, this.lapseAfterMs];
+    const args = [jobId, this.cap, this.staleAfterMs, this.lapseAfterMs];
     return (await this.redis.eval(TAKE, 3, ...keys, ...args)) === 1;
   }
 
-  async release(orgId: string, jobId: string): Promise<string[]> {
-    const [waiting] = orgLineKeys(this.prefix, orgId);
-    return (await this.redis.eval(
-      RELEASE,
-      2,
-      orgSlotsKey(this.prefix, orgId),
-      waiting,
-      jobId,
-      this.cap,
-    )) as string[];
+  async release(orgId: string, jobId: string): Promise<void> {
+    await this.redis.zrem(orgSlotsKey(this.prefix, orgId), jobId);
   }
 
-  async owed(orgId: string, jobId: string): Promise<boolean> {
+  async owedTo(orgId: string): Promise<string[]> {
     const [waiting] = orgLineKeys(this.prefix, orgId);
     const keys = [orgSlotsKey(this.prefix, orgId), waiting];
-    return (await this.redis.eval(OWED, 2, ...keys, jobId, this.cap, this.staleAfterMs)) === 1;
+    return (await this.redis.eval(OWED_TO, 2, ...keys, this.cap, this.staleAfterMs)) as string[];
   }
 
   async leave(orgId: string, jobId: string): Promise<void> {

@@ -162,6 +162,7 @@ describe('webhooks: a cap on each org’s deliveries in flight', () => {
 
 describe('webhooks: the per-org slots in Redis', () => {
   const newOrg = () => `org_${randomBytes(4).toString('hex')}`;
+  const line = (org: string) => app.infra.redis.zrange(orgLineKeys(app.prefix, org)[0], 0, -1);
 
   it('never goes over the cap, counts a job once, frees on release, and lets a lost slot lapse', async () => {
     const slots = new RedisOrgDeliverySlots(app.infra.redis, app.prefix, 2, 400, 400);
@@ -169,51 +170,79 @@ describe('webhooks: the per-org slots in Redis', () => {
     const key = orgSlotsKey(app.prefix, org);
     expect(key.startsWith(`${app.prefix}:`)).toBe(true);
 
-    const taken = await Promise.all(['a', 'b', 'c', 'd'].map((job, i) => slots.take(org, job, i)));
+    const taken = await Promise.all(['a', 'b', 'c', 'd'].map((job) => slots.take(org, job)));
     expect(taken.filter(Boolean)).toHaveLength(2);
     const holders = await app.infra.redis.zrange(key, 0, -1);
     expect(holders).toHaveLength(2);
     // The same job run again (taken over after its worker died) holds its one slot, not a second.
-    expect(await slots.take(org, holders[0] as string, 0)).toBe(true);
+    expect(await slots.take(org, holders[0] as string)).toBe(true);
     expect(await app.infra.redis.zcard(key)).toBe(2);
     expect(await app.infra.redis.pttl(key)).toBeGreaterThan(0);
 
     await slots.release(org, holders[0] as string);
-    expect(await slots.take(org, 'c', 2)).toBe(true);
-    expect(await slots.take(org, 'd', 3)).toBe(false);
+    expect(await slots.take(org, 'c')).toBe(true);
+    expect(await slots.take(org, 'd')).toBe(false);
 
     // Nobody releases 'c' or the other holder, and 'd' stops asking: all lapse, and the org has
     // its slots back.
     await new Promise((r) => setTimeout(r, 500));
-    expect(await slots.take(org, 'f', 5)).toBe(true);
-    expect(await slots.take(org, 'g', 6)).toBe(true);
+    expect(await slots.take(org, 'f')).toBe(true);
+    expect(await slots.take(org, 'g')).toBe(true);
     expect(await app.infra.redis.zrange(key, 0, -1)).toEqual(expect.arrayContaining(['f', 'g']));
     expect(await app.infra.redis.zcard(key)).toBe(2);
-    expect(await app.infra.redis.zrange(orgLineKeys(app.prefix, org)[0], 0, -1)).toEqual([]);
+    expect(await line(org)).toEqual([]);
   });
 
-  it('gives a freed slot to the longest waiting, not to whoever asks first', async () => {
+  it('gives a freed slot to the one that asked first, not to whoever asks next', async () => {
     const slots = new RedisOrgDeliverySlots(app.infra.redis, app.prefix, 1, 60_000);
     const org = newOrg();
-    expect(await slots.take(org, 'first', 100)).toBe(true);
-    expect(await slots.take(org, 'newer', 300)).toBe(false);
-    expect(await slots.take(org, 'older', 200)).toBe(false);
+    expect(await slots.take(org, 'first')).toBe(true);
+    expect(await slots.take(org, 'second')).toBe(false);
+    expect(await slots.take(org, 'third')).toBe(false);
+    expect(await slots.owedTo(org)).toEqual([]);
 
-    expect(await slots.owed(org, 'older')).toBe(false);
-    // The release names the one the slot is owed to, so it can be woken; asked, it is owed.
-    expect(await slots.release(org, 'first')).toEqual(['older']);
-    expect(await slots.owed(org, 'older')).toBe(true);
-    expect(await slots.owed(org, 'newer')).toBe(false);
-    // The slot is free, but owed: a newer delivery asking first does not take it.
-    expect(await slots.take(org, 'newest', 400)).toBe(false);
-    expect(await slots.take(org, 'newer', 300)).toBe(false);
-    expect(await slots.take(org, 'older', 200)).toBe(true);
-    expect(await slots.release(org, 'older')).toEqual(['newer']);
+    await slots.release(org, 'first');
+    // Owed to the first in line, so it can be woken; a newer delivery asking first does not take it.
+    expect(await slots.owedTo(org)).toEqual(['second']);
+    expect(await slots.take(org, 'fourth')).toBe(false);
+    expect(await slots.take(org, 'third')).toBe(false);
+    expect(await slots.take(org, 'second')).toBe(true);
+    await slots.release(org, 'second');
+    expect(await slots.owedTo(org)).toEqual(['third']);
     // A delivery given up leaves the line, and the slot goes to the next.
-    await slots.leave(org, 'newer');
-    expect(await slots.take(org, 'newest', 400)).toBe(true);
-    expect(await slots.release(org, 'newest')).toEqual([]);
-    for (const line of orgLineKeys(app.prefix, org)) expect(await app.infra.redis.exists(line)).toBe(0);
+    await slots.leave(org, 'third');
+    expect(await slots.take(org, 'fourth')).toBe(true);
+    await slots.release(org, 'fourth');
+    expect(await slots.owedTo(org)).toEqual([]);
+    for (const key of orgLineKeys(app.prefix, org)) expect(await app.infra.redis.exists(key)).toBe(0);
+  });
+
+  it('puts a retry at the back of the line: a dead receiver’s retries do not hold up the others', async () => {
+    const slots = new RedisOrgDeliverySlots(app.infra.redis, app.prefix, 1, 60_000);
+    const org = newOrg();
+    expect(await slots.take(org, 'retried')).toBe(true);
+    expect(await slots.take(org, 'healthy')).toBe(false);
+    await slots.release(org, 'retried');
+    // Its next attempt asks again, after the healthy delivery did.
+    expect(await slots.take(org, 'retried')).toBe(false);
+    expect(await slots.owedTo(org)).toEqual(['healthy']);
+    expect(await line(org)).toEqual(['healthy', 'retried']);
+  });
+
+  it('drops lapsed waiters a hundred at a time, so one ask never blocks Redis for long', async () => {
+    const slots = new RedisOrgDeliverySlots(app.infra.redis, app.prefix, 1, 60_000, 1_000);
+    const org = newOrg();
+    const [waiting, asked] = orgLineKeys(app.prefix, org);
+    expect(await slots.take(org, 'holder')).toBe(true);
+    const old = Date.now() - 60_000;
+    const ids = Array.from({ length: 250 }, (_, i) => `w${i}`);
+    await app.infra.redis.zadd(waiting!, ...ids.flatMap((id, i) => [old + i, id]));
+    await app.infra.redis.zadd(asked!, ...ids.flatMap((id) => [old, id]));
+    expect(await slots.take(org, 'new')).toBe(false);
+    expect(await app.infra.redis.zcard(asked!)).toBe(150 + 1);
+    expect(await slots.take(org, 'new')).toBe(false);
+    expect(await slots.take(org, 'new')).toBe(false);
+    expect(await line(org)).toEqual(['new']);
   });
 
   it('keeps every key of an org in one cluster slot', () => {

@@ -130,6 +130,27 @@ describe('webhooks: an org’s waiting line', () => {
     await eventually(async () => (await deliveriesOf(org, hook)).every((d) => d.status === 'delivered'));
   }, 20_000);
 
+  it('drops a dead entry first in line (its job gone) and gives the free slot to the one behind it', async () => {
+    const { org } = await subscribed('Haunted', '/haunted');
+    const [waiting, asked] = orgLineKeys(app.prefix, org.orgId);
+    const inFlight = orgSlotsKey(app.prefix, org.orgId);
+    const [seconds] = await app.infra.redis.time();
+    const now = Number(seconds) * 1000;
+    // First in line, a job that no longer exists; the one slot held by a delivery in flight.
+    await app.infra.redis.zadd(waiting!, now - 1000, 'ghost');
+    await app.infra.redis.zadd(asked!, now, 'ghost');
+    await app.infra.redis.zadd(inFlight, now, 'in-flight');
+    await sendEvent(app.infra, org.orgId, 'invocation.finished', { i: 300 });
+    await eventually(async () => (await app.infra.redis.zcard(waiting!)) === 2);
+
+    // The slot lapses with no release to wake anyone: the living waiter still gets it at its next ask.
+    const freed = Date.now();
+    await app.infra.redis.zrem(inFlight, 'in-flight');
+    await eventually(() => receiver.order.includes(300), 10_000);
+    expect(Date.now() - freed).toBeLessThan(5_000);
+    expect(await app.infra.redis.zrange(waiting!, 0, -1)).toEqual([]);
+  }, 20_000);
+
   it('ends as failed a delivery that had no slot in its 24 hours, without attempting it', async () => {
     const { org, hook } = await subscribed('Starved', '/starved');
     // A slot held by a delivery still in flight: the org is at its cap.

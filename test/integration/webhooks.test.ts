@@ -607,6 +607,48 @@ describe('webhooks: deliveries', () => {
     await app.http.delete(`/v1/webhooks/${w.id}`, org.adminKey);
   });
 
+  it('enqueues again a pending delivery whose job failed for good without ending it (killed mid-run too often)', async () => {
+    const url = receiver.url();
+    const w = await subscribe(url, ['invocation.finished']);
+    const id = newId('msg');
+    await app.infra.webhookStore.addDeliveries([
+      {
+        id,
+        orgId: org.orgId,
+        webhookId: w.id,
+        type: 'invocation.finished',
+        data: { invocation_id: 'inv_stalled' },
+        createdAt: new Date(Date.now() - LOST_AFTER_MS - 1000),
+      },
+    ]);
+    // Its job, kept in the failed set as BullMQ leaves a job that stalled past its limit.
+    const queue = app.infra.queues.queue('webhooks');
+    await queue.add(
+      'webhook.deliver',
+      { delivery_id: id, org_id: org.orgId },
+      { jobId: id, delay: 3_600_000 },
+    );
+    const jobKey = `${app.infra.queues.bullPrefix}:webhooks`;
+    await app.infra.redis
+      .multi()
+      .zrem(`${jobKey}:delayed`, id)
+      .zadd(`${jobKey}:failed`, Date.now(), id)
+      .hset(
+        `${jobKey}:${id}`,
+        'finishedOn',
+        Date.now(),
+        'failedReason',
+        'job stalled more than allowable limit',
+      )
+      .exec();
+    expect((await queue.getJob(id))?.finishedOn).toBeDefined();
+
+    expect(await sweepWebhooks(app.infra)).toBe(1);
+    await deliveryWhen(w.id, (d) => d.id === id && d.status === 'delivered');
+    expect(receiver.at(url).map((r) => r.headers['webhook-id'])).toEqual([id]);
+    await app.http.delete(`/v1/webhooks/${w.id}`, org.adminKey);
+  });
+
   it('leaves alone a pending delivery whose job is waiting for its retry', async () => {
     // Four failures: pending, with its job delayed or running, for over a second (backoff from 100 ms).
     const url = receiver.url([500, 500, 500, 500], 200);
