@@ -25,7 +25,7 @@ export type PlanDeliveries = (webhook: FedWebhook, changes: LoggedChange[]) => P
 
 /** Each webhook's place in its org's sealed audit log. */
 export interface WebhookFeedStore {
-  /** Live webhooks whose org has sealed entries past the webhook's place. */
+  /** Live webhooks with a sealed entry of their org past their place that tells of an event they subscribe to (or no place yet). */
   behind(): Promise<string[]>;
   /**
    * One step, in one transaction: locks the live webhook (null when it is deleted, or locked by
@@ -53,6 +53,8 @@ export interface FeedDeps {
 
 /** Entries read per step. */
 const STEP = 200;
+/** Webhooks fed at once: each step holds a database connection for a few milliseconds. */
+const AT_ONCE = 4;
 
 /** The event's data, from the stored invocation or approval the entry names. */
 async function eventData(deps: FeedDeps, orgId: string, changes: { type: WebhookEventType; id: string }[]) {
@@ -107,15 +109,22 @@ async function feedWebhook(deps: FeedDeps, webhookId: string): Promise<number> {
 }
 
 /**
- * Feeds every webhook behind its org's sealed log (run after each seal), all of them each round so
- * none waits on busier ones: the events its new entries tell of become deliveries, each exactly
- * once, and their jobs are added. A webhook that
+ * Feeds every webhook behind its org's sealed log (run after each seal), all of them each round,
+ * four at a time, so none waits on busier ones for long: the events its new entries tell of become
+ * deliveries, each exactly once, and their jobs are added. A webhook whose org logged nothing it
+ * subscribes to is not behind. A webhook that
  * fails is reported and fed from the same place next round; the others go on. Returns how many
  * deliveries were made.
  */
 export async function feedWebhooks(deps: FeedDeps): Promise<number> {
+  const behind = await deps.feed.behind();
   let made = 0;
-  for (const webhookId of await deps.feed.behind())
-    made += await feedWebhook(deps, webhookId).catch((err: unknown) => (deps.onError(err, webhookId), 0));
+  const feedNext = async (): Promise<void> => {
+    for (let webhookId = behind.shift(); webhookId !== undefined; webhookId = behind.shift()) {
+      const id = webhookId;
+      made += await feedWebhook(deps, id).catch((err: unknown) => (deps.onError(err, id), 0));
+    }
+  };
+  await Promise.all(Array.from({ length: AT_ONCE }, feedNext));
   return made;
 }

@@ -100,10 +100,14 @@ export class PgAuditLog implements AuditLog {
     this.outboxVacuum = new OutboxVacuum(knex);
   }
 
-  async seal(orgId: string): Promise<number> {
+  /**
+   * Seals the org's pending events. `skipLocked`: an org another transaction is sealing (or holds
+   * stuck) is left for the next round instead of waited for.
+   */
+  async seal(orgId: string, skipLocked = false): Promise<number> {
     let total = 0;
     for (;;) {
-      const sealed = await this.sealBatch(orgId);
+      const sealed = await this.sealBatch(orgId, skipLocked);
       total += sealed;
       if (sealed < SEAL_BATCH) return total;
     }
@@ -111,7 +115,9 @@ export class PgAuditLog implements AuditLog {
 
   /**
    * Seals every org that has pending events; what the background job runs. One org that cannot be
-   * sealed is logged and skipped: it must not hold up every org after it. If any failed, the job
+   * sealed is logged and skipped, and one whose head another transaction holds is skipped without
+   * waiting (a second worker sealing it, or a session stuck holding it): neither may hold up every
+   * org after it, nor the webhooks fed after the seal. If any failed, the job
    * fails too (after the rest are sealed) with the first failure, so the queue shows it.
    */
   async sealAll(): Promise<number> {
@@ -120,7 +126,7 @@ export class PgAuditLog implements AuditLog {
     const failed: unknown[] = [];
     for (const { org_id } of orgs) {
       try {
-        total += await this.seal(org_id);
+        total += await this.seal(org_id, true);
       } catch (err) {
         this.logFailedOrg(org_id, err);
         failed.push(err);
@@ -139,9 +145,10 @@ export class PgAuditLog implements AuditLog {
     this.logger?.error({ err, org_id: orgId }, 'audit seal: this org could not be sealed; its events wait');
   }
 
-  private async sealBatch(orgId: string): Promise<number> {
+  private async sealBatch(orgId: string, skipLocked: boolean): Promise<number> {
     const sealed = await this.knex.transaction(async (trx) => {
-      const recorded = await this.lockHead(trx, orgId);
+      const recorded = await this.lockHead(trx, orgId, skipLocked);
+      if (!recorded) return null;
       const pending = await this.takePending(trx, orgId);
       if (pending.length === 0) return null;
       const head = await this.chainHead(trx, orgId, recorded);
@@ -172,16 +179,22 @@ export class PgAuditLog implements AuditLog {
   }
 
   /** One chain writer per org: the head row is locked until the batch commits. What it records. */
-  private async lockHead(trx: Knex.Transaction, orgId: string): Promise<ChainHead> {
+  /** The org's head row, locked; null when `skipLocked` and another transaction holds it. */
+  private async lockHead(
+    trx: Knex.Transaction,
+    orgId: string,
+    skipLocked: boolean,
+  ): Promise<ChainHead | null> {
     await trx.raw(
       `insert into audit_heads (org_id, seq, hash, sealed_at) values (?, 0, ?, now()) on conflict do nothing`,
       [orgId, GENESIS_HASH],
     );
-    const row = await trx('audit_heads')
-      .where({ org_id: orgId })
-      .forUpdate()
-      .first<{ seq: string; hash: string } | undefined>('seq', 'hash');
-    return { seq: Number(row?.seq ?? 0), hash: row?.hash ?? GENESIS_HASH };
+    const locking = trx('audit_heads').where({ org_id: orgId }).forUpdate();
+    const row = await (skipLocked ? locking.skipLocked() : locking).first<
+      { seq: string; hash: string } | undefined
+    >('seq', 'hash');
+    if (!row) return skipLocked ? null : { seq: 0, hash: GENESIS_HASH };
+    return { seq: Number(row.seq), hash: row.hash };
   }
 
   /**

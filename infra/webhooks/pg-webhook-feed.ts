@@ -3,11 +3,16 @@ import type { PlanDeliveries, WebhookFeedStore } from '../../domain/webhooks/fee
 import { EVENT_ACTIONS, type WebhookEventType } from '../../domain/webhooks/webhook-events';
 import { insertDeliveries } from './pg-webhook-store';
 
-/** The org's last entry is the primary key's last (org_id, seq): one probe per live webhook. */
+/**
+ * A live webhook with no place yet (made by the release before), or with an entry past its place
+ * whose action tells of an event it subscribes to: one probe of (org_id, action, seq) per action,
+ * so a webhook whose org logs only other actions costs no step.
+ */
 const BEHIND = `
   select w.id from webhooks w
-  where w.deleted_at is null
-    and w.events_after_seq < (select coalesce(max(e.seq), 0) from audit_entries e where e.org_id = w.org_id)
+  where w.deleted_at is null and (w.events_after_seq is null or exists (
+    select 1 from unnest(w.events) as ev, json_array_elements_text((?::json) -> ev) as act
+    join audit_entries e on e.org_id = w.org_id and e.action = act and e.seq > w.events_after_seq))
   order by w.id`;
 
 /**
@@ -37,7 +42,7 @@ export class PgWebhookFeed implements WebhookFeedStore {
   constructor(private readonly knex: Knex) {}
 
   async behind(): Promise<string[]> {
-    const { rows } = await this.knex.raw<{ rows: { id: string }[] }>(BEHIND);
+    const { rows } = await this.knex.raw<{ rows: { id: string }[] }>(BEHIND, [JSON.stringify(EVENT_ACTIONS)]);
     return rows.map((r) => r.id);
   }
 
@@ -49,8 +54,17 @@ export class PgWebhookFeed implements WebhookFeedStore {
         .forUpdate()
         .skipLocked()
         .first('id', 'org_id', 'events', 'events_after_seq')) as
-        { id: string; org_id: string; events: WebhookEventType[]; events_after_seq: string } | undefined;
+        | { id: string; org_id: string; events: WebhookEventType[]; events_after_seq: string | null }
+        | undefined;
       if (!webhook) return null;
+      if (webhook.events_after_seq === null) {
+        // Made without a place (by the release before): it starts at its org's last entry.
+        await trx.raw(
+          `update webhooks set events_after_seq = (select coalesce(max(seq), 0) from audit_entries where org_id = ?) where id = ?`,
+          [webhook.org_id, webhookId],
+        );
+        return { deliveries: [], more: false };
+      }
       const after = Number(webhook.events_after_seq);
       const actions = JSON.stringify(webhook.events.flatMap((type) => EVENT_ACTIONS[type] ?? []));
       const {

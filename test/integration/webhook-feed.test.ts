@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { Client } from 'pg';
 import { feedWebhooksAfterSeal } from '../../workers/webhook-processor';
 import {
   eventually,
@@ -207,5 +208,81 @@ describe('webhooks fed from the sealed audit log', () => {
       await superuserQuery(app.db.url, `alter table audit_entries drop constraint ${name}`);
     }
     await app.http.delete(`/v1/webhooks/${hook.id}`, setup.org.adminKey);
+  }, 60_000);
+
+  it('starts a webhook made without a place (by the release before, in a rolling upgrade) at its org’s last entry, not its whole past', async () => {
+    const before = await invocations(2);
+    await eventually(async () => {
+      const { rows } = await app.infra.knex.raw<{ rows: unknown[] }>(
+        'select 1 from audit_outbox where org_id = ? limit 1',
+        [setup.org.orgId],
+      );
+      return rows.length === 0;
+    });
+    const hook = await subscribe();
+    // As the release before made it: no place in the log.
+    await app.infra.knex('webhooks').where({ id: hook.id }).update({ events_after_seq: null });
+    await eventually(async () => {
+      const row = await app.infra.knex('webhooks').where({ id: hook.id }).first('events_after_seq');
+      return row?.events_after_seq !== null;
+    });
+    const after = await invocations(1);
+    await eventually(() => heard(hook.path).length >= 1);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(heard(hook.path)).toEqual(after);
+    for (const id of before) expect(heard(hook.path)).not.toContain(id);
+    await app.http.delete(`/v1/webhooks/${hook.id}`, setup.org.adminKey);
+  }, 60_000);
+
+  it('feeds the webhooks of every org while another org’s audit head is held by a stuck session', async () => {
+    const hook = await subscribe();
+    const stuck = await signupOrg(app.http, 'Held');
+    await eventually(
+      async () => (await app.infra.knex('audit_heads').where({ org_id: stuck.orgId })).length > 0,
+    );
+    const holder = new Client({ connectionString: app.db.url });
+    await holder.connect();
+    try {
+      await holder.query('begin');
+      await holder.query('select 1 from audit_heads where org_id = $1 for update', [stuck.orgId]);
+      // The held org has events to seal; the seal round must not wait on it.
+      await mintKey(app.http, stuck.adminKey, ['read'], 'waits');
+      const started = Date.now();
+      const ids = await invocations(2);
+      await eventually(() => heard(hook.path).length >= 2, 10_000);
+      expect(heard(hook.path).sort()).toEqual([...ids].sort());
+      expect(Date.now() - started).toBeLessThan(8_000);
+    } finally {
+      await holder.query('rollback');
+      await holder.end();
+    }
+    await app.http.delete(`/v1/webhooks/${hook.id}`, setup.org.adminKey);
+  }, 60_000);
+
+  it('spends no step on a webhook whose org logged nothing it subscribes to', async () => {
+    const res = await app.http.post<{ id: string }>(
+      '/v1/webhooks',
+      { url: receiver.url('/approvals-only'), events: ['approval.requested'] },
+      setup.org.adminKey,
+    );
+    const place = async () =>
+      Number(
+        (await app.infra.knex('webhooks').where({ id: res.body.id }).first('events_after_seq'))
+          ?.events_after_seq,
+      );
+    const start = await place();
+    await invocations(3);
+    await eventually(async () => {
+      const { rows } = await app.infra.knex.raw<{ rows: unknown[] }>(
+        'select 1 from audit_outbox where org_id = ? limit 1',
+        [setup.org.orgId],
+      );
+      return rows.length === 0;
+    });
+    await new Promise((r) => setTimeout(r, 600));
+    // Nine entries sealed past its place, none of them an approval request: not behind, not stepped.
+    expect(await app.infra.webhookFeed.behind()).not.toContain(res.body.id);
+    expect(await place()).toBe(start);
+    await app.http.delete(`/v1/webhooks/${res.body.id}`, setup.org.adminKey);
   }, 60_000);
 });
