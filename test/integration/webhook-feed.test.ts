@@ -73,6 +73,13 @@ async function invocations(n: number): Promise<string[]> {
   return ids;
 }
 
+/** Waits until every audit event of the org is sealed (its outbox is empty). */
+const allSealed = () =>
+  eventually(
+    async () =>
+      (await app.infra.knex('audit_outbox').where({ org_id: setup.org.orgId }).first('id')) === undefined,
+  );
+
 /** The invocation ids the receiver heard of at `path`, in the order the deliveries arrived. */
 const heard = (path: string) =>
   (bodies.get(path) ?? []).map(
@@ -91,13 +98,7 @@ describe('webhooks fed from the sealed audit log', () => {
   it('tells of each finished invocation once, with its figures, and only of those after the webhook was made', async () => {
     const before = await invocations(2);
     // Sealed: the webhook starts after them (a change sealed after it was made is its to hear of).
-    await eventually(async () => {
-      const { rows } = await app.infra.knex.raw<{ rows: unknown[] }>(
-        'select 1 from audit_outbox where org_id = ? limit 1',
-        [setup.org.orgId],
-      );
-      return rows.length === 0;
-    });
+    await allSealed();
     const hook = await subscribe();
     const after = await invocations(3);
 
@@ -212,13 +213,7 @@ describe('webhooks fed from the sealed audit log', () => {
 
   it('starts a webhook made without a place (by the release before, in a rolling upgrade) at its org’s last entry, not its whole past', async () => {
     const before = await invocations(2);
-    await eventually(async () => {
-      const { rows } = await app.infra.knex.raw<{ rows: unknown[] }>(
-        'select 1 from audit_outbox where org_id = ? limit 1',
-        [setup.org.orgId],
-      );
-      return rows.length === 0;
-    });
+    await allSealed();
     const hook = await subscribe();
     // As the release before made it: no place in the log.
     await app.infra.knex('webhooks').where({ id: hook.id }).update({ events_after_seq: null });
@@ -272,13 +267,7 @@ describe('webhooks fed from the sealed audit log', () => {
       );
     const start = await place();
     await invocations(3);
-    await eventually(async () => {
-      const { rows } = await app.infra.knex.raw<{ rows: unknown[] }>(
-        'select 1 from audit_outbox where org_id = ? limit 1',
-        [setup.org.orgId],
-      );
-      return rows.length === 0;
-    });
+    await allSealed();
     await new Promise((r) => setTimeout(r, 600));
     // Nine entries sealed past its place, none of them an approval request: not behind, not stepped.
     expect(await app.infra.webhookFeed.behind()).not.toContain(res.body.id);
