@@ -1,9 +1,10 @@
 import type { Job } from 'bullmq';
 import { JOBS, type JobSpec } from '../domain/jobs';
 import type { Logger } from '../infra/logger';
+import { LOG_EVERY_MS, OnceAMinute } from '../infra/logging/once-a-minute';
 
 /** A periodic job's failures are logged at most this often: the seal runs five times a second. */
-export const PERIODIC_FAILURE_LOG_MS = 60_000;
+export const PERIODIC_FAILURE_LOG_MS = LOG_EVERY_MS;
 
 const isPeriodic = (name: string): boolean =>
   Object.hasOwn(JOBS, name) && (JOBS as Record<string, JobSpec>)[name]!.everyMs !== undefined;
@@ -17,17 +18,13 @@ export function failedJobLog(
   logger: Pick<Logger, 'warn'>,
   now: () => number = Date.now,
 ): (job: Pick<Job, 'name' | 'id'> | undefined, err: Error) => void {
-  const lastLogged = new Map<string, { at: number; unlogged: number }>();
+  const periodicFailures = new OnceAMinute(now);
   return (job, err) => {
     const name = job?.name ?? 'unknown';
-    const last = isPeriodic(name) ? lastLogged.get(name) : undefined;
-    if (last && now() - last.at < PERIODIC_FAILURE_LOG_MS) {
-      last.unlogged++;
-      return;
-    }
-    if (isPeriodic(name)) lastLogged.set(name, { at: now(), unlogged: 0 });
+    const due = isPeriodic(name) ? periodicFailures.due(name) : null;
+    if (due && !due.log) return;
     // `err` goes through the logger's serializer: never its message, which may hold SQL values.
-    const left = last ? { failures_not_logged: last.unlogged } : {};
+    const left = due?.log && due.skipped > 0 ? { failures_not_logged: due.skipped } : {};
     logger.warn({ job: name, job_id: job?.id, err, ...left }, 'job failed');
   };
 }

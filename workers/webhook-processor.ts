@@ -6,6 +6,7 @@ import { requeueLostDeliveries } from '../domain/webhooks/requeue-lost-deliverie
 import { pruneDeliveries } from '../domain/webhooks/prune-deliveries';
 import { retryDelayMs } from '../domain/webhooks/retry-schedule';
 import type { Infra } from '../infra/container';
+import { OnceAMinute } from '../infra/logging/once-a-minute';
 import { deliveryJobs } from '../infra/webhooks/delivery-jobs';
 import { feedWebhooks } from '../domain/webhooks/feed-webhooks';
 import type { JobInfo } from './invocation-processors';
@@ -75,13 +76,11 @@ export const sweepWebhooks = (infra: Infra) =>
     clock: infra.clock,
   });
 
-/** When each webhook that could not be fed was last logged: the seal runs five times a second. */
-const feedFailureLoggedAt = new Map<string, number>();
+/** Each webhook that could not be fed is logged once a minute: the seal runs five times a second. */
+const feedFailures = new OnceAMinute();
 
 function logFeedFailure(infra: Infra, err: unknown, webhookId: string): void {
-  const now = Date.now();
-  if (now - (feedFailureLoggedAt.get(webhookId) ?? 0) < 60_000) return;
-  feedFailureLoggedAt.set(webhookId, now);
+  if (!feedFailures.due(webhookId).log) return;
   infra.logger.error({ err, webhook_id: webhookId }, 'webhook not fed: its events wait in the audit log');
 }
 

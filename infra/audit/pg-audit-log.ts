@@ -1,4 +1,5 @@
 import type { Knex } from '@mikro-orm/knex';
+import { OnceAMinute } from '../logging/once-a-minute';
 import type { AuditEntry, AuditEvent } from '../../domain/audit/audit-event';
 import type { AuditFilter, AuditLog, AuditPage, ChainSnapshot } from '../../domain/audit/audit-log';
 import { signCheckpoint, type Checkpoint, type CheckpointKey } from '../../domain/audit/checkpoint';
@@ -89,7 +90,7 @@ export const toCheckpoint = (r: CheckpointRow): Checkpoint => ({
 export class PgAuditLog implements AuditLog {
   private readonly outboxVacuum: OutboxVacuum;
   /** When each org that could not be sealed was last logged. */
-  private readonly failureLoggedAt = new Map<string, number>();
+  private readonly failuresLogged = new OnceAMinute();
 
   constructor(
     private readonly knex: Knex,
@@ -139,9 +140,7 @@ export class PgAuditLog implements AuditLog {
 
   /** Once a minute per org at most: the job runs five times a second, and so would the line. */
   private logFailedOrg(orgId: string, err: unknown): void {
-    const now = Date.now();
-    if (now - (this.failureLoggedAt.get(orgId) ?? 0) < 60_000) return;
-    this.failureLoggedAt.set(orgId, now);
+    if (!this.failuresLogged.due(orgId).log) return;
     this.logger?.error({ err, org_id: orgId }, 'audit seal: this org could not be sealed; its events wait');
   }
 

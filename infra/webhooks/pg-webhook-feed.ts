@@ -1,7 +1,7 @@
 import type { Knex } from '@mikro-orm/knex';
 import type { PlanDeliveries, WebhookFeedStore } from '../../domain/webhooks/feed-webhooks';
 import { EVENT_ACTIONS, type WebhookEventType } from '../../domain/webhooks/webhook-events';
-import { insertDeliveries } from './pg-webhook-store';
+import { insertDeliveries, ORG_LAST_SEQ } from './pg-webhook-store';
 
 /**
  * A live webhook with no place yet (made by the release before), or with an entry past its place
@@ -21,7 +21,7 @@ const BEHIND = `
  * two statements could be passed over by the place moved to the last entry.
  */
 const STEP = `
-  select (select coalesce(max(seq), 0) from audit_entries where org_id = ?)::text as last,
+  select ${ORG_LAST_SEQ}::text as last,
     coalesce((
       select json_agg(json_build_object('seq', e.seq::text, 'action', e.action, 'resource_id', e.resource_id)
         order by e.seq)
@@ -59,10 +59,10 @@ export class PgWebhookFeed implements WebhookFeedStore {
       if (!webhook) return null;
       if (webhook.events_after_seq === null) {
         // Made without a place (by the release before): it starts at its org's last entry.
-        await trx.raw(
-          `update webhooks set events_after_seq = (select coalesce(max(seq), 0) from audit_entries where org_id = ?) where id = ?`,
-          [webhook.org_id, webhookId],
-        );
+        await trx.raw(`update webhooks set events_after_seq = ${ORG_LAST_SEQ} where id = ?`, [
+          webhook.org_id,
+          webhookId,
+        ]);
         return { deliveries: [], more: false };
       }
       const after = Number(webhook.events_after_seq);

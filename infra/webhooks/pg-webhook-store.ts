@@ -30,6 +30,9 @@ function pageOf<R extends { id: string }, T>(rows: R[], page: PageRequest, map: 
   return { items: items.map(map), nextAfter: rows.length > page.limit && last ? last.id : null };
 }
 
+/** Binding: org. The org's last sealed entry: where a webhook made now starts in its log. */
+export const ORG_LAST_SEQ = '(select coalesce(max(seq), 0) from audit_entries where org_id = ?)';
+
 /** Stores new deliveries; one stored already (a retry after a lost answer) is left as it is. */
 export const insertDeliveries = (knex: Knex, deliveries: NewDelivery[]) =>
   knex('webhook_deliveries')
@@ -67,9 +70,7 @@ export class PgWebhookStore implements WebhookStore, DeliveryStore, WebhookSecre
         key_id: secret.keyId,
         created_at: webhook.createdAt,
         // It is fed the org's events from its last sealed entry on (those sealed later).
-        events_after_seq: trx.raw('(select coalesce(max(seq), 0) from audit_entries where org_id = ?)', [
-          webhook.orgId,
-        ]),
+        events_after_seq: trx.raw(ORG_LAST_SEQ, [webhook.orgId]),
       });
       await recordAudit(trx, [event]);
     });
