@@ -24,11 +24,14 @@ const voteRoute = (decision: VoteDecision): RouteDef =>
     bodyOptional: true,
     responses: {
       200: { description: 'the approval after this vote', schema: ApprovalView },
-      403: { description: 'self_approval_forbidden: the identity that requested the invocation cannot vote' },
+      403: {
+        description:
+          'self_approval_forbidden: the identity that requested the invocation cannot vote, nor can its rotated key or a key it minted (directly or through its keys)',
+      },
       404: { description: 'no such approval in this org' },
       409: {
         description:
-          'conflict: this identity already voted; invalid_state: the approval is no longer pending (a vote after expires_at expires it)',
+          'conflict: this identity already voted (a key and a key it minted or was rotated into, in either order, are one identity); invalid_state: the approval is no longer pending (a vote after expires_at expires it)',
       },
     },
     handle: async (input) => {

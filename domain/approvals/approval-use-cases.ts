@@ -6,6 +6,7 @@ import { actorOf, type CallContext } from '../principal';
 import type { Approval, VoteDecision } from './approval';
 import type { ApprovalFilter, ApprovalPage, ApprovalStore, QueuePosition } from './approval-store';
 import { resolveApproval, type Resolution, type ResolutionResult } from './resolve-approval';
+import { lineages, type LineageSource } from './voter-lineage';
 
 export interface ApprovalDeps {
   approvals: ApprovalStore;
@@ -13,6 +14,7 @@ export interface ApprovalDeps {
   queue: StageQueue;
   signal: CompletionSignal;
   clock: Clock;
+  lineage: LineageSource;
 }
 
 /**
@@ -76,7 +78,11 @@ const refusal = (result: ResolutionResult, approval: Approval): DomainError | nu
         'the identity that requested this invocation cannot vote on its approval',
       );
     case 'duplicate':
-      return conflict(`you already voted on approval ${approval.id}`);
+      return conflict(
+        `approval ${approval.id} already has a vote from you, a key you minted or rotated, or the key's minter`,
+      );
+    case 'unknown_voter':
+      return conflict(`votes on approval ${approval.id} keep arriving; send yours again`);
     case 'expired':
     case 'not_pending':
     case 'not_due':
@@ -89,9 +95,13 @@ const refusal = (result: ResolutionResult, approval: Approval): DomainError | nu
   }
 };
 
+/** Votes that landed between a read of the lineages and the lock make this many reads at most. */
+const LINEAGE_READS = 3;
+
 /**
- * `POST /v1/approvals/{id}/approve|reject`: one vote per identity, never by the identity that asked.
- * A vote that decides the approval resumes or denies its invocation in the same transaction.
+ * `POST /v1/approvals/{id}/approve|reject`: one vote per identity, never by the identity that asked
+ * (identities as `voter-lineage.ts` draws them). A vote that decides the approval resumes or denies
+ * its invocation in the same transaction.
  */
 export async function voteOnApproval(
   deps: ApprovalDeps,
@@ -99,15 +109,22 @@ export async function voteOnApproval(
   id: string,
   vote: { decision: VoteDecision; comment: string | null },
 ): Promise<Approval> {
+  const { orgId } = ctx.principal;
   const by = actorOf(ctx.principal);
-  const done = await resolve(deps, ctx.principal.orgId, id, {
-    kind: 'vote',
-    by,
-    ...vote,
-    requestId: ctx.requestId,
-  });
-  if (!done) throw notFound('approval');
-  const refused = refusal(done.result, done.approval);
-  if (refused) throw refused;
-  return done.approval;
+  let seen = await deps.approvals.get(orgId, id);
+  for (let read = 1; seen; read++) {
+    const actors = [by, seen.requestedBy, ...seen.votes.map((v) => v.by)];
+    const lines = lineages(actors, await deps.lineage.linksOf(orgId, actors));
+    const resolution = { kind: 'vote' as const, by, ...vote, requestId: ctx.requestId, lineages: lines };
+    const done = await resolve(deps, orgId, id, resolution);
+    if (!done) break;
+    if (done.result === 'unknown_voter' && read < LINEAGE_READS) {
+      seen = done.approval;
+      continue;
+    }
+    const refused = refusal(done.result, done.approval);
+    if (refused) throw refused;
+    return done.approval;
+  }
+  throw notFound('approval');
 }

@@ -3,22 +3,30 @@ import { newAuditEvent } from '../audit/new-event';
 import type { InvocationError } from '../invocations/invocation';
 import type { Approval, ApprovalStatus, VoteDecision } from './approval';
 import type { ApprovalChange, LockedApproval } from './approval-store';
+import { oneVoice, speaksFor, type Lineage } from './voter-lineage';
 
 /** What asks an approval to move: a person's vote, its time running out, or its invocation's cancel. */
 export type Resolution =
-  | { kind: 'vote'; by: Actor; decision: VoteDecision; comment: string | null; requestId: string | null }
+  | {
+      kind: 'vote';
+      by: Actor;
+      decision: VoteDecision;
+      comment: string | null;
+      requestId: string | null;
+      /** The lineage of the voter, the requester and every earlier voter, by actor id. */
+      lineages: ReadonlyMap<string, Lineage>;
+    }
   | { kind: 'expire' }
   | { kind: 'cancel'; by: Actor; requestId: string | null };
 
 /**
  * How a resolution went: `recorded` (a vote that leaves it pending), `resolved` (this call decided
  * it), or why nothing was written (`not_pending`, `not_due`, `self`, `duplicate`). `expired`: the vote
- * came after the approval's time: the call expired it instead.
+ * came after the approval's time: the call expired it instead. `unknown_voter`: a vote landed after
+ * the lineages were read, so they must be read again.
  */
 export type ResolutionResult =
-  'recorded' | 'resolved' | 'expired' | 'not_pending' | 'not_due' | 'self' | 'duplicate';
-
-const sameActor = (a: Actor, b: Actor) => a.type === b.type && a.id === b.id;
+  'recorded' | 'resolved' | 'expired' | 'not_pending' | 'not_due' | 'self' | 'duplicate' | 'unknown_voter';
 
 const ERRORS: Record<'rejected' | 'expired', InvocationError> = {
   rejected: { errorCode: 'approval_rejected', message: 'a person rejected this request' },
@@ -79,11 +87,24 @@ function resolveAs(c: EventContext, status: Exclude<ApprovalStatus, 'pending'>):
   };
 }
 
-function vote(locked: LockedApproval, r: Extract<Resolution, { kind: 'vote' }>, at: Date) {
+type Vote = Extract<Resolution, { kind: 'vote' }>;
+
+/** Why this voter may not vote (judged on lineages: a rotated or minted key is no new identity). */
+function refusedVoter(approval: Approval, r: Vote): 'self' | 'duplicate' | 'unknown_voter' | null {
+  const line = (a: Actor) => r.lineages.get(a.id);
+  const voter = line(r.by);
+  const requester = line(approval.requestedBy);
+  const earlier = approval.votes.map((v) => line(v.by));
+  if (!voter || !requester || earlier.some((l) => !l)) return 'unknown_voter';
+  if (speaksFor(voter, requester)) return 'self';
+  if (earlier.some((l) => oneVoice(l as Lineage, voter))) return 'duplicate';
+  return null;
+}
+
+function vote(locked: LockedApproval, r: Vote, at: Date) {
   const { approval } = locked;
-  if (sameActor(approval.requestedBy, r.by)) return { change: null, result: 'self' as const };
-  if (approval.votes.some((v) => sameActor(v.by, r.by)))
-    return { change: null, result: 'duplicate' as const };
+  const refused = refusedVoter(approval, r);
+  if (refused) return { change: null, result: refused };
   const c = { approval, actor: r.by, at, requestId: r.requestId };
   const approvals =
     approval.votes.filter((v) => v.decision === 'approve').length + (r.decision === 'approve' ? 1 : 0);

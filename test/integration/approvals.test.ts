@@ -224,6 +224,87 @@ describe('who may vote', () => {
   });
 });
 
+describe('identities behind a key (a rotation is the same identity; a minter stands behind its keys)', () => {
+  const rotate = async (token: string, keyId: string) => {
+    const res = await app.http.post<{ id: string; key: string }>(
+      `/v1/keys/${keyId}/rotate`,
+      { grace_seconds: 600 },
+      token,
+    );
+    if (res.status !== 201) throw new Error(`rotate: ${res.status} ${JSON.stringify(res.body)}`);
+    return res.body;
+  };
+
+  it("refuses the requester's rotated key and the keys it minted; the requester's minter may approve", async () => {
+    const { model: m } = await gated();
+    const session = await sessionFor(app.http, setup);
+    const requester = await mintKey(app.http, setup.org.adminKey, ['org:admin'], 'admin agent');
+    const { invocation, approval } = await pausedInvoke(
+      app.http,
+      requester.key,
+      body(session.id, m, 'marker-lineage-1'),
+    );
+    const minted = await mintKey(app.http, requester.key, ['policies:write'], 'its own approver');
+    const rotated = await rotate(setup.org.adminKey, requester.id);
+    const grandchild = await mintKey(app.http, rotated.key, ['policies:write'], 'minted by the rotation');
+    for (const token of [minted.key, rotated.key, grandchild.key]) {
+      const refused = await vote(app.http, token, approval.id, 'approve');
+      expect(refused.status).toBe(403);
+      expect(refused.body.error_code).toBe('self_approval_forbidden');
+    }
+    expect(
+      (await app.http.get<ApprovalBody>(`/v1/approvals/${approval.id}`, approvers[0])).body.votes,
+    ).toEqual([]);
+    // The admin key that minted the requester is another identity: the usual human in the loop.
+    const byMinter = await vote(app.http, setup.org.adminKey, approval.id, 'approve');
+    expect(byMinter.status).toBe(200);
+    expect(byMinter.body.status).toBe('approved');
+    expect((await finished(app.http, requester.key, invocation.id)).status).toBe('succeeded');
+  });
+
+  it('counts a key, the keys it minted and its rotations as one approver, whichever votes first', async () => {
+    const { model: m } = await gated({ approversRequired: 2 });
+    const session = await sessionFor(app.http, setup);
+    const { invocation, approval } = await pausedInvoke(
+      app.http,
+      agentKey,
+      body(session.id, m, 'marker-lineage-2'),
+    );
+    const lead = await mintKey(app.http, setup.org.adminKey, ['org:admin'], 'lead approver');
+    const minted = await mintKey(app.http, lead.key, ['policies:write'], 'lead approver, second key');
+    expect((await vote(app.http, minted.key, approval.id, 'approve')).body.status).toBe('pending');
+    const rotated = await rotate(lead.key, lead.id);
+    for (const token of [lead.key, rotated.key]) {
+      const again = await vote(app.http, token, approval.id, 'approve');
+      expect(again.status).toBe(409);
+      expect(again.body.error_code).toBe('conflict');
+    }
+    expect(requestsFor('marker-lineage-2')).toBe(0);
+    const second = await vote(app.http, approvers[0] as string, approval.id, 'approve');
+    expect(second.body.status).toBe('approved');
+    expect(second.body.votes).toHaveLength(2);
+    expect((await finished(app.http, agentKey, invocation.id)).status).toBe('succeeded');
+  });
+
+  it('a key and the key it minted voting at the same instant: one vote counts, the other is a conflict', async () => {
+    const { model: m } = await gated({ approversRequired: 2 });
+    const lead = await mintKey(app.http, setup.org.adminKey, ['org:admin'], 'racing approver');
+    const minted = await mintKey(app.http, lead.key, ['policies:write'], 'racing approver, second key');
+    for (let round = 0; round < 3; round++) {
+      const session = await sessionFor(app.http, setup);
+      const marker = `marker-lineage-race-${round}`;
+      const { approval } = await pausedInvoke(app.http, agentKey, body(session.id, m, marker));
+      const votes = await Promise.all(
+        [lead.key, minted.key].map((token) => vote(app.http, token, approval.id, 'approve')),
+      );
+      expect(votes.map((v) => v.status).sort()).toEqual([200, 409]);
+      const after = await app.http.get<ApprovalBody>(`/v1/approvals/${approval.id}`, approvers[0]);
+      expect(after.body).toMatchObject({ status: 'pending', votes: [expect.anything()] });
+      expect(requestsFor(marker)).toBe(0);
+    }
+  });
+});
+
 describe('each approval resolves exactly once under races', () => {
   it('two approvers voting at the same instant: one resolution, one resume, one provider call', async () => {
     const { model: m } = await gated();

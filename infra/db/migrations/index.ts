@@ -14,6 +14,7 @@ import { Migration20261127000002Webhooks } from './Migration20261127000002Webhoo
 import { Migration20261128000001PendingDeliveries } from './Migration20261128000001PendingDeliveries';
 import { Migration20261128000002Lz4Compression } from './Migration20261128000002Lz4Compression';
 import { Migration20261128000003WebhookFeed } from './Migration20261128000003WebhookFeed';
+import { Migration20261128000004KeyRotationIndex } from './Migration20261128000004KeyRotationIndex';
 
 /** Every migration, in order. Listed explicitly so the same code runs under tsx, swc and tsc. */
 export const MIGRATIONS: MigrationObject[] = [
@@ -32,4 +33,5 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261128000001PendingDeliveries', class: Migration20261128000001PendingDeliveries },
   { name: 'Migration20261128000002Lz4Compression', class: Migration20261128000002Lz4Compression },
   { name: 'Migration20261128000003WebhookFeed', class: Migration20261128000003WebhookFeed },
+  { name: 'Migration20261128000004KeyRotationIndex', class: Migration20261128000004KeyRotationIndex },
 ];
