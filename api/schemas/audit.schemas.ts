@@ -19,7 +19,10 @@ export const AuditEntry = z
     id: z.string(),
     seq: z.number().int(),
     at: timestamp,
-    actor: z.object({ type: z.enum(['api_key', 'user', 'system']), id: z.string() }),
+    actor: z.object({ type: z.enum(['api_key', 'user', 'system']), id: z.string() }).meta({
+      description:
+        'who made the change: a key, a person, or the service itself (`system`/`system`); a caller not signed in, such as a failed login, is `system`/`anonymous`',
+    }),
     action: z.string(),
     resource: z.object({ type: z.string(), id: z.string() }),
     outcome: z.string(),

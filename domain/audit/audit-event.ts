@@ -7,6 +7,12 @@ export interface Actor {
 
 export const SYSTEM_ACTOR: Actor = { type: 'system', id: 'system' };
 
+/**
+ * Someone not signed in, such as the sender of a wrong password. The contract's actor types have no
+ * other name for it; it is never the account they tried, whose history it would otherwise join.
+ */
+export const ANONYMOUS_ACTOR: Actor = { type: 'system', id: 'anonymous' };
+
 export type Outcome = 'success' | 'failure' | 'denied';
 
 /** What a change records, in the same transaction as the change. */

@@ -1,3 +1,4 @@
+import { ANONYMOUS_ACTOR } from '../audit/audit-event';
 import { newAuditEvent } from '../audit/new-event';
 import { DomainError } from '../errors';
 import type { User } from '../model';
@@ -15,8 +16,9 @@ const invalidCredentials = () => new DomainError('invalid_credentials', 'email o
 
 /**
  * The same error, after the same scrypt work, for an unknown email and a wrong password. A
- * failed login against a real account is audited in that account's org; a successful one
- * upgrades a password hash made at a lower scrypt cost.
+ * failed login against a real account is audited in that account's org, as the account's resource
+ * by an anonymous actor (whoever sent it is not the account); a successful one upgrades a password
+ * hash made at a lower scrypt cost.
  */
 export async function login(
   deps: IdentityDeps,
@@ -31,9 +33,14 @@ export async function login(
   const base = { orgId: user.orgId, actor: { type: 'user' as const, id: user.id }, at: now, requestId };
   const resource = { type: 'user', id: user.id };
   if (!ok) {
-    await deps.uow.transaction(async (tx) =>
-      tx.audit.record(newAuditEvent({ ...base, action: 'auth.login_failed', resource, outcome: 'failure' })),
-    );
+    const failed = newAuditEvent({
+      ...base,
+      actor: ANONYMOUS_ACTOR,
+      action: 'auth.login_failed',
+      resource,
+      outcome: 'failure',
+    });
+    await deps.uow.transaction(async (tx) => tx.audit.record(failed));
     throw invalidCredentials();
   }
   const { session, token } = openUserSession(user, now, deps.sessionTtlSeconds);

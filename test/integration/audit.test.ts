@@ -95,6 +95,20 @@ describe('audit entries for every state change', () => {
     expect(revoked?.request_id).toMatch(/^req_/);
   });
 
+  it('names a failed login by its target account as resource, never as actor: whoever sent it is not signed in', async () => {
+    const entries = await readAll(org.adminKey);
+    const failed = entries.find((e) => e.action === 'auth.login_failed');
+    const login = entries.find((e) => e.action === 'auth.login');
+    expect(login?.actor.type).toBe('user');
+    expect(failed).toMatchObject({
+      actor: { type: 'system', id: 'anonymous' },
+      resource: { type: 'user', id: login?.actor.id },
+      outcome: 'failure',
+    });
+    const byUser = await readAll(org.adminKey, `actor_id=${login?.actor.id}`);
+    expect(byUser.map((e) => e.action)).not.toContain('auth.login_failed');
+  });
+
   it('never contains a secret or password, in entries or in log lines', async () => {
     const entries = JSON.stringify(await readAll(org.adminKey));
     const logs = app.logs.join('\n');
