@@ -99,11 +99,10 @@ export interface PolicyRef {
   mode?: PolicyMode;
 }
 
+/** A model an agent's calls reached a provider with (how often and when is /v1/stats/usage's). */
 export interface ModelUse {
   model: string;
   provider: string;
-  calls: number;
-  lastUsedAt: Date;
 }
 
 /** What an agent is governed by and has done: the parts of its AGBOM other resources own. */

@@ -454,6 +454,13 @@ describe("the agent's bill of materials", () => {
     });
     for (const model of ['priced', 'priced', 'always-500'])
       await invoke(app.http, setup.org.adminKey, body(session.id, model), 20);
+    // Denied by the guardian (priced, but not allowed): recorded, never sent, so never a use.
+    await app.http.call('PUT', '/v1/pricing/forbidden-model', {
+      token: setup.org.adminKey,
+      body: { input_per_mtok_usd: 1, output_per_mtok_usd: 1 },
+    });
+    const denied = await invoke(app.http, setup.org.adminKey, body(session.id, 'forbidden-model'), 20);
+    expect(denied.body).toMatchObject({ status: 'denied' });
     const agbom = () =>
       app.http.get<{
         serialNumber: string;
@@ -479,6 +486,7 @@ describe("the agent's bill of materials", () => {
       'cp:model:used_via': 'openai_compatible',
     });
     expect(model('rejects-400')).toMatchObject({ 'cp:model:used': 'false' });
+    expect(bom.body.components.map((c) => c.name)).not.toContain('forbidden-model');
     // Calling a model already listed changes nothing the bill of materials lists.
     await invoke(app.http, setup.org.adminKey, body(session.id, 'priced'), 20);
     const again = await agbom();
