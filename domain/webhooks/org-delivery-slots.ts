@@ -12,19 +12,26 @@ import { DELIVERY_WINDOW_MS } from './retry-schedule';
 export interface OrgDeliverySlots {
   /**
    * Takes one of the org's slots for this job, in turn: the org has fewer than `cap` deliveries in
-   * flight and no one ahead of the job in its line is owed the slot. Otherwise false, and the job
+   * flight and no one ahead of the job in its line is owed the slot. Otherwise null, and the job
    * keeps (or takes, at the back) its place in the line. Taking again a slot the job already holds
-   * (its job run again after a worker died) succeeds. A slot not released (its worker killed)
-   * lapses by itself once no delivery can still be running; a place in line whose job stopped
-   * asking, after ten minutes.
+   * (its job run again after a worker died, or a twin run after its lock was lost) succeeds, with
+   * a new claim. A slot not released (its worker killed) lapses by itself once no delivery can
+   * still be running; a place in line whose job stopped asking, after ten minutes.
    */
-  take(orgId: string, jobId: string): Promise<boolean>;
-  release(orgId: string, jobId: string): Promise<void>;
+  take(orgId: string, jobId: string): Promise<SlotClaim | null>;
+  /**
+   * Gives the slot back if this claim still holds it: a run whose twin took the slot over since
+   * leaves it to the twin, so the org does not count one slot fewer while the twin delivers.
+   */
+  release(orgId: string, jobId: string, claim: SlotClaim): Promise<void>;
   /** Leaves the waiting line without a slot (the delivery was given up, or its job is gone). */
   leave(orgId: string, jobId: string): Promise<void>;
   /** The waiters the org's free slots are owed to now: the first in line, one per free slot. */
   owedTo(orgId: string): Promise<string[]>;
 }
+
+/** Which run of a job holds its slot: each take of the slot gets a new one. */
+export type SlotClaim = number;
 
 /**
  * Thrown so the queue runs the delivery's job again in `delayMs`, without counting an attempt.
@@ -98,7 +105,8 @@ export async function inOrgSlot<T>(
   job: SlotJob,
   turn: Turn<T>,
 ): Promise<T> {
-  if (!(await slots.take(job.orgId, job.jobId))) {
+  const claim = await slots.take(job.orgId, job.jobId);
+  if (claim === null) {
     await wakeOwed(slots, job.orgId, turn.wake).catch(turn.onError);
     if (now - job.queuedAt < DELIVERY_WINDOW_MS)
       throw new OrgAtCapacity(slotWaitMs(job.deferrals), async () =>
@@ -111,7 +119,7 @@ export async function inOrgSlot<T>(
     return await turn.deliver();
   } finally {
     await slots
-      .release(job.orgId, job.jobId)
+      .release(job.orgId, job.jobId, claim)
       .then(() => wakeOwed(slots, job.orgId, turn.wake))
       .catch(turn.onError);
   }

@@ -1,12 +1,13 @@
 import type Redis from 'ioredis';
-import type { OrgDeliverySlots } from '../../domain/webhooks/org-delivery-slots';
+import type { OrgDeliverySlots, SlotClaim } from '../../domain/webhooks/org-delivery-slots';
 
 /**
  * KEYS: the org's deliveries in flight (job ids scored by when each started), its waiting line
  * (scored by when each waiter first asked) and when each waiter last asked, all by Redis's clock so
  * every process agrees. ARGV: job id, cap, how long a slot may stand, how long a waiter may go
  * without asking. Slots and waiters past those ages are dropped first (their worker died, or their
- * job ended unseen), a hundred waiters a call at most. 1 when the job takes a slot.
+ * job ended unseen), a hundred waiters a call at most. When the job takes a slot: the slot's score,
+ * which is its claim (a job taking again the slot it holds gets a new, higher one); else 0.
  */
 const TAKE = `
 local t = redis.call('TIME')
@@ -21,15 +22,23 @@ local holds = redis.call('ZSCORE', KEYS[1], job)
 redis.call('ZADD', KEYS[2], 'NX', now, job)
 local free = cap - redis.call('ZCARD', KEYS[1])
 if holds or (free > 0 and redis.call('ZRANK', KEYS[2], job) < free) then
-  redis.call('ZADD', KEYS[1], now, job)
+  local claim = now
+  if holds and tonumber(holds) >= now then claim = tonumber(holds) + 1 end
+  redis.call('ZADD', KEYS[1], claim, job)
   redis.call('PEXPIRE', KEYS[1], stale)
   redis.call('ZREM', KEYS[2], job)
   redis.call('ZREM', KEYS[3], job)
-  return 1
+  return claim
 end
 redis.call('ZADD', KEYS[3], now, job)
 redis.call('PEXPIRE', KEYS[2], lapse)
 redis.call('PEXPIRE', KEYS[3], lapse)
+return 0`;
+
+/** KEYS: in flight. ARGV: job id, claim. Frees the job's slot only if it is still this claim's. */
+const RELEASE = `
+local held = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if held and tonumber(held) == tonumber(ARGV[2]) then return redis.call('ZREM', KEYS[1], ARGV[1]) end
 return 0`;
 
 /** KEYS: in flight, waiting line. ARGV: cap, how long a slot may stand. The first in line, one per free slot. */
@@ -74,14 +83,15 @@ export class RedisOrgDeliverySlots implements OrgDeliverySlots {
     private readonly lapseAfterMs = WAITER_LAPSE_MS,
   ) {}
 
-  async take(orgId: string, jobId: string): Promise<boolean> {
+  async take(orgId: string, jobId: string): Promise<SlotClaim | null> {
     const keys = [orgSlotsKey(this.prefix, orgId), ...orgLineKeys(this.prefix, orgId)];
     const args = [jobId, this.cap, this.staleAfterMs, this.lapseAfterMs];
-    return (await this.redis.eval(TAKE, 3, ...keys, ...args)) === 1;
+    const claim = Number(await this.redis.eval(TAKE, 3, ...keys, ...args));
+    return claim > 0 ? claim : null;
   }
 
-  async release(orgId: string, jobId: string): Promise<void> {
-    await this.redis.zrem(orgSlotsKey(this.prefix, orgId), jobId);
+  async release(orgId: string, jobId: string, claim: SlotClaim): Promise<void> {
+    await this.redis.eval(RELEASE, 1, orgSlotsKey(this.prefix, orgId), jobId, claim);
   }
 
   async owedTo(orgId: string): Promise<string[]> {

@@ -5,6 +5,7 @@ import {
   orgSlotsKey,
   SLOT_MARGIN_MS,
 } from '../../infra/webhooks/redis-org-delivery-slots';
+import type { SlotClaim } from '../../domain/webhooks/org-delivery-slots';
 import { eventually } from '../support/eventually';
 import { sendEvent } from '../support/webhook-events';
 import { startLocalServer, type Arrived, type LocalServer } from '../support/local-server';
@@ -163,56 +164,88 @@ describe('webhooks: a cap on each org’s deliveries in flight', () => {
 describe('webhooks: the per-org slots in Redis', () => {
   const newOrg = () => `org_${randomBytes(4).toString('hex')}`;
   const line = (org: string) => app.infra.redis.zrange(orgLineKeys(app.prefix, org)[0], 0, -1);
+  /** The slots as jobs use them: whether a job took one, and the claim it gives back. */
+  const asJobs = (slots: RedisOrgDeliverySlots, org: string) => {
+    const claims = new Map<string, SlotClaim>();
+    return {
+      take: async (job: string) => {
+        const claim = await slots.take(org, job);
+        if (claim !== null) claims.set(job, claim);
+        return claim !== null;
+      },
+      release: (job: string) => slots.release(org, job, claims.get(job) as SlotClaim),
+    };
+  };
 
   it('never goes over the cap, counts a job once, frees on release, and lets a lost slot lapse', async () => {
     const slots = new RedisOrgDeliverySlots(app.infra.redis, app.prefix, 2, 400, 400);
     const org = newOrg();
+    const jobs = asJobs(slots, org);
     const key = orgSlotsKey(app.prefix, org);
     expect(key.startsWith(`${app.prefix}:`)).toBe(true);
 
-    const taken = await Promise.all(['a', 'b', 'c', 'd'].map((job) => slots.take(org, job)));
+    const taken = await Promise.all(['a', 'b', 'c', 'd'].map((job) => jobs.take(job)));
     expect(taken.filter(Boolean)).toHaveLength(2);
     const holders = await app.infra.redis.zrange(key, 0, -1);
     expect(holders).toHaveLength(2);
     // The same job run again (taken over after its worker died) holds its one slot, not a second.
-    expect(await slots.take(org, holders[0] as string)).toBe(true);
+    expect(await jobs.take(holders[0] as string)).toBe(true);
     expect(await app.infra.redis.zcard(key)).toBe(2);
     expect(await app.infra.redis.pttl(key)).toBeGreaterThan(0);
 
-    await slots.release(org, holders[0] as string);
-    expect(await slots.take(org, 'c')).toBe(true);
-    expect(await slots.take(org, 'd')).toBe(false);
+    await jobs.release(holders[0] as string);
+    expect(await jobs.take('c')).toBe(true);
+    expect(await jobs.take('d')).toBe(false);
 
     // Nobody releases 'c' or the other holder, and 'd' stops asking: all lapse, and the org has
     // its slots back.
     await new Promise((r) => setTimeout(r, 500));
-    expect(await slots.take(org, 'f')).toBe(true);
-    expect(await slots.take(org, 'g')).toBe(true);
+    expect(await jobs.take('f')).toBe(true);
+    expect(await jobs.take('g')).toBe(true);
     expect(await app.infra.redis.zrange(key, 0, -1)).toEqual(expect.arrayContaining(['f', 'g']));
     expect(await app.infra.redis.zcard(key)).toBe(2);
     expect(await line(org)).toEqual([]);
   });
 
+  it('leaves the slot to a twin run that took it over: the first run ending does not free it', async () => {
+    const slots = new RedisOrgDeliverySlots(app.infra.redis, app.prefix, 1, 60_000);
+    const org = newOrg();
+    const first = await slots.take(org, 'job');
+    // The same job run again while the first still runs (its lock was lost): one slot, a new claim.
+    const twin = await slots.take(org, 'job');
+    expect(first).not.toBeNull();
+    expect(twin).not.toBeNull();
+    expect(twin).not.toBe(first);
+    await slots.release(org, 'job', first as SlotClaim);
+    // The twin still delivers in the org's one slot: no one else gets it yet.
+    expect(await slots.take(org, 'other')).toBeNull();
+    expect(await slots.owedTo(org)).toEqual([]);
+    await slots.release(org, 'job', twin as SlotClaim);
+    expect(await slots.owedTo(org)).toEqual(['other']);
+    expect(await slots.take(org, 'other')).not.toBeNull();
+  });
+
   it('gives a freed slot to the one that asked first, not to whoever asks next', async () => {
     const slots = new RedisOrgDeliverySlots(app.infra.redis, app.prefix, 1, 60_000);
     const org = newOrg();
-    expect(await slots.take(org, 'first')).toBe(true);
-    expect(await slots.take(org, 'second')).toBe(false);
-    expect(await slots.take(org, 'third')).toBe(false);
+    const jobs = asJobs(slots, org);
+    expect(await jobs.take('first')).toBe(true);
+    expect(await jobs.take('second')).toBe(false);
+    expect(await jobs.take('third')).toBe(false);
     expect(await slots.owedTo(org)).toEqual([]);
 
-    await slots.release(org, 'first');
+    await jobs.release('first');
     // Owed to the first in line, so it can be woken; a newer delivery asking first does not take it.
     expect(await slots.owedTo(org)).toEqual(['second']);
-    expect(await slots.take(org, 'fourth')).toBe(false);
-    expect(await slots.take(org, 'third')).toBe(false);
-    expect(await slots.take(org, 'second')).toBe(true);
-    await slots.release(org, 'second');
+    expect(await jobs.take('fourth')).toBe(false);
+    expect(await jobs.take('third')).toBe(false);
+    expect(await jobs.take('second')).toBe(true);
+    await jobs.release('second');
     expect(await slots.owedTo(org)).toEqual(['third']);
     // A delivery given up leaves the line, and the slot goes to the next.
     await slots.leave(org, 'third');
-    expect(await slots.take(org, 'fourth')).toBe(true);
-    await slots.release(org, 'fourth');
+    expect(await jobs.take('fourth')).toBe(true);
+    await jobs.release('fourth');
     expect(await slots.owedTo(org)).toEqual([]);
     for (const key of orgLineKeys(app.prefix, org)) expect(await app.infra.redis.exists(key)).toBe(0);
   });
@@ -220,11 +253,12 @@ describe('webhooks: the per-org slots in Redis', () => {
   it('puts a retry at the back of the line: a dead receiver’s retries do not hold up the others', async () => {
     const slots = new RedisOrgDeliverySlots(app.infra.redis, app.prefix, 1, 60_000);
     const org = newOrg();
-    expect(await slots.take(org, 'retried')).toBe(true);
-    expect(await slots.take(org, 'healthy')).toBe(false);
-    await slots.release(org, 'retried');
+    const jobs = asJobs(slots, org);
+    expect(await jobs.take('retried')).toBe(true);
+    expect(await jobs.take('healthy')).toBe(false);
+    await jobs.release('retried');
     // Its next attempt asks again, after the healthy delivery did.
-    expect(await slots.take(org, 'retried')).toBe(false);
+    expect(await jobs.take('retried')).toBe(false);
     expect(await slots.owedTo(org)).toEqual(['healthy']);
     expect(await line(org)).toEqual(['healthy', 'retried']);
   });
@@ -232,16 +266,17 @@ describe('webhooks: the per-org slots in Redis', () => {
   it('drops lapsed waiters a hundred at a time, so one ask never blocks Redis for long', async () => {
     const slots = new RedisOrgDeliverySlots(app.infra.redis, app.prefix, 1, 60_000, 1_000);
     const org = newOrg();
+    const jobs = asJobs(slots, org);
     const [waiting, asked] = orgLineKeys(app.prefix, org);
-    expect(await slots.take(org, 'holder')).toBe(true);
+    expect(await jobs.take('holder')).toBe(true);
     const old = Date.now() - 60_000;
     const ids = Array.from({ length: 250 }, (_, i) => `w${i}`);
     await app.infra.redis.zadd(waiting!, ...ids.flatMap((id, i) => [old + i, id]));
     await app.infra.redis.zadd(asked!, ...ids.flatMap((id) => [old, id]));
-    expect(await slots.take(org, 'new')).toBe(false);
+    expect(await jobs.take('new')).toBe(false);
     expect(await app.infra.redis.zcard(asked!)).toBe(150 + 1);
-    expect(await slots.take(org, 'new')).toBe(false);
-    expect(await slots.take(org, 'new')).toBe(false);
+    expect(await jobs.take('new')).toBe(false);
+    expect(await jobs.take('new')).toBe(false);
     expect(await line(org)).toEqual(['new']);
   });
 
