@@ -48,7 +48,10 @@ export const WebhookDeliveryView = z
     id: z.string().meta({ description: 'The webhook-id header, the same on every attempt' }),
     type: eventType,
     status: z.enum(DELIVERY_STATUSES),
-    attempts: z.number().int(),
+    attempts: z.number().int().meta({
+      description:
+        'Attempts started: each is counted just before it is sent, so one cut off by a crash (which its receiver may have had) counts too',
+    }),
     last_status_code: z.number().int().nullable(),
     last_error: z.string().nullable(),
     created_at: timestamp,

@@ -98,6 +98,7 @@ export async function deliverWebhook(
   if (!target.secret) return end(deps, delivery, WEBHOOK_DELETED);
   const secret = openSecret(deps, { ...target, secret: target.secret });
   if (secret === null) return end(deps, delivery, 'the signing secret does not open (master key removed?)');
+  if (!(await deps.deliveries.startAttempt(job.orgId, delivery.id))) return 'skipped';
   const envelope = envelopeOf(target);
   const sentAt = deps.clock.now();
   const headers = signatureHeaders(secret, delivery.id, sentAt, JSON.stringify(envelope));

@@ -71,7 +71,12 @@ export interface AttemptRecord {
 export interface DeliveryStore {
   addDeliveries(deliveries: NewDelivery[]): Promise<void>;
   target(orgId: string, deliveryId: string): Promise<DeliveryTarget | null>;
-  /** Counts an attempt at a delivery still pending; false when it no longer is (deleted meanwhile). */
+  /**
+   * Counts an attempt about to be sent, before it is: one cut off by a crash still counts, since
+   * its receiver may have had it. False when the delivery is no longer pending.
+   */
+  startAttempt(orgId: string, deliveryId: string): Promise<boolean>;
+  /** Records how an attempt went, on a delivery still pending; false when it no longer is (deleted meanwhile). */
   recordAttempt(orgId: string, deliveryId: string, attempt: AttemptRecord): Promise<boolean>;
   /** Ends a pending delivery as failed without an attempt (it cannot be sent). */
   end(orgId: string, deliveryId: string, error: string): Promise<void>;

@@ -203,11 +203,17 @@ export class PgWebhookStore implements WebhookStore, DeliveryStore, WebhookSecre
     };
   }
 
+  async startAttempt(orgId: string, deliveryId: string): Promise<boolean> {
+    const updated = await this.knex('webhook_deliveries')
+      .where({ org_id: orgId, id: deliveryId, status: 'pending' })
+      .update({ attempts: this.knex.raw('attempts + 1') });
+    return updated > 0;
+  }
+
   async recordAttempt(orgId: string, deliveryId: string, attempt: AttemptRecord): Promise<boolean> {
     const updated = await this.knex('webhook_deliveries')
       .where({ org_id: orgId, id: deliveryId, status: 'pending' })
       .update({
-        attempts: this.knex.raw('attempts + 1'),
         status: attempt.status,
         last_status_code: attempt.statusCode,
         last_error: attempt.error,

@@ -131,7 +131,7 @@ describe('webhooks: a cap on each org’s deliveries in flight', () => {
     expect(Number(deferred?.[1])).toBeGreaterThan(0);
     const rows = await eventually(async () => {
       const all = await deliveriesOf(noisy, noisyHook);
-      return all.length === 6 && all.every((d) => d.attempts === 1) && all;
+      return all.length === 6 && all.every((d) => d.attempts === 1 && d.last_error !== null) && all;
     }, 10_000);
     for (const d of rows)
       expect(d).toMatchObject({

@@ -442,6 +442,20 @@ describe('webhooks: deliveries', () => {
     });
   });
 
+  it('counts an attempt before it is sent: one in flight (which a crash could cut off) is already counted', async () => {
+    const url = receiver.url(['hang']);
+    const w = await subscribe(url);
+    await sendEvent(app.infra, org.orgId, 'approval.requested', { approval_id: 'apr_in_flight' });
+    await eventually(() => receiver.at(url).length === 1);
+    // The receiver has the first attempt and has not answered: it is counted already.
+    expect(await deliveriesOf(w.id)).toEqual([
+      expect.objectContaining({ status: 'pending', attempts: 1, last_attempt_at: null }),
+    ]);
+    const delivered = await deliveryWhen(w.id, (d) => d.status === 'delivered');
+    expect(delivered).toMatchObject({ attempts: 2, last_status_code: 200 });
+    expect(receiver.at(url)).toHaveLength(2);
+  });
+
   it('records each failed attempt with its status code while it keeps retrying, and stops on delete', async () => {
     const url = receiver.url([], 503);
     const w = await subscribe(url);
@@ -480,7 +494,7 @@ describe('webhooks: deliveries', () => {
     const url = receiver.url([], 'hang');
     const w = await subscribe(url);
     await sendEvent(app.infra, org.orgId, 'approval.requested', { approval_id: 'apr_5' });
-    const attempt = await deliveryWhen(w.id, (d) => d.attempts >= 1);
+    const attempt = await deliveryWhen(w.id, (d) => d.last_attempt_at !== null);
     expect(attempt).toMatchObject({
       status: 'pending',
       last_status_code: null,
@@ -493,7 +507,7 @@ describe('webhooks: deliveries', () => {
     const url = receiver.url([{ status: 202, bytes: 70_000 }]);
     const w = await subscribe(url);
     await sendEvent(app.infra, org.orgId, 'approval.requested', { approval_id: 'apr_big' });
-    const delivered = await deliveryWhen(w.id, (d) => d.attempts >= 1);
+    const delivered = await deliveryWhen(w.id, (d) => d.last_attempt_at !== null);
     expect(delivered).toMatchObject({
       status: 'delivered',
       attempts: 1,
@@ -528,7 +542,7 @@ describe('webhooks: deliveries', () => {
     const url = receiver.url([{ status: 500, bytes: 70_000 }]);
     const w = await subscribe(url);
     await sendEvent(app.infra, org.orgId, 'approval.requested', { approval_id: 'apr_big_500' });
-    const attempt = await deliveryWhen(w.id, (d) => d.attempts >= 1);
+    const attempt = await deliveryWhen(w.id, (d) => d.last_attempt_at !== null);
     expect(attempt).toMatchObject({ last_status_code: null, last_error: 'answer larger than 65536 bytes' });
     await deliveryWhen(w.id, (d) => d.status === 'delivered');
   });
@@ -537,7 +551,7 @@ describe('webhooks: deliveries', () => {
     const url = receiver.url([], 'redirect');
     const w = await subscribe(url);
     await sendEvent(app.infra, org.orgId, 'approval.requested', { approval_id: 'apr_6' });
-    const attempt = await deliveryWhen(w.id, (d) => d.attempts >= 1);
+    const attempt = await deliveryWhen(w.id, (d) => d.last_attempt_at !== null);
     expect(attempt).toMatchObject({
       status: 'pending',
       last_status_code: 302,
@@ -554,7 +568,7 @@ describe('webhooks: deliveries', () => {
     await new Promise((resolve) => closed.close(resolve));
     const w = await subscribe(`http://127.0.0.1:${port}/hook`);
     await sendEvent(app.infra, org.orgId, 'approval.requested', { approval_id: 'apr_7' });
-    const attempt = await deliveryWhen(w.id, (d) => d.attempts >= 1);
+    const attempt = await deliveryWhen(w.id, (d) => d.last_attempt_at !== null);
     expect(attempt).toMatchObject({ last_status_code: null, last_error: 'could not connect (ECONNREFUSED)' });
     await app.http.delete(`/v1/webhooks/${w.id}`, org.adminKey);
   });
@@ -654,7 +668,7 @@ describe('webhooks: deliveries', () => {
     const url = receiver.url([500, 500, 500, 500], 200);
     const w = await subscribe(url, ['invocation.finished']);
     await sendEvent(app.infra, org.orgId, 'invocation.finished', { invocation_id: 'inv_retry' });
-    const pending = await deliveryWhen(w.id, (d) => d.status === 'pending' && d.attempts === 1);
+    const pending = await deliveryWhen(w.id, (d) => d.status === 'pending' && d.last_status_code === 500);
     await app.infra
       .knex('webhook_deliveries')
       .where({ id: pending?.id })
