@@ -1400,6 +1400,7 @@ export interface components {
        * @description ISO 8601 UTC
        */
       at: string;
+      /** @description who made the change: a key, a person, or the service itself (`system`/`system`); a caller not signed in, such as a failed login, is `system`/`anonymous` */
       actor: {
         /** @enum {string} */
         type: 'api_key' | 'user' | 'system';
@@ -1462,6 +1463,7 @@ export interface components {
       type: 'approval.requested' | 'approval.resolved' | 'invocation.finished';
       /** @enum {string} */
       status: 'pending' | 'delivered' | 'failed';
+      /** @description Attempts started: each is counted just before it is sent, so one cut off by a crash (which its receiver may have had) counts too */
       attempts: number;
       last_status_code: number | null;
       last_error: string | null;
@@ -4759,7 +4761,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description self_approval_forbidden: the identity that requested the invocation cannot vote; insufficient_scope: requires policies:write */
+      /** @description self_approval_forbidden: the identity that requested the invocation cannot vote, nor can its rotated key or a key it minted (directly or through its keys); insufficient_scope: requires policies:write */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4777,7 +4779,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description conflict: this identity already voted; invalid_state: the approval is no longer pending (a vote after expires_at expires it) */
+      /** @description conflict: this identity already voted (a key and a key it minted or was rotated into, in either order, are one identity); invalid_state: the approval is no longer pending (a vote after expires_at expires it) */
       409: {
         headers: {
           [name: string]: unknown;
@@ -4869,7 +4871,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description self_approval_forbidden: the identity that requested the invocation cannot vote; insufficient_scope: requires policies:write */
+      /** @description self_approval_forbidden: the identity that requested the invocation cannot vote, nor can its rotated key or a key it minted (directly or through its keys); insufficient_scope: requires policies:write */
       403: {
         headers: {
           [name: string]: unknown;
@@ -4887,7 +4889,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description conflict: this identity already voted; invalid_state: the approval is no longer pending (a vote after expires_at expires it) */
+      /** @description conflict: this identity already voted (a key and a key it minted or was rotated into, in either order, are one identity); invalid_state: the approval is no longer pending (a vote after expires_at expires it) */
       409: {
         headers: {
           [name: string]: unknown;
