@@ -28,7 +28,6 @@ import { counting } from './metrics/counting-signal';
 import { Metrics } from './metrics/metrics';
 import { storeSources } from './metrics/scrape-sources';
 import { PgApprovalStore } from './approvals/pg-approval-store';
-import { PgKeyLineage } from './approvals/pg-key-lineage';
 import type { CompletionSignal } from '../domain/invocations/signals';
 import { HttpWebhookSender } from './webhooks/http-webhook-sender';
 import { RedisOrgDeliverySlots, SLOT_MARGIN_MS } from './webhooks/redis-org-delivery-slots';
@@ -88,8 +87,6 @@ export interface Infra {
   signal: CompletionSignal;
   /** Human approvals of paused invocations, resolved under row locks. */
   approvals: PgApprovalStore;
-  /** The rotation and minting lines behind a voter, so no identity approves its own request. */
-  keyLineage: PgKeyLineage;
   /** Each webhook's place in its org's sealed audit log, from which its events are made. */
   webhookFeed: PgWebhookFeed;
   /** Webhooks and their deliveries; their signing secrets, sealed; the client that POSTs to receivers. */
@@ -189,7 +186,6 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
     completions,
     signal: counting(metrics, completions),
     approvals: new PgApprovalStore(knex),
-    keyLineage: new PgKeyLineage(knex),
     webhookStore,
     webhookFeed: new PgWebhookFeed(knex),
     webhookSealer: new KeyringBox(keyring, 'webhooks'),

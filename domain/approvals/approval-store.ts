@@ -1,6 +1,7 @@
 import type { AuditEvent } from '../audit/audit-event';
 import type { InvocationError } from '../invocations/invocation';
 import type { Approval, ApprovalStatus, ApprovalVote } from './approval';
+import type { LineageSource } from './voter-lineage';
 
 export interface ApprovalFilter {
   status?: ApprovalStatus | undefined;
@@ -40,6 +41,12 @@ export interface ApprovalChange {
   events: AuditEvent[];
 }
 
+/** What a resolution writes, if anything, and how it went. */
+export interface Decision<T> {
+  change: ApprovalChange | null;
+  result: T;
+}
+
 export interface ApprovalStore {
   list(
     orgId: string,
@@ -51,12 +58,13 @@ export interface ApprovalStore {
   /**
    * Locks the approval and its invocation (invocation first, as every writer of both does), asks
    * `decide` what to write, and writes it. Concurrent callers queue on the lock, so each sees the
-   * outcome of the one before: a resolution happens once. Null when there is no such approval.
+   * outcome of the one before: a resolution happens once. `decide` may read the key lineages of
+   * voters through `lineage`, inside the same transaction. Null when there is no such approval.
    */
   change<T>(
     orgId: string | null,
     id: string,
-    decide: (locked: LockedApproval) => { change: ApprovalChange | null; result: T },
+    decide: (locked: LockedApproval, lineage: LineageSource) => Promise<Decision<T>>,
   ): Promise<{ approval: Approval; result: T } | null>;
   /** Pending approvals whose time ran out before `before` (the expiry job's backstop). */
   pastExpiry(before: Date, limit: number): Promise<{ id: string; orgId: string }[]>;

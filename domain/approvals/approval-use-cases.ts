@@ -4,9 +4,15 @@ import type { InvocationStore } from '../invocations/invocation-store';
 import type { CompletionSignal, StageQueue } from '../invocations/signals';
 import { actorOf, type CallContext } from '../principal';
 import type { Approval, VoteDecision } from './approval';
-import type { ApprovalFilter, ApprovalPage, ApprovalStore, QueuePosition } from './approval-store';
+import type {
+  ApprovalFilter,
+  ApprovalPage,
+  ApprovalStore,
+  LockedApproval,
+  QueuePosition,
+} from './approval-store';
 import { resolveApproval, type Resolution, type ResolutionResult } from './resolve-approval';
-import { lineages, type LineageSource } from './voter-lineage';
+import { lineages, type Lineage, type LineageSource } from './voter-lineage';
 
 export interface ApprovalDeps {
   approvals: ApprovalStore;
@@ -14,7 +20,6 @@ export interface ApprovalDeps {
   queue: StageQueue;
   signal: CompletionSignal;
   clock: Clock;
-  lineage: LineageSource;
 }
 
 /**
@@ -55,6 +60,14 @@ async function afterResolution(deps: ApprovalDeps, approval: Approval): Promise<
   if (invocation) await deps.signal.finished(invocation);
 }
 
+/** The key lineages a vote is judged on: the voter's, the requester's and each earlier voter's. */
+async function lineagesFor(locked: LockedApproval, resolution: Resolution, lineage: LineageSource) {
+  const { approval } = locked;
+  if (resolution.kind !== 'vote' || approval.status !== 'pending') return new Map<string, Lineage>();
+  const actors = [resolution.by, approval.requestedBy, ...approval.votes.map((v) => v.by)];
+  return lineages(actors, await lineage.linksOf(approval.orgId, actors));
+}
+
 /** Runs one resolution under the approval's lock; null when the approval does not exist. */
 export async function resolve(
   deps: ApprovalDeps,
@@ -62,8 +75,8 @@ export async function resolve(
   id: string,
   resolution: Resolution,
 ): Promise<{ approval: Approval; result: ResolutionResult } | null> {
-  const done = await deps.approvals.change(orgId, id, (locked) =>
-    resolveApproval(locked, resolution, deps.clock.now()),
+  const done = await deps.approvals.change(orgId, id, async (locked, lineage) =>
+    resolveApproval(locked, resolution, deps.clock.now(), await lineagesFor(locked, resolution, lineage)),
   );
   if (done && (done.result === 'resolved' || done.result === 'expired'))
     await afterResolution(deps, done.approval);
@@ -81,8 +94,6 @@ const refusal = (result: ResolutionResult, approval: Approval): DomainError | nu
       return conflict(
         `approval ${approval.id} already has a vote from you, a key you minted or rotated, or the key's minter`,
       );
-    case 'unknown_voter':
-      return conflict(`votes on approval ${approval.id} keep arriving; send yours again`);
     case 'expired':
     case 'not_pending':
     case 'not_due':
@@ -95,9 +106,6 @@ const refusal = (result: ResolutionResult, approval: Approval): DomainError | nu
   }
 };
 
-/** Votes that landed between a read of the lineages and the lock make this many reads at most. */
-const LINEAGE_READS = 3;
-
 /**
  * `POST /v1/approvals/{id}/approve|reject`: one vote per identity, never by the identity that asked
  * (identities as `voter-lineage.ts` draws them). A vote that decides the approval resumes or denies
@@ -109,22 +117,15 @@ export async function voteOnApproval(
   id: string,
   vote: { decision: VoteDecision; comment: string | null },
 ): Promise<Approval> {
-  const { orgId } = ctx.principal;
   const by = actorOf(ctx.principal);
-  let seen = await deps.approvals.get(orgId, id);
-  for (let read = 1; seen; read++) {
-    const actors = [by, seen.requestedBy, ...seen.votes.map((v) => v.by)];
-    const lines = lineages(actors, await deps.lineage.linksOf(orgId, actors));
-    const resolution = { kind: 'vote' as const, by, ...vote, requestId: ctx.requestId, lineages: lines };
-    const done = await resolve(deps, orgId, id, resolution);
-    if (!done) break;
-    if (done.result === 'unknown_voter' && read < LINEAGE_READS) {
-      seen = done.approval;
-      continue;
-    }
-    const refused = refusal(done.result, done.approval);
-    if (refused) throw refused;
-    return done.approval;
-  }
-  throw notFound('approval');
+  const done = await resolve(deps, ctx.principal.orgId, id, {
+    kind: 'vote',
+    by,
+    ...vote,
+    requestId: ctx.requestId,
+  });
+  if (!done) throw notFound('approval');
+  const refused = refusal(done.result, done.approval);
+  if (refused) throw refused;
+  return done.approval;
 }

@@ -2,7 +2,7 @@ import { SYSTEM_ACTOR, type Actor } from '../audit/audit-event';
 import { newAuditEvent } from '../audit/new-event';
 import type { InvocationError } from '../invocations/invocation';
 import type { Approval, ApprovalStatus, VoteDecision } from './approval';
-import type { ApprovalChange, LockedApproval } from './approval-store';
+import type { ApprovalChange, Decision, LockedApproval } from './approval-store';
 import { oneVoice, speaksFor, type Lineage } from './voter-lineage';
 
 /** What asks an approval to move: a person's vote, its time running out, or its invocation's cancel. */
@@ -13,8 +13,6 @@ export type Resolution =
       decision: VoteDecision;
       comment: string | null;
       requestId: string | null;
-      /** The lineage of the voter, the requester and every earlier voter, by actor id. */
-      lineages: ReadonlyMap<string, Lineage>;
     }
   | { kind: 'expire' }
   | { kind: 'cancel'; by: Actor; requestId: string | null };
@@ -22,11 +20,10 @@ export type Resolution =
 /**
  * How a resolution went: `recorded` (a vote that leaves it pending), `resolved` (this call decided
  * it), or why nothing was written (`not_pending`, `not_due`, `self`, `duplicate`). `expired`: the vote
- * came after the approval's time: the call expired it instead. `unknown_voter`: a vote landed after
- * the lineages were read, so they must be read again.
+ * came after the approval's time: the call expired it instead.
  */
 export type ResolutionResult =
-  'recorded' | 'resolved' | 'expired' | 'not_pending' | 'not_due' | 'self' | 'duplicate' | 'unknown_voter';
+  'recorded' | 'resolved' | 'expired' | 'not_pending' | 'not_due' | 'self' | 'duplicate';
 
 const ERRORS: Record<'rejected' | 'expired', InvocationError> = {
   rejected: { errorCode: 'approval_rejected', message: 'a person rejected this request' },
@@ -88,22 +85,24 @@ function resolveAs(c: EventContext, status: Exclude<ApprovalStatus, 'pending'>):
 }
 
 type Vote = Extract<Resolution, { kind: 'vote' }>;
+/** The lineage of the voter, the requester and every earlier voter, by actor id. */
+type Lineages = ReadonlyMap<string, Lineage>;
 
-/** Why this voter may not vote (judged on lineages: a rotated or minted key is no new identity). */
-function refusedVoter(approval: Approval, r: Vote): 'self' | 'duplicate' | 'unknown_voter' | null {
-  const line = (a: Actor) => r.lineages.get(a.id);
+/**
+ * Why this voter may not vote, judged on lineages (a rotated or minted key is no new identity).
+ * An actor missing from `lines` is judged as an identity of its own.
+ */
+function refusedVoter(approval: Approval, r: Vote, lines: Lineages): 'self' | 'duplicate' | null {
+  const line = (a: Actor): Lineage => lines.get(a.id) ?? { identity: a.id, behind: new Set([a.id]) };
   const voter = line(r.by);
-  const requester = line(approval.requestedBy);
-  const earlier = approval.votes.map((v) => line(v.by));
-  if (!voter || !requester || earlier.some((l) => !l)) return 'unknown_voter';
-  if (speaksFor(voter, requester)) return 'self';
-  if (earlier.some((l) => oneVoice(l as Lineage, voter))) return 'duplicate';
+  if (speaksFor(voter, line(approval.requestedBy))) return 'self';
+  if (approval.votes.some((v) => oneVoice(line(v.by), voter))) return 'duplicate';
   return null;
 }
 
-function vote(locked: LockedApproval, r: Vote, at: Date) {
+function vote(locked: LockedApproval, r: Vote, at: Date, lines: Lineages) {
   const { approval } = locked;
-  const refused = refusedVoter(approval, r);
+  const refused = refusedVoter(approval, r, lines);
   if (refused) return { change: null, result: refused };
   const c = { approval, actor: r.by, at, requestId: r.requestId };
   const approvals =
@@ -134,7 +133,8 @@ export function resolveApproval(
   locked: LockedApproval,
   resolution: Resolution,
   at: Date,
-): { change: ApprovalChange | null; result: ResolutionResult } {
+  lines: Lineages = new Map(),
+): Decision<ResolutionResult> {
   const { approval } = locked;
   if (approval.status !== 'pending') return { change: null, result: 'not_pending' };
   const system = { approval, actor: SYSTEM_ACTOR, at, requestId: null };
@@ -153,6 +153,6 @@ export function resolveApproval(
       };
     case 'vote':
       if (at >= approval.expiresAt) return { change: resolveAs(system, 'expired'), result: 'expired' };
-      return vote(locked, resolution, at);
+      return vote(locked, resolution, at, lines);
   }
 }

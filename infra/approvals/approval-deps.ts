@@ -8,5 +8,4 @@ export const approvalDeps = (infra: Infra): ApprovalDeps => ({
   queue: infra.queues.stages,
   signal: infra.signal,
   clock: infra.clock,
-  lineage: infra.keyLineage,
 });

@@ -5,11 +5,14 @@ import type {
   ApprovalFilter,
   ApprovalPage,
   ApprovalStore,
+  Decision,
   LockedApproval,
   QueuePosition,
 } from '../../domain/approvals/approval-store';
 import { auditJson, auditRecordset, INSERT_AUDIT } from '../db/audit-rows';
+import type { LineageSource } from '../../domain/approvals/voter-lineage';
 import { approvalSelect } from './approval-sql';
+import { PgKeyLineage } from './pg-key-lineage';
 import { toApproval, type ApprovalRow } from './approval-rows';
 
 type Rows<T> = { rows: T[] };
@@ -70,12 +73,13 @@ export class PgApprovalStore implements ApprovalStore {
   change<T>(
     orgId: string | null,
     id: string,
-    decide: (locked: LockedApproval) => { change: ApprovalChange | null; result: T },
+    decide: (locked: LockedApproval, lineage: LineageSource) => Promise<Decision<T>>,
   ): Promise<{ approval: Approval; result: T } | null> {
     return this.knex.transaction(async (trx) => {
       const locked = await lock(trx, orgId, id);
       if (!locked) return null;
-      const { change, result } = decide(locked);
+      // On the transaction's own connection: waiting voters hold the pool's others.
+      const { change, result } = await decide(locked, new PgKeyLineage(trx));
       if (change) await write(trx, locked.approval, change);
       const approval = change ? await reread(trx, id) : locked.approval;
       return { approval, result };

@@ -306,6 +306,19 @@ describe('identities behind a key (a rotation is the same identity; a minter sta
 });
 
 describe('each approval resolves exactly once under races', () => {
+  it('twelve distinct approvers voting at the same instant: every vote counts', async () => {
+    const { model: m } = await gated({ approversRequired: 20 });
+    const session = await sessionFor(app.http, setup);
+    const { approval } = await pausedInvoke(app.http, agentKey, body(session.id, m, 'marker-twelve'));
+    const voters = await approverKeys(app.http, setup.org.adminKey, 12);
+    const votes = await Promise.all(voters.map((token) => vote(app.http, token, approval.id, 'approve')));
+    expect(votes.map((v) => v.status)).toEqual(voters.map(() => 200));
+    const after = await app.http.get<ApprovalBody>(`/v1/approvals/${approval.id}`, approvers[0]);
+    expect(after.body).toMatchObject({ status: 'pending' });
+    expect(after.body.votes).toHaveLength(12);
+    expect(requestsFor('marker-twelve')).toBe(0);
+  });
+
   it('two approvers voting at the same instant: one resolution, one resume, one provider call', async () => {
     const { model: m } = await gated();
     const session = await sessionFor(app.http, setup);
