@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Infra } from '../infra/container';
 import { createApp, type AppOptions } from './app';
+import { answerClientErrors } from './http/client-errors';
 
 export interface RunningApi {
   server: Server;
@@ -19,6 +20,7 @@ export async function startApi(
   await infra.completions.listen();
   const server = createServer(createApp(infra, options).callback());
   server.keepAliveTimeout = 65_000;
+  answerClientErrors(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve());

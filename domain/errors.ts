@@ -25,6 +25,10 @@ export const ERROR_CODES = [
   'rate_limited',
   'internal_error',
   'unavailable',
+  // Refused by the HTTP parser before any route sees the request (api/http/client-errors.ts).
+  'malformed_request',
+  'request_timeout',
+  'headers_too_large',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

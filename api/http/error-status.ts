@@ -24,4 +24,7 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   rate_limited: 429,
   internal_error: 500,
   unavailable: 503,
+  malformed_request: 400,
+  request_timeout: 408,
+  headers_too_large: 431,
 };

@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { MAX_BODY_DEPTH, UNSTORABLE_INPUT_RULE } from '../../api/http/unstorable-input';
 import { mintKey, PASSWORD, signupOrg, uniqueEmail, type SignedUpOrg } from '../support/factories';
 import { callRaw, deepArray, deepObject, namesField, rawNumber } from '../support/raw-json';
@@ -638,6 +639,37 @@ describe('HTTP conventions', () => {
     const res = await app.http.post('/v1/keys', { name: long(1024 * 1024), scopes: ['read'] }, org.adminKey);
     expect(res.status).toBe(413);
     expect(res.body).toMatchObject({ error_code: 'payload_too_large', limit_bytes: 1048576 });
+  });
+
+  it('answers a URL past the header limit with 431 headers_too_large in the error shape', async () => {
+    const res = await fetch(`${app.http.baseUrl}/v1/approvals/${'b'.repeat(20_000)}`, {
+      headers: { authorization: `Bearer ${org.adminKey}` },
+    });
+    expect(res.status).toBe(431);
+    const body = (await res.json()) as Record<string, unknown>;
+    expect(body).toMatchObject({
+      error_code: 'headers_too_large',
+      message: expect.stringContaining('bytes'),
+      request_id: res.headers.get('x-request-id'),
+      limit_bytes: expect.any(Number),
+    });
+  });
+
+  it('answers a request that is not HTTP with 400 malformed_request in the error shape', async () => {
+    const { port } = new URL(app.http.baseUrl);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), '127.0.0.1', () => socket.write('NOT HTTP AT ALL\r\n\r\n'));
+      let text = '';
+      socket.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      socket.on('end', () => resolve(text));
+      socket.on('error', reject);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    const body = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as Record<string, unknown>;
+    expect(body).toMatchObject({
+      error_code: 'malformed_request',
+      request_id: expect.stringMatching(/^req_/),
+    });
   });
 
   it('answers an unknown route with 404 not_found in the error shape', async () => {

@@ -1,0 +1,44 @@
+import { maxHeaderSize, STATUS_CODES, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { randomText } from '../../domain/ids';
+import type { ErrorCode } from '../../domain/errors';
+import { ERROR_STATUS } from './error-status';
+
+/** What the parser's refusal tells the client, by Node's error code; anything else is malformed. */
+function refusalOf(code: string | undefined): { errorCode: ErrorCode; message: string; extra?: object } {
+  if (code === 'HPE_HEADER_OVERFLOW')
+    return {
+      errorCode: 'headers_too_large',
+      message: `the request line and headers exceed ${maxHeaderSize} bytes: send a shorter URL or fewer headers`,
+      extra: { limit_bytes: maxHeaderSize },
+    };
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT')
+    return { errorCode: 'request_timeout', message: 'the request did not arrive in time' };
+  return { errorCode: 'malformed_request', message: 'the request is not valid HTTP/1.1' };
+}
+
+/**
+ * Requests Node's HTTP parser refuses before any middleware runs (headers past its size limit, a
+ * malformed request line, a request that never finished arriving) are answered in the contract's
+ * error shape, with a request id, instead of Node's bare status line. The connection then closes.
+ */
+export function answerClientErrors(server: Server): void {
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
+    if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
+    const { errorCode, message, extra } = refusalOf(err.code);
+    const status = ERROR_STATUS[errorCode];
+    const requestId = `req_${randomText(20)}`;
+    const body = JSON.stringify({ error_code: errorCode, message, request_id: requestId, ...extra });
+    socket.end(
+      [
+        `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}`,
+        'Content-Type: application/json; charset=utf-8',
+        `Content-Length: ${Buffer.byteLength(body)}`,
+        `X-Request-Id: ${requestId}`,
+        'Connection: close',
+        '',
+        body,
+      ].join('\r\n'),
+    );
+  });
+}
