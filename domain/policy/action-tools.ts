@@ -1,4 +1,5 @@
 import type { ChatMessage } from '../providers';
+import { foldText } from './fold-text';
 import type { Action } from './policy';
 
 interface Derived {
@@ -17,7 +18,7 @@ const memo = new WeakMap<Action, Derived>();
 function derived(action: Action): Derived {
   let found = memo.get(action);
   if (!found) {
-    const all = texts(action);
+    const all = withFolded(texts(action));
     found = { tools: toolNames(action), texts: all, textLength: all.reduce((n, t) => n + t.length, 0) };
     memo.set(action, found);
   }
@@ -38,6 +39,12 @@ const texts = (action: Action): string[] => [
   ]),
   ...(action.tool ? stringsIn(action.tool.arguments) : []),
 ];
+
+/** The texts, then the folded form of each that folding changes: patterns judge both. */
+function withFolded(all: string[]): string[] {
+  const folded = all.map(foldText).filter((f, i) => f !== all[i]);
+  return folded.length > 0 ? [...all, ...folded] : all;
+}
 
 /** Every string in a JSON value, keys aside: what the arguments of the action's own tool call say. */
 function stringsIn(value: unknown): string[] {
@@ -77,7 +84,8 @@ export function offeredToolNames(tools: unknown[] | undefined): string[] {
 /**
  * The text that patterns judge: every message's content and the arguments of every tool call in
  * the conversation, which the model reads as much as the content, and every string in the
- * arguments of the tool call the action itself is about (`tool`).
+ * arguments of the tool call the action itself is about (`tool`); and the folded form of each
+ * (`foldText`) where folding changes it.
  */
 export const textsOf = (action: Action): string[] => derived(action).texts;
 

@@ -1,5 +1,6 @@
 import { RE2JS } from 're2js';
 import { mapActionTexts, textsOf, toolNamesOf } from './action-tools';
+import { foldText } from './fold-text';
 import type { CompiledPolicy, CompiledPolicySet, CompiledRule } from './compile-policies';
 import { PatternBudget } from './pattern-budget';
 import type {
@@ -113,12 +114,18 @@ function evaluateRule(
     }
     case 'redact_pattern': {
       const regex = compiledRegex(compiled);
-      // Two passes: the match here, and the rewrite should the modification apply.
-      budget.spend(regex, action, 2);
+      // Three passes: the match here, and the rewrite's (a find in the folded text, then the
+      // replacement) should the modification apply.
+      budget.spend(regex, action, 3);
       if (!textsOf(action).some((text) => regex.matcher(text).find())) return null;
       // Literal text: a "$1" or "$&" in the replacement is not a group reference.
       const replacement = RE2JS.quoteReplacement(rule.replacement);
-      const redact = (text: string) => regex.matcher(text).replaceAll(replacement);
+      // A text whose match shows only once folded is sent folded, so the match can be taken out.
+      const redact = (text: string) => {
+        const folded = foldText(text);
+        const target = folded !== text && regex.matcher(folded).find() ? folded : text;
+        return regex.matcher(target).replaceAll(replacement);
+      };
       return {
         ...say('modify', 'redacted', 'matching text is redacted'),
         modify: (a) => mapActionTexts(a, redact),

@@ -198,6 +198,37 @@ describe('the policy engine: every rule type', () => {
     expect(a.messages?.[0]?.content).toBe('pin 1234'); // the input is not mutated
   });
 
+  it('patterns see text written to slip past them: fullwidth, ligatures, composed accents, invisible characters', () => {
+    const say = (content: string) => action({ messages: [{ role: 'user', content }] });
+    const denied = (pattern: string, content: string) =>
+      decide([policy([{ type: 'deny_pattern', pattern }])], say(content)).verdict;
+    expect(denied('password', 'my ｐａｓｓｗｏｒｄ is')).toBe('deny');
+    expect(denied('password', 'my pass\u200bword is')).toBe('deny');
+    expect(denied('password', 'my pass\u00adword is')).toBe('deny');
+    expect(denied('profile', 'my pro\ufb01le')).toBe('deny'); // the "fi" ligature
+    expect(denied('café', 'a cafe\u0301 visit')).toBe('deny'); // e + a combining acute accent
+    // A pattern written for the original characters still meets them.
+    expect(denied('ｐａｓｓ', 'my ｐａｓｓｗｏｒｄ')).toBe('deny');
+    expect(denied('password', 'my pаssword')).toBe('allow'); // a Cyrillic "а": not folded
+
+    const redact = (content: string) =>
+      decide(
+        [policy([{ type: 'redact_pattern', pattern: 'sk-[a-z0-9]+', replacement: '[key]' }])],
+        say(content),
+      ).modifiedAction?.messages?.[0]?.content;
+    // The match shows only once folded: the text is sent folded, with the match taken out.
+    expect(redact('key ｓｋ－abc123 and sk-def456')).toBe('key [key] and [key]');
+    expect(redact('key sk-\u200babc123')).toBe('key [key]');
+    // A text with a match and characters to fold is sent folded; one without a match, as it was.
+    expect(redact('ｈｉ sk-abc123')).toBe('hi [key]');
+    expect(
+      decide(
+        [policy([{ type: 'redact_pattern', pattern: 'sk-[a-z0-9]+', replacement: '#' }])],
+        say('ｈｉ ok'),
+      ).verdict,
+    ).toBe('allow');
+  });
+
   it('deny_pattern and redact_pattern see the arguments of tool calls in the conversation', () => {
     const a = action({
       messages: [
