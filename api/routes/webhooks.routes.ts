@@ -6,6 +6,7 @@ import {
   getWebhook,
   listDeliveries,
   listWebhooks,
+  MAX_WEBHOOKS_PER_ORG,
   type WebhookDeps,
 } from '../../domain/webhooks/webhook-use-cases';
 import type { Infra } from '../../infra/container';
@@ -59,7 +60,12 @@ export const webhookRoutes = [
     access: admin,
     idempotent: true,
     body: CreateWebhookBody,
-    responses: { 201: { description: 'created', schema: WebhookWithSecret } },
+    responses: {
+      201: { description: 'created', schema: WebhookWithSecret },
+      400: {
+        description: `validation_error: a field is wrong, or the org already has ${MAX_WEBHOOKS_PER_ORG} live webhooks (delete one first; one webhook may subscribe to every event)`,
+      },
+    },
     handle: async (input) => {
       const { body } = input;
       const { webhook, secret } = await createWebhook(webhookDeps(input.infra), callOf(input), {

@@ -6920,7 +6920,7 @@ export interface operations {
           'application/json': components['schemas']['WebhookWithSecret'];
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description validation_error: a field is wrong, or the org already has 20 live webhooks (delete one first; one webhook may subscribe to every event) */
       400: {
         headers: {
           [name: string]: unknown;

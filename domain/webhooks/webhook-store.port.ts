@@ -6,8 +6,12 @@ import type { WebhookEventType } from './webhook-events';
 
 /** The org's webhooks, as the API manages them. Deleted webhooks are not found. */
 export interface WebhookStore {
-  /** Stores the webhook with its sealed secret and records `event`, in one transaction. */
-  create(webhook: Webhook, secret: SealedSecret, event: AuditEvent): Promise<void>;
+  /**
+   * Stores the webhook with its sealed secret and records `event`, in one transaction, unless the
+   * org already has `most` live webhooks (counted under a lock on the org): then false, and nothing
+   * is stored.
+   */
+  create(webhook: Webhook, secret: SealedSecret, event: AuditEvent, most: number): Promise<boolean>;
   get(orgId: string, id: string): Promise<Webhook | null>;
   /** Newest first. */
   list(orgId: string, page: PageRequest): Promise<Page<Webhook>>;

@@ -11,6 +11,12 @@ import { webhookSealingContext, type Webhook, type WebhookDelivery } from './web
 import type { WebhookEventType } from './webhook-events';
 import type { WebhookStore } from './webhook-store.port';
 
+/**
+ * Live webhooks an org may have (Stripe allows 16 endpoints): each is fed the org's audit log after
+ * every seal and delivered to on its own, and one may subscribe to every event.
+ */
+export const MAX_WEBHOOKS_PER_ORG = 20;
+
 export interface WebhookDeps {
   store: WebhookStore;
   sealer: SecretSealer;
@@ -63,7 +69,12 @@ export async function createWebhook(
   };
   const secret = newWebhookSecret();
   const sealed = deps.sealer.seal(secret, webhookSealingContext(webhook));
-  await deps.store.create(webhook, sealed, auditEvent(ctx, 'webhook.created', webhook, now));
+  const event = auditEvent(ctx, 'webhook.created', webhook, now);
+  if (!(await deps.store.create(webhook, sealed, event, MAX_WEBHOOKS_PER_ORG)))
+    throw invalidField(
+      'body',
+      `the org already has ${MAX_WEBHOOKS_PER_ORG} webhooks, the most it may have: delete one first (one webhook may subscribe to every event)`,
+    );
   return { webhook, secret };
 }
 

@@ -58,8 +58,15 @@ const recordAudit = (trx: Knex.Transaction, events: AuditEvent[]) =>
 export class PgWebhookStore implements WebhookStore, DeliveryStore, WebhookSecretStore {
   constructor(private readonly knex: Knex) {}
 
-  create(webhook: Webhook, secret: SealedSecret, event: AuditEvent): Promise<void> {
+  create(webhook: Webhook, secret: SealedSecret, event: AuditEvent, most: number): Promise<boolean> {
     return this.knex.transaction(async (trx) => {
+      // The org's row lock queues concurrent creations, so the count is exact.
+      await trx.raw('select 1 from orgs where id = ? for update', [webhook.orgId]);
+      const [{ live }] = (await trx('webhooks')
+        .where({ org_id: webhook.orgId })
+        .whereNull('deleted_at')
+        .count({ live: '*' })) as [{ live: string | number }];
+      if (Number(live) >= most) return false;
       await trx('webhooks').insert({
         id: webhook.id,
         org_id: webhook.orgId,
@@ -73,6 +80,7 @@ export class PgWebhookStore implements WebhookStore, DeliveryStore, WebhookSecre
         events_after_seq: trx.raw(ORG_LAST_SEQ, [webhook.orgId]),
       });
       await recordAudit(trx, [event]);
+      return true;
     });
   }
 

@@ -7,6 +7,7 @@ import { DELIVERY_WINDOW_MS, MAX_RETRY_DELAY_MS, retryDelayMs } from '../../doma
 import { HttpWebhookSender } from '../../infra/webhooks/http-webhook-sender';
 import { pruneWebhookDeliveries, sweepWebhooks } from '../../workers/webhook-processor';
 import { eventually } from '../support/eventually';
+import { MAX_WEBHOOKS_PER_ORG } from '../../domain/webhooks/webhook-use-cases';
 import { sendEvent } from '../support/webhook-events';
 import { startLocalServer, type LocalServer } from '../support/local-server';
 import { mintKey, signupOrg, type SignedUpOrg } from '../support/factories';
@@ -309,6 +310,34 @@ describe('webhooks: managing them', () => {
       expect(res.status).toBe(400);
       expect(res.body.error_code).toBe('validation_error');
     }
+  });
+});
+
+describe('webhooks: at most MAX_WEBHOOKS_PER_ORG live per org', () => {
+  it('refuses one more with 400 validation_error, even when they are made at once; a deleted one makes room', async () => {
+    const crowded = await signupOrg(app.http, 'Crowded');
+    const made = await Promise.all(
+      Array.from({ length: MAX_WEBHOOKS_PER_ORG + 5 }, () =>
+        create({ url: receiver.url(), events: ['approval.requested'] }, crowded.adminKey),
+      ),
+    );
+    expect(made.filter((r) => r.status === 201)).toHaveLength(MAX_WEBHOOKS_PER_ORG);
+    const refused = made.filter((r) => r.status !== 201);
+    expect(refused).toHaveLength(5);
+    for (const r of refused) {
+      expect(r.status).toBe(400);
+      expect(r.body).toMatchObject({ error_code: 'validation_error' });
+      expect(JSON.stringify(r.body)).toContain(`${MAX_WEBHOOKS_PER_ORG} webhooks`);
+    }
+    const live = await app.http.get<Page<WebhookBody>>('/v1/webhooks?limit=100', crowded.adminKey);
+    expect(live.body.data).toHaveLength(MAX_WEBHOOKS_PER_ORG);
+    const one = made.find((r) => r.status === 201)?.body.id as string;
+    expect((await app.http.delete(`/v1/webhooks/${one}`, crowded.adminKey)).status).toBe(204);
+    expect(
+      (await create({ url: receiver.url(), events: ['approval.requested'] }, crowded.adminKey)).status,
+    ).toBe(201);
+    // Another org is not counted against.
+    expect((await subscribe(receiver.url())).id).toMatch(/^whk_/);
   });
 });
 
