@@ -16,7 +16,10 @@ describe('control-plane CLI: approvals, audit', () => {
     setup = await setUpInvoking(app.http, { models: ['mock-approve'] });
     await requireApproval(app.http, setup.org.adminKey, { model: 'mock-approve' });
     const [approverKey] = await approverKeys(app.http, setup.org.adminKey, 1);
-    cli = cliRunner({ baseUrl: app.http.baseUrl, apiKey: setup.org.adminKey });
+    // The agent's key asks (and reads the audit log); the admin's approver key votes. A key the
+    // requester minted could not: it would be the requester approving itself.
+    const agentKey = (await mintKey(app.http, setup.org.adminKey, ['invoke'], 'agent')).key;
+    cli = cliRunner({ baseUrl: app.http.baseUrl, apiKey: agentKey });
     approver = cliRunner({ baseUrl: app.http.baseUrl, apiKey: approverKey });
   });
   afterAll(() => app?.close());

@@ -1,5 +1,6 @@
 import { startTestApp, type TestApp } from '../../test/support/test-app';
 import { approverKeys, requireApproval } from '../../test/support/approval-fixtures';
+import { mintKey } from '../../test/support/factories';
 import { openSession, setUpInvoking, type InvokeSetup } from '../../test/support/invoke-fixtures';
 import { collect, ControlPlaneError, createControlPlane, type Invocation } from '../src';
 import { recordingFetch } from './support/recording-fetch';
@@ -134,12 +135,15 @@ describe('control-plane-client: invoke', () => {
 
   it('waits through awaiting_approval until a person approves', async () => {
     await requireApproval(app.http, setup.org.adminKey, { model: 'mock-approve' });
+    // The agent asks; a key the admin minted for a person approves (a key the requester minted
+    // could not: it would be the requester approving itself).
+    const agentKey = (await mintKey(app.http, setup.org.adminKey, ['llm:invoke'], 'agent')).key;
     const [approverKey] = await approverKeys(app.http, setup.org.adminKey, 1);
     const approver = client({ apiKey: approverKey });
     const { id: sessionId } = await session();
     const seen: Invocation['status'][] = [];
 
-    const running = client().invoke(hello(sessionId, 'mock-approve'), {
+    const running = client({ apiKey: agentKey }).invoke(hello(sessionId, 'mock-approve'), {
       waitSeconds: 1,
       onUpdate: (inv) => seen.push(inv.status),
     });
