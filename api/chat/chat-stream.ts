@@ -31,6 +31,12 @@ const SSE_HEADERS = {
   'X-Accel-Buffering': 'no',
 };
 
+/**
+ * Events a client has not read past this are not kept for it: the stream is ended and the call
+ * stopped, as if it hung up (a client that stops reading holds memory for as long as it likes).
+ */
+const MAX_UNREAD_BYTES = 16 * 1024 * 1024;
+
 /** Writes `chat.completion.chunk` events of one invocation, keeping what it sent to reconcile at the end. */
 class ChunkWriter {
   readonly out = new PassThrough();
@@ -38,7 +44,10 @@ class ChunkWriter {
   private sentTools = false;
   private roleSent = false;
 
-  constructor(private readonly meta: { id: string; model: string; created: number }) {}
+  constructor(
+    private readonly meta: { id: string; model: string; created: number },
+    private readonly onUnread: () => void,
+  ) {}
 
   piece(delta: StreamDelta): void {
     const wire: Record<string, unknown> = this.roleSent ? {} : { role: 'assistant' };
@@ -100,31 +109,58 @@ class ChunkWriter {
       ...(usage ? { usage } : {}),
     };
     this.out.write(`data: ${JSON.stringify(event)}\n\n`);
+    if (this.out.writableLength + this.out.readableLength > MAX_UNREAD_BYTES) this.onUnread();
   }
 }
+
+/** Statuses before the provider call: no piece of the answer can have gone out yet. */
+const NOT_STARTED = new Set(['queued', 'evaluating', 'awaiting_approval']);
 
 /**
  * A streamed chat completion. The answer's status is decided by the first thing that happens:
  * a piece (200 and the event stream from then on), or the invocation ending first (a refusal is a
  * plain error answer; a success without pieces is streamed whole). A request still waiting for
- * people when the wait runs out answers approval_pending. A client that hangs up aborts the
- * provider call through the worker.
+ * people when the wait runs out answers approval_pending. A client that hangs up, at any time,
+ * stops the provider call through the worker (or keeps it from starting). A request resumed with
+ * X-Invocation-Id only watches: its hang-up stops nothing, and once its call began it gets the
+ * answer whole at the end (the pieces before it came are not kept to send again).
  */
 export async function streamCompletion(deps: StreamDeps, run: RunWith): Promise<Reply> {
+  const resumed = deps.model === null;
   let id = '';
   let writer: ChunkWriter | null = null;
   const early: StreamDelta[] = [];
   let first: () => void = () => undefined;
   const started = new Promise<'piece'>((resolve) => (first = () => resolve('piece')));
   let following: { cancel(): void } | null = null;
+  let pieces: 'hold' | 'pass' | 'drop' = resumed ? 'hold' : 'pass';
+  const onPiece = (d: StreamDelta) => {
+    if (pieces === 'drop') return;
+    if (writer) return writer.piece(d);
+    early.push(d);
+    if (pieces === 'pass') first();
+  };
+  const hangUp = () => {
+    if (!resumed && id) void deps.abort(id).catch(deps.onError);
+    writer?.out.destroy();
+  };
+  deps.closed.addEventListener('abort', hangUp, { once: true });
   const done = run({
     wait: (invocationId, ms) => {
       id = invocationId;
-      const f = deps.follow(invocationId, (d) => (writer ? writer.piece(d) : (early.push(d), first())), ms);
+      const f = deps.follow(invocationId, onPiece, ms);
       following = f;
+      if (deps.closed.aborted) hangUp(); // it hung up while the invocation was being made
+      if (resumed)
+        void passPiecesIfUnstarted(deps, invocationId).then((pass) => {
+          pieces = pass ? 'pass' : 'drop';
+          if (!pass) early.length = 0;
+          else if (early.length > 0) first();
+        });
       return f;
     },
   });
+  void done.finally(() => deps.closed.removeEventListener('abort', hangUp)).catch(() => undefined);
   const paused = setTimeout(
     () =>
       void stopIfPaused(
@@ -141,13 +177,19 @@ export async function streamCompletion(deps: StreamDeps, run: RunWith): Promise<
     if (invocation && invocation.status !== 'succeeded') return refusalOf(invocation, deps.requestId);
     const model = await modelOf(deps, id, invocation);
     const created = invocation ? createdOf(invocation) : Math.floor(Date.now() / 1000);
-    writer = new ChunkWriter({ id, model, created });
+    writer = new ChunkWriter({ id, model, created }, hangUp);
     for (const d of early) writer.piece(d);
-    finishLater(deps, writer, done, id);
+    finishLater(deps, writer, done);
     return { status: 200, body: writer.out, headers: { ...SSE_HEADERS, 'X-Invocation-Id': id } };
   } finally {
     clearTimeout(paused);
   }
+}
+
+/** Whether a resumed request may stream pieces: only if its call had not begun when it joined. */
+async function passPiecesIfUnstarted(deps: StreamDeps, id: string): Promise<boolean> {
+  const now = await deps.read(id).catch(() => null);
+  return now !== null && NOT_STARTED.has(now.status);
 }
 
 /**
@@ -173,20 +215,9 @@ async function stopIfPaused(
   if (now?.status === 'awaiting_approval') following()?.cancel();
 }
 
-function finishLater(
-  deps: StreamDeps,
-  writer: ChunkWriter,
-  done: Promise<InvocationSummary>,
-  id: string,
-): void {
-  const hangUp = () => {
-    void deps.abort(id).catch(deps.onError);
-    writer.out.destroy();
-  };
-  deps.closed.addEventListener('abort', hangUp, { once: true });
+function finishLater(deps: StreamDeps, writer: ChunkWriter, done: Promise<InvocationSummary>): void {
   done
     .then((invocation) => {
-      deps.closed.removeEventListener('abort', hangUp);
       if (invocation.status === 'succeeded') writer.finish(invocation, deps.includeUsage);
       else writer.fail(refusalOf(invocation, deps.requestId));
     })

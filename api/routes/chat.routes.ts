@@ -91,7 +91,8 @@ export const chatRoutes = [
       "chat.completion.chunk events. Errors are OpenAI-shaped ({ error: { message, type, code, param } }) with the contract's " +
       'statuses and codes; those a retry cannot change carry x-should-retry: false. A request an approval ' +
       'holds waits up to max_wait_seconds, then answers 409 approval_pending (param: the approval id); the ' +
-      'same request with X-Invocation-Id goes on waiting.',
+      'same request with X-Invocation-Id goes on waiting (it only watches: its hang-up stops nothing). ' +
+      'Idempotency-Key is not read here.',
     tag: 'openai',
     access: needs('llm:invoke'),
     errorShape: 'openai',
@@ -106,7 +107,9 @@ export const chatRoutes = [
           description:
             'Server-sent events: `data: <chat.completion.chunk JSON>` per piece, each naming the model; then ' +
             'one with finish_reason, one with usage when stream_options.include_usage, and `data: [DONE]`. An ' +
-            'error after the first event is sent as `data: <the OpenAI error JSON>` before [DONE].',
+            'error after the first event is sent as `data: <the OpenAI error JSON>` before [DONE]. Pieces after ' +
+            'the first are joined and sent at most every 20 ms. A request resumed with X-Invocation-Id after its ' +
+            'call began gets the answer whole at the end. A client that hangs up stops the provider call.',
         },
       },
       400: { description: 'validation_error (X-Session-Id missing, no max_tokens, ...) or unpriced_model' },

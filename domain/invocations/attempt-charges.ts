@@ -21,6 +21,15 @@ export function reservationCharge(invocation: Invocation): AttemptCharge {
 }
 
 /**
+ * Whether a broken stream had begun to arrive: text, a tool call or the provider's usage. Before
+ * that, nothing tells what the provider used (it may have written an answer that never came).
+ */
+export const piecesArrived = (
+  streamed: ProviderError['streamed'],
+): streamed is NonNullable<ProviderError['streamed']> =>
+  streamed !== null && (streamed.content !== '' || streamed.toolCallText !== '' || streamed.usage !== null);
+
+/**
  * A failed attempt's charge. Every request the provider received counts as a call; one it answered
  * with an error status costs nothing (providers do not bill those); one whose outcome is unknown
  * (sent, then a timeout or a lost connection) is charged at the reservation, since the provider
@@ -32,13 +41,14 @@ export function failedAttemptCharge(
 ): AttemptCharge {
   const delivery: Delivery = err.delivery;
   if (delivery === 'not_sent') return NO_CHARGE;
-  if (err.streamed) return streamedCharge(invocation, err.streamed);
+  if (piecesArrived(err.streamed)) return streamedCharge(invocation, err.streamed);
   if (delivery === 'unknown') return reservationCharge(invocation);
   return { amounts: { ...NOTHING, calls: 1 }, usage: null };
 }
 
 /**
- * A stream that broke or was cut off (its client hung up) after pieces arrived: the usage the
+ * A stream that broke or was cut off (its client hung up) after pieces arrived (before any did, it
+ * is charged as any call whose outcome is unknown, at the reservation): the usage the
  * provider reported, else an upper bound of what it used: the whole prompt, and one token per
  * byte the model wrote that arrived, text and tool calls alike (a token is at least one byte).
  * Never above the reservation.

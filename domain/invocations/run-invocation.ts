@@ -17,6 +17,7 @@ import type { Invocation, InvocationError, InvocationOutput } from './invocation
 import type { InvocationStore, RunView, SealedCredential, WriteOutcome } from './invocation-store';
 import { statusesOf } from './lifecycle';
 import { outcomeWrite, recordOutcome } from './outcomes';
+import { PieceBatcher } from './piece-batcher';
 import type { CompletionSignal, PieceRelay } from './signals';
 import type { StageJob } from './evaluate-invocation';
 import type { Guardian } from '../policy/guardian';
@@ -167,7 +168,9 @@ function endUnknown(run: AttemptRun): Promise<RunOutcome> {
 /**
  * A provider call that failed: charged by what reached the provider (attempt-charges.ts). A
  * retryable failure before the last attempt is recorded with the invocation still running, then
- * RetryLater has the job run again: the next attempt is a new charge that must fit the caps.
+ * RetryLater has the job run again: the next attempt is a new charge that must fit the caps. A
+ * stream whose pieces reached its client is not tried again: a second answer would follow the
+ * first one's beginning on the client's screen.
  */
 async function recordFailedAttempt(
   run: AttemptRun,
@@ -176,7 +179,9 @@ async function recordFailedAttempt(
 ): Promise<RunOutcome> {
   const charge = failedAttemptCharge(run.invocation, err);
   const error = { errorCode: err.code, message: err.message };
-  if (err.kind !== 'retryable' || attempt.number >= attempt.max) return fail(run, error, charge);
+  const shown = err.streamed !== null && (err.streamed.content !== '' || err.streamed.toolCallText !== '');
+  const final = err.kind !== 'retryable' || attempt.number >= attempt.max || shown;
+  if (final) return fail(run, error, charge);
   const written = await recordAttempt(run, { status: 'running' }, error, charge);
   if (written !== 'applied') return runOutcome(written, 'running');
   throw new RetryLater(err, err.retryAfterSeconds === null ? null : err.retryAfterSeconds * 1000);
@@ -225,14 +230,26 @@ async function callProvider(deps: RunDeps, view: RunView, trace: Record<string, 
 async function streamCall(deps: RunDeps, invocationId: string, call: CompletionRequest) {
   const hangUp = new AbortController();
   const unwatch = deps.pieces.watchAbort(invocationId, () => hangUp.abort());
+  const pieces = new PieceBatcher((delta) => deps.pieces.piece(invocationId, delta));
   try {
-    return await deps.providers.stream({ ...call, signal: hangUp.signal }, (delta) =>
-      deps.pieces.piece(invocationId, delta),
-    );
+    if (await deps.pieces.hungUp(invocationId)) throw goneBeforeCall();
+    return await deps.providers.stream({ ...call, signal: hangUp.signal }, (delta) => pieces.add(delta));
   } finally {
+    // The last pieces go out before the end is told (recorded, then signalled).
+    pieces.close();
     unwatch();
   }
 }
+
+const goneBeforeCall = () =>
+  new ProviderError(
+    'final',
+    'provider_aborted',
+    'the client hung up before the call began; it was not made',
+    null,
+    null,
+    'not_sent',
+  );
 
 async function recordSuccess(run: AttemptRun, result: CompletionResult): Promise<RunOutcome> {
   const { deps, invocation } = run;

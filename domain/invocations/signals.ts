@@ -45,6 +45,8 @@ export interface PieceRelay {
   piece(invocationId: string, delta: StreamDelta): void;
   /** Calls `onAbort` if the client streaming the invocation hangs up; returns the unsubscribe. */
   watchAbort(invocationId: string, onAbort: () => void): () => void;
+  /** Whether the invocation's client hung up already (before its call began, say). */
+  hungUp(invocationId: string): Promise<boolean>;
 }
 
 export interface PieceFollower {

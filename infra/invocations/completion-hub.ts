@@ -11,6 +11,9 @@ import type {
 import type { StreamDelta } from '../../domain/providers';
 import type { Logger } from '../logger';
 
+/** How long a hung-up client's mark waits for a worker to start its call (queues drain well before). */
+const HUNG_UP_MARK_MS = 60 * 60_000;
+
 /** Larger invocations are announced by id only; waiters then read the row. */
 const MAX_MESSAGE_BYTES = 64 * 1024;
 
@@ -63,6 +66,7 @@ export class CompletionHub implements CompletionSignal, CompletionWaiter, PieceR
   private readonly streams = new Map<string, () => void>();
   private readonly channel: string;
   private readonly abortChannel: string;
+  private readonly prefix: string;
   /** Names this hub in the pieces it publishes. */
   private readonly origin = randomBytes(6).toString('hex');
 
@@ -74,6 +78,12 @@ export class CompletionHub implements CompletionSignal, CompletionWaiter, PieceR
   ) {
     this.channel = `${prefix}:invocations:finished`;
     this.abortChannel = `${prefix}:invocations:abort`;
+    this.prefix = prefix;
+  }
+
+  /** Marks that the client of a streamed invocation hung up, for a worker that has not started it yet. */
+  private hungUpKey(invocationId: string): string {
+    return `${this.prefix}:invocations:hung-up:${invocationId}`;
   }
 
   /**
@@ -93,8 +103,20 @@ export class CompletionHub implements CompletionSignal, CompletionWaiter, PieceR
     return () => this.streams.delete(invocationId);
   }
 
+  /**
+   * Stops the call at the worker streaming it now, and leaves a mark (kept for an hour) that a
+   * worker starting it later reads (`hungUp`): a client may hang up while its call is queued.
+   */
   async abort(invocationId: string): Promise<void> {
-    await this.publisher.publish(this.abortChannel, invocationId);
+    await this.publisher
+      .multi()
+      .set(this.hungUpKey(invocationId), '1', 'PX', HUNG_UP_MARK_MS)
+      .publish(this.abortChannel, invocationId)
+      .exec();
+  }
+
+  async hungUp(invocationId: string): Promise<boolean> {
+    return (await this.publisher.exists(this.hungUpKey(invocationId))) === 1;
   }
 
   follow(invocationId: string, onPiece: (delta: StreamDelta) => void, ms: number) {

@@ -1,4 +1,9 @@
-import { streamedCharge } from '../../domain/invocations/attempt-charges';
+import {
+  failedAttemptCharge,
+  reservationCharge,
+  streamedCharge,
+} from '../../domain/invocations/attempt-charges';
+import { ProviderError } from '../../domain/providers';
 import { invocationRow } from '../support/invocation-row';
 
 const invocation = invocationRow({
@@ -30,5 +35,20 @@ describe('the charge of a stream cut off without its usage', () => {
       usage: { inputTokens: 5, outputTokens: 3 },
     });
     expect(charge.usage).toEqual({ inputTokens: 5, outputTokens: 3 });
+  });
+});
+
+describe('the charge of a stream that broke before anything arrived', () => {
+  const broken = (streamed: { content: string; toolCallText: string; usage: null }) =>
+    new ProviderError('retryable', 'provider_connection_lost', 'broke', null, null, 'unknown', streamed);
+
+  it('is the reservation, as for any call whose outcome is unknown: nothing tells what the provider used', () => {
+    const nothing = failedAttemptCharge(invocation, broken({ content: '', toolCallText: '', usage: null }));
+    expect(nothing).toEqual(reservationCharge(invocation));
+    const some = failedAttemptCharge(
+      invocation,
+      broken({ content: 'Let me', toolCallText: '', usage: null }),
+    );
+    expect(some.usage?.outputTokens).toBe(6);
   });
 });
