@@ -43,7 +43,8 @@ export function refusalMessage(r: CapRefusal): string {
       : 'lower max_tokens or the prompt, or open a session with a larger cap';
   return (
     `the session's ${r.cap} cap would be crossed: this call needs up to ${amount(r.cap, r.needed)} ` +
-    `(its worst case) and ${amount(r.cap, r.remaining)} of ${amount(r.cap, r.limit)} remains; ${fix}`
+    `(its worst case) and ${amount(r.cap, r.remaining)} of ${amount(r.cap, r.limit)} remains ` +
+    `(calls in flight count at their worst case until they settle); ${fix}`
   );
 }
 

@@ -182,7 +182,7 @@ describe('what each failure class is charged (CP_INVOKE_ATTEMPTS=3)', () => {
     // The worker's refusal says which cap, what the retry needed and what remained.
     expect(invocation.error?.message).toBe(
       "the session's calls cap would be crossed: this call needs up to 1 call (its worst case) and " +
-        '0 calls of 1 call remains; open a new session to continue',
+        '0 calls of 1 call remains (calls in flight count at their worst case until they settle); open a new session to continue',
     );
     expect(callsTo('fails-500') - before).toBe(1);
     expect(usage).toMatchObject({ calls: 1, cost_usd: 0, reserved_usd: 0 });
