@@ -113,17 +113,15 @@ class ChunkWriter {
   }
 }
 
-/** Statuses before the provider call: no piece of the answer can have gone out yet. */
-const NOT_STARTED = new Set(['queued', 'evaluating', 'awaiting_approval']);
-
 /**
  * A streamed chat completion. The answer's status is decided by the first thing that happens:
  * a piece (200 and the event stream from then on), or the invocation ending first (a refusal is a
  * plain error answer; a success without pieces is streamed whole). A request still waiting for
- * people when the wait runs out answers approval_pending. A client that hangs up, at any time,
- * stops the provider call through the worker (or keeps it from starting). A request resumed with
- * X-Invocation-Id only watches: its hang-up stops nothing, and once its call began it gets the
- * answer whole at the end (the pieces before it came are not kept to send again).
+ * people when the wait runs out answers approval_pending. A client that hangs up stops the
+ * provider call through the worker, or keeps it from being made if it has not begun, unless it
+ * waits for people (its client may come back for it). A request resumed with X-Invocation-Id only
+ * watches: its hang-up stops nothing, and if pieces had gone out when it came it gets the answer
+ * whole at the end (the pieces are not kept to send again).
  */
 export async function streamCompletion(deps: StreamDeps, run: RunWith): Promise<Reply> {
   const resumed = deps.model === null;
@@ -140,9 +138,12 @@ export async function streamCompletion(deps: StreamDeps, run: RunWith): Promise<
     early.push(d);
     if (pieces === 'pass') first();
   };
+  let stopped = false;
   const hangUp = () => {
-    if (!resumed && id) void deps.abort(id).catch(deps.onError);
     writer?.out.destroy();
+    if (resumed || !id || stopped) return;
+    stopped = true;
+    void stopCall(deps, id).catch(deps.onError);
   };
   deps.closed.addEventListener('abort', hangUp, { once: true });
   const done = run({
@@ -152,7 +153,7 @@ export async function streamCompletion(deps: StreamDeps, run: RunWith): Promise<
       following = f;
       if (deps.closed.aborted) hangUp(); // it hung up while the invocation was being made
       if (resumed)
-        void passPiecesIfUnstarted(deps, invocationId).then((pass) => {
+        void noPieceOutYet(deps, invocationId).then((pass) => {
           pieces = pass ? 'pass' : 'drop';
           if (!pass) early.length = 0;
           else if (early.length > 0) first();
@@ -186,10 +187,21 @@ export async function streamCompletion(deps: StreamDeps, run: RunWith): Promise<
   }
 }
 
-/** Whether a resumed request may stream pieces: only if its call had not begun when it joined. */
-async function passPiecesIfUnstarted(deps: StreamDeps, id: string): Promise<boolean> {
+/**
+ * Whether a resumed request may stream pieces: only if none had gone out when it joined (it
+ * follows them from before this read, and the worker marks the stream before its first piece).
+ */
+async function noPieceOutYet(deps: StreamDeps, id: string): Promise<boolean> {
+  return !(await deps.begun(id).catch(() => true));
+}
+
+/**
+ * Stops the call of a client that hung up, or keeps it from being made if it has not begun; one
+ * waiting for people is left to them: its client may come back for it with X-Invocation-Id.
+ */
+async function stopCall(deps: StreamDeps, id: string): Promise<void> {
   const now = await deps.read(id).catch(() => null);
-  return now !== null && NOT_STARTED.has(now.status);
+  await deps.abort(id, now?.status !== 'awaiting_approval');
 }
 
 /**

@@ -56,6 +56,7 @@ function runner(input: RouteInput<ChatCompletionRequest, unknown>, ms: number): 
 const streamDeps = (input: RouteInput<ChatCompletionRequest, unknown>, infra: Infra) => ({
   follow: infra.completions.follow.bind(infra.completions),
   abort: infra.completions.abort.bind(infra.completions),
+  begun: infra.completions.begun.bind(infra.completions),
   read: (id: string) => infra.invocations.get(callOf(input).principal.orgId, id),
   maxWaitMs: infra.config.CP_MAX_WAIT_SECONDS * 1000,
   streamMs:
@@ -108,8 +109,9 @@ export const chatRoutes = [
             'Server-sent events: `data: <chat.completion.chunk JSON>` per piece, each naming the model; then ' +
             'one with finish_reason, one with usage when stream_options.include_usage, and `data: [DONE]`. An ' +
             'error after the first event is sent as `data: <the OpenAI error JSON>` before [DONE]. Pieces after ' +
-            'the first are joined and sent at most every 20 ms. A request resumed with X-Invocation-Id after its ' +
-            'call began gets the answer whole at the end. A client that hangs up stops the provider call.',
+            'the first are joined and sent at most every 20 ms. A request resumed with X-Invocation-Id after ' +
+            'pieces went out gets the answer whole at the end. A client that hangs up stops the provider call ' +
+            '(one waiting for approval is left to the approvers).',
         },
       },
       400: { description: 'validation_error (X-Session-Id missing, no max_tokens, ...) or unpriced_model' },

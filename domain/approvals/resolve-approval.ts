@@ -133,7 +133,7 @@ export function resolveApproval(
   locked: LockedApproval,
   resolution: Resolution,
   at: Date,
-  lines: Lineages = new Map(),
+  lines: Lineages,
 ): Decision<ResolutionResult> {
   const { approval } = locked;
   if (approval.status !== 'pending') return { change: null, result: 'not_pending' };

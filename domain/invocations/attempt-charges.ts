@@ -20,14 +20,18 @@ export function reservationCharge(invocation: Invocation): AttemptCharge {
   };
 }
 
+type Streamed = NonNullable<ProviderError['streamed']>;
+
+/** Whether part of a broken stream's answer (text or a tool call) arrived, and so went on to its client. */
+export const answerArrived = (streamed: ProviderError['streamed']): boolean =>
+  streamed !== null && (streamed.content !== '' || streamed.toolCallText !== '');
+
 /**
- * Whether a broken stream had begun to arrive: text, a tool call or the provider's usage. Before
+ * Whether a broken stream had begun to arrive: part of its answer, or the provider's usage. Before
  * that, nothing tells what the provider used (it may have written an answer that never came).
  */
-export const piecesArrived = (
-  streamed: ProviderError['streamed'],
-): streamed is NonNullable<ProviderError['streamed']> =>
-  streamed !== null && (streamed.content !== '' || streamed.toolCallText !== '' || streamed.usage !== null);
+const piecesArrived = (streamed: ProviderError['streamed']): streamed is Streamed =>
+  streamed !== null && (answerArrived(streamed) || streamed.usage !== null);
 
 /**
  * A failed attempt's charge. Every request the provider received counts as a call; one it answered
@@ -53,10 +57,7 @@ export function failedAttemptCharge(
  * byte the model wrote that arrived, text and tool calls alike (a token is at least one byte).
  * Never above the reservation.
  */
-export function streamedCharge(
-  invocation: Invocation,
-  streamed: NonNullable<ProviderError['streamed']>,
-): AttemptCharge {
+export function streamedCharge(invocation: Invocation, streamed: Streamed): AttemptCharge {
   const { request, price } = invocation;
   const reported = streamed.usage;
   const usage = reported ?? {

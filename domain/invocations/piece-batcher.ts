@@ -2,7 +2,7 @@ import type { StreamDelta } from '../providers';
 
 /** How long the pieces after a sent one gather before they go out together. */
 export const PIECE_GATHER_MS = 20;
-/** Text gathered past this goes out at once, whatever the time. */
+/** Text (content and tool-call arguments) gathered past this goes out at once, whatever the time. */
 const MAX_GATHERED_CHARS = 16 * 1024;
 
 type ToolPiece = NonNullable<StreamDelta['toolCalls']>[number];
@@ -21,6 +21,10 @@ function joinTools(into: ToolPiece[], more: ToolPiece[]): ToolPiece[] {
   }
   return calls;
 }
+
+/** The text a piece carries: its content and its tool calls' arguments. */
+const sizeOf = (d: StreamDelta): number =>
+  (d.content?.length ?? 0) + (d.toolCalls ?? []).reduce((n, c) => n + (c.arguments?.length ?? 0), 0);
 
 /** Two pieces as one: what a client assembles from the pair is what it assembles from the join. */
 export function joinPieces(a: StreamDelta, b: StreamDelta): StreamDelta {
@@ -48,7 +52,7 @@ export class PieceBatcher {
   add(delta: StreamDelta): void {
     this.gathered = this.gathered ? joinPieces(this.gathered, delta) : delta;
     if (!this.timer) this.sendNow();
-    else if ((this.gathered.content?.length ?? 0) >= MAX_GATHERED_CHARS) this.sendGathered();
+    else if (sizeOf(this.gathered) >= MAX_GATHERED_CHARS) this.sendGathered();
   }
 
   close(): void {

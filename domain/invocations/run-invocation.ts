@@ -12,7 +12,13 @@ import {
   type CompletionResult,
   type ProviderClient,
 } from '../providers';
-import { failedAttemptCharge, NO_CHARGE, reservationCharge, type AttemptCharge } from './attempt-charges';
+import {
+  answerArrived,
+  failedAttemptCharge,
+  NO_CHARGE,
+  reservationCharge,
+  type AttemptCharge,
+} from './attempt-charges';
 import type { Invocation, InvocationError, InvocationOutput } from './invocation';
 import type { InvocationStore, RunView, SealedCredential, WriteOutcome } from './invocation-store';
 import { statusesOf } from './lifecycle';
@@ -179,8 +185,7 @@ async function recordFailedAttempt(
 ): Promise<RunOutcome> {
   const charge = failedAttemptCharge(run.invocation, err);
   const error = { errorCode: err.code, message: err.message };
-  const shown = err.streamed !== null && (err.streamed.content !== '' || err.streamed.toolCallText !== '');
-  const final = err.kind !== 'retryable' || attempt.number >= attempt.max || shown;
+  const final = err.kind !== 'retryable' || attempt.number >= attempt.max || answerArrived(err.streamed);
   if (final) return fail(run, error, charge);
   const written = await recordAttempt(run, { status: 'running' }, error, charge);
   if (written !== 'applied') return runOutcome(written, 'running');
@@ -230,9 +235,15 @@ async function callProvider(deps: RunDeps, view: RunView, trace: Record<string, 
 async function streamCall(deps: RunDeps, invocationId: string, call: CompletionRequest) {
   const hangUp = new AbortController();
   const unwatch = deps.pieces.watchAbort(invocationId, () => hangUp.abort());
-  const pieces = new PieceBatcher((delta) => deps.pieces.piece(invocationId, delta));
+  let begun = false;
+  const pieces = new PieceBatcher((delta) => {
+    if (!begun) deps.pieces.begin(invocationId);
+    begun = true;
+    deps.pieces.piece(invocationId, delta);
+  });
   try {
-    if (await deps.pieces.hungUp(invocationId)) throw goneBeforeCall();
+    // Read after the reservation: a failed read must not throw (a rerun would charge the reservation).
+    if (await deps.pieces.hungUp(invocationId).catch(() => false)) throw goneBeforeCall();
     return await deps.providers.stream({ ...call, signal: hangUp.signal }, (delta) => pieces.add(delta));
   } finally {
     // The last pieces go out before the end is told (recorded, then signalled).

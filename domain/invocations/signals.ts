@@ -47,6 +47,8 @@ export interface PieceRelay {
   watchAbort(invocationId: string, onAbort: () => void): () => void;
   /** Whether the invocation's client hung up already (before its call began, say). */
   hungUp(invocationId: string): Promise<boolean>;
+  /** Tells that the first piece is about to go out (before it does). */
+  begin(invocationId: string): void;
 }
 
 export interface PieceFollower {
@@ -56,6 +58,11 @@ export interface PieceFollower {
     onPiece: (delta: StreamDelta) => void,
     ms: number,
   ): { result: Promise<WaitResult>; cancel(): void };
-  /** Tells the worker streaming the invocation that its client hung up. */
-  abort(invocationId: string): Promise<void>;
+  /**
+   * Tells the worker streaming the invocation that its client hung up; with `forestall`, a worker
+   * that starts the call later does not make it.
+   */
+  abort(invocationId: string, forestall: boolean): Promise<void>;
+  /** Whether pieces of the invocation's answer went out already (a late follower missed some). */
+  begun(invocationId: string): Promise<boolean>;
 }

@@ -11,8 +11,8 @@ import type {
 import type { StreamDelta } from '../../domain/providers';
 import type { Logger } from '../logger';
 
-/** How long a hung-up client's mark waits for a worker to start its call (queues drain well before). */
-const HUNG_UP_MARK_MS = 60 * 60_000;
+/** How long a stream's marks are kept: a hung-up client's for a queued call (queues drain well before). */
+const MARK_MS = 60 * 60_000;
 
 /** Larger invocations are announced by id only; waiters then read the row. */
 const MAX_MESSAGE_BYTES = 64 * 1024;
@@ -86,6 +86,11 @@ export class CompletionHub implements CompletionSignal, CompletionWaiter, PieceR
     return `${this.prefix}:invocations:hung-up:${invocationId}`;
   }
 
+  /** Marks that pieces of the invocation's answer went out: a request resuming it has missed some. */
+  private begunKey(invocationId: string): string {
+    return `${this.prefix}:invocations:streamed:${invocationId}`;
+  }
+
   /**
    * Handed to this process's followers at once, and published on the finished channel from the
    * same connection as `finished`, so every piece reaches another process's API before the end of
@@ -104,19 +109,27 @@ export class CompletionHub implements CompletionSignal, CompletionWaiter, PieceR
   }
 
   /**
-   * Stops the call at the worker streaming it now, and leaves a mark (kept for an hour) that a
-   * worker starting it later reads (`hungUp`): a client may hang up while its call is queued.
+   * Stops the call at the worker streaming it now; with `forestall`, also leaves a mark (kept for
+   * an hour) that a worker starting it later reads (`hungUp`): a client may hang up while its call
+   * is queued.
    */
-  async abort(invocationId: string): Promise<void> {
-    await this.publisher
-      .multi()
-      .set(this.hungUpKey(invocationId), '1', 'PX', HUNG_UP_MARK_MS)
-      .publish(this.abortChannel, invocationId)
-      .exec();
+  async abort(invocationId: string, forestall: boolean): Promise<void> {
+    const batch = this.publisher.multi();
+    if (forestall) batch.set(this.hungUpKey(invocationId), '1', 'PX', MARK_MS);
+    await batch.publish(this.abortChannel, invocationId).exec();
   }
 
   async hungUp(invocationId: string): Promise<boolean> {
     return (await this.publisher.exists(this.hungUpKey(invocationId))) === 1;
+  }
+
+  /** Sent before the first piece, on the same connection, so it is set before any piece is out. */
+  begin(invocationId: string): void {
+    this.publisher.set(this.begunKey(invocationId), '1', 'PX', MARK_MS).catch(() => undefined);
+  }
+
+  async begun(invocationId: string): Promise<boolean> {
+    return (await this.publisher.exists(this.begunKey(invocationId))) === 1;
   }
 
   follow(invocationId: string, onPiece: (delta: StreamDelta) => void, ms: number) {

@@ -60,8 +60,9 @@ export class PgWebhookStore implements WebhookStore, DeliveryStore, WebhookSecre
 
   create(webhook: Webhook, secret: SealedSecret, event: AuditEvent, most: number): Promise<boolean> {
     return this.knex.transaction(async (trx) => {
-      // The org's row lock queues concurrent creations, so the count is exact.
-      await trx.raw('select 1 from orgs where id = ? for update', [webhook.orgId]);
+      // The org's row lock queues concurrent creations, so the count is exact; `no key update`
+      // leaves alone the inserts whose foreign keys name the org.
+      await trx.raw('select 1 from orgs where id = ? for no key update', [webhook.orgId]);
       const [{ live }] = (await trx('webhooks')
         .where({ org_id: webhook.orgId })
         .whereNull('deleted_at')

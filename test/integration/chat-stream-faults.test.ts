@@ -79,6 +79,16 @@ async function session() {
   return openSession(app.http, setup.org.adminKey, { agent_id: setup.agentId, max_cost_usd: 1 });
 }
 
+/** The approval the session's one invocation waits for. */
+const pendingApproval = (sessionId: string) =>
+  eventually(async () => {
+    const res = await app.http.get<{ data: { id: string; invocation_id: string }[] }>(
+      `/v1/approvals?status=pending&session_id=${sessionId}`,
+      setup.org.adminKey,
+    );
+    return res.body.data[0];
+  });
+
 const clientFor = (sessionId: string, headers: Record<string, string> = {}) =>
   new OpenAI({
     apiKey: key,
@@ -153,28 +163,63 @@ it('a client that hangs up before the first piece stops the provider call, which
   expect(done.usage?.output_tokens).toBe(1000);
 });
 
-it('a client that hangs up while its call waits for approval: the approved call is never made, nor charged', async () => {
+it('a client that hangs up while its call waits for approval leaves it to the approvers; a resume streams it piece by piece', async () => {
   await requireApproval(app.http, setup.org.adminKey, { model: 'gated-model' });
   const [approver] = await approverKeys(app.http, setup.org.adminKey, 1);
   const { id } = await session();
   const hangUp = new AbortController();
   const asked = clientFor(id)
-    .chat.completions.create(ask('never-2', 'gated-model'), { signal: hangUp.signal })
+    .chat.completions.create(ask('slow-gated', 'gated-model'), { signal: hangUp.signal })
     .catch((err: unknown) => err);
-  const approval = await eventually(async () => {
-    const res = await app.http.get<{ data: { id: string; invocation_id: string }[] }>(
-      `/v1/approvals?status=pending&session_id=${id}`,
-      setup.org.adminKey,
-    );
-    return res.body.data[0];
-  });
+  const approval = await pendingApproval(id);
   hangUp.abort();
   expect(await asked).toBeInstanceOf(OpenAI.APIUserAbortError);
   await new Promise((r) => setTimeout(r, 200)); // the hang-up reaches the API
+  // The client comes back for it before anyone votes: nothing of the answer has gone out yet.
+  const resumed = clientFor(id, { 'X-Invocation-Id': approval.invocation_id })
+    .chat.completions.create(ask('slow-gated', 'gated-model'))
+    .then(read);
+  await new Promise((r) => setTimeout(r, 200));
+  expect((await vote(app.http, approver as string, approval.id, 'approve')).body.status).toBe('approved');
+  const { text, events, error } = await resumed;
+  expect(error).toBeNull();
+  expect(text).toBe(Array.from({ length: 20 }, (_, i) => `w${i} `).join(''));
+  expect(events).toBeGreaterThanOrEqual(20); // a word every 50 ms: streamed, not whole at the end
+  expect(sentWith('slow-gated')).toBe(1);
+});
+
+it('a call whose client hung up before it began is not made, nor charged', async () => {
+  const { id } = await session();
+  const asked = clientFor(id)
+    .chat.completions.create(ask('never-2', 'gated-model'))
+    .catch((err: unknown) => err);
+  const approval = await pendingApproval(id);
+  // What the API leaves when a client hangs up while its call is queued.
+  await app.infra.completions.abort(approval.invocation_id, true);
+  const [approver] = await approverKeys(app.http, setup.org.adminKey, 1);
   expect((await vote(app.http, approver as string, approval.id, 'approve')).body.status).toBe('approved');
   const done = await finished(app.http, key, approval.invocation_id);
   expect(done).toMatchObject({ status: 'failed', error: { error_code: 'provider_aborted' }, cost_usd: 0 });
   expect(sentWith('never-2')).toBe(0);
+  expect(await asked).toBeInstanceOf(OpenAI.APIError);
+});
+
+it('a failed read of the hang-up mark does not stop the call (it is read after the reservation)', async () => {
+  const { id } = await session();
+  const hungUp = jest
+    .spyOn(app.infra.completions, 'hungUp')
+    .mockRejectedValueOnce(new Error('Command timed out'));
+  try {
+    const { data: stream, response } = await clientFor(id)
+      .chat.completions.create(ask('slow'))
+      .withResponse();
+    expect((await read(stream)).error).toBeNull();
+    const done = await finished(app.http, key, response.headers.get('x-invocation-id') as string);
+    expect(done).toMatchObject({ status: 'succeeded', usage: { output_tokens: 20 } });
+    expect(hungUp).toHaveBeenCalled();
+  } finally {
+    hungUp.mockRestore();
+  }
 });
 
 it('a request that resumes a running stream only watches: its hang-up stops nothing, and it gets the whole answer', async () => {
