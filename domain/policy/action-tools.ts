@@ -4,8 +4,12 @@ import type { Action } from './policy';
 
 interface Derived {
   tools: string[];
+  /** The texts as sent, then the folded form of each that folding changes. */
   texts: string[];
+  /** What a scan of every text reads, folded forms included. */
   textLength: number;
+  /** What the folded forms alone add to it. */
+  foldedLength: number;
 }
 
 /**
@@ -18,8 +22,11 @@ const memo = new WeakMap<Action, Derived>();
 function derived(action: Action): Derived {
   let found = memo.get(action);
   if (!found) {
-    const all = withFolded(texts(action));
-    found = { tools: toolNames(action), texts: all, textLength: all.reduce((n, t) => n + t.length, 0) };
+    const sent = texts(action);
+    const folded = sent.map(foldText).filter((f, i) => f !== sent[i]);
+    const foldedLength = lengthOf(folded);
+    const all = folded.length > 0 ? [...sent, ...folded] : sent;
+    found = { tools: toolNames(action), texts: all, textLength: lengthOf(sent) + foldedLength, foldedLength };
     memo.set(action, found);
   }
   return found;
@@ -35,15 +42,33 @@ function toolNames(action: Action): string[] {
 const texts = (action: Action): string[] => [
   ...(action.messages ?? []).flatMap((m) => [
     m.content,
-    ...(m.toolCalls ?? []).map((c) => c.function.arguments),
+    ...(m.toolCalls ?? []).flatMap((c) => argumentTexts(c.function.arguments)),
   ]),
   ...(action.tool ? stringsIn(action.tool.arguments) : []),
 ];
 
-/** The texts, then the folded form of each that folding changes: patterns judge both. */
-function withFolded(all: string[]): string[] {
-  const folded = all.map(foldText).filter((f, i) => f !== all[i]);
-  return folded.length > 0 ? [...all, ...folded] : all;
+const lengthOf = (texts: string[]): number => texts.reduce((n, t) => n + t.length, 0);
+
+/**
+ * A tool call's arguments as sent (JSON text) and, when the text escapes characters, the strings
+ * it holds (keys too) as decoded: `"pass\u200bword"` is ASCII as sent, and a pattern must see
+ * what the model reads.
+ */
+function argumentTexts(text: string): string[] {
+  if (!text.includes('\\')) return [text];
+  try {
+    return [text, ...jsonStrings(JSON.parse(text) as unknown)];
+  } catch {
+    return [text];
+  }
+}
+
+function jsonStrings(value: unknown): string[] {
+  if (typeof value === 'string') return [value];
+  if (Array.isArray(value)) return value.flatMap(jsonStrings);
+  if (value !== null && typeof value === 'object')
+    return Object.entries(value).flatMap(([k, v]) => [k, ...jsonStrings(v)]);
+  return [];
 }
 
 /** Every string in a JSON value, keys aside: what the arguments of the action's own tool call say. */
@@ -83,14 +108,23 @@ export function offeredToolNames(tools: unknown[] | undefined): string[] {
 
 /**
  * The text that patterns judge: every message's content and the arguments of every tool call in
- * the conversation, which the model reads as much as the content, and every string in the
- * arguments of the tool call the action itself is about (`tool`); and the folded form of each
- * (`foldText`) where folding changes it.
+ * the conversation, which the model reads as much as the content (and the strings in them as
+ * decoded, when they hold escapes), and every string in the arguments of the tool call the action
+ * itself is about (`tool`); and the folded form of each (`foldText`) where folding changes it.
  */
 export const textsOf = (action: Action): string[] => derived(action).texts;
 
 /** How many UTF-16 code units `textsOf` returns in all: what every pattern rule scans. */
 export const textLengthOf = (action: Action): number => derived(action).textLength;
+
+/**
+ * What a redaction scans at worst: the match over every text, the replacement in each text as
+ * sent, then a find and a replacement in the folded form of each that folding changes.
+ */
+export const redactionLengthOf = (action: Action): number => {
+  const { textLength, foldedLength } = derived(action);
+  return textLength + (textLength - foldedLength) + 2 * foldedLength;
+};
 
 /** The same action with `change` applied to each text `textsOf` returns (a redaction). */
 export const mapActionTexts = (action: Action, change: (text: string) => string): Action => ({

@@ -114,17 +114,19 @@ function evaluateRule(
     }
     case 'redact_pattern': {
       const regex = compiledRegex(compiled);
-      // Three passes: the match here, and the rewrite's (a find in the folded text, then the
-      // replacement) should the modification apply.
-      budget.spend(regex, action, 3);
+      // The match here, and the rewrite should the modification apply.
+      budget.spend(regex, action, 'redaction');
       if (!textsOf(action).some((text) => regex.matcher(text).find())) return null;
       // Literal text: a "$1" or "$&" in the replacement is not a group reference.
       const replacement = RE2JS.quoteReplacement(rule.replacement);
-      // A text whose match shows only once folded is sent folded, so the match can be taken out.
+      // The text as sent is redacted; only if a match still shows once folded is it sent folded
+      // (and redacted again), so text that needs no folding keeps every character it had.
       const redact = (text: string) => {
-        const folded = foldText(text);
-        const target = folded !== text && regex.matcher(folded).find() ? folded : text;
-        return regex.matcher(target).replaceAll(replacement);
+        const once = regex.matcher(text).replaceAll(replacement);
+        const folded = foldText(once);
+        return folded !== once && regex.matcher(folded).find()
+          ? regex.matcher(folded).replaceAll(replacement)
+          : once;
       };
       return {
         ...say('modify', 'redacted', 'matching text is redacted'),

@@ -1,5 +1,5 @@
 import type { RE2JS } from 're2js';
-import { textLengthOf } from './action-tools';
+import { redactionLengthOf, textLengthOf } from './action-tools';
 import type { Action } from './policy';
 
 /**
@@ -13,7 +13,7 @@ import type { Action } from './policy';
  */
 export const PATTERN_WORK_BUDGET = 100_000_000;
 /** What each character costs whatever the pattern (re2js's per-character work, in instructions). */
-const PER_CHARACTER = 20;
+export const PER_CHARACTER = 20;
 
 const sizes = new WeakMap<RE2JS, number>();
 
@@ -31,13 +31,14 @@ export class PatternBudget {
   private left = PATTERN_WORK_BUDGET;
 
   /**
-   * Spends what `passes` scans of the action's texts with `regex` can cost at worst, or throws
-   * (which denies the rule's policy, as any evaluation error does) without scanning anything.
+   * Spends what scanning the action's texts with `regex` can cost at worst (for a redaction, the
+   * match and the rewrite), or throws (which denies the rule's policy, as any evaluation error
+   * does) without scanning anything.
    */
-  spend(regex: RE2JS, action: Action, passes = 1): void {
-    const characters = textLengthOf(action);
+  spend(regex: RE2JS, action: Action, scan: 'match' | 'redaction' = 'match'): void {
+    const characters = scan === 'match' ? textLengthOf(action) : redactionLengthOf(action);
     const size = programSize(regex);
-    const work = passes * characters * (size + PER_CHARACTER);
+    const work = characters * (size + PER_CHARACTER);
     if (work > this.left)
       throw new Error(
         `a pattern of ${size} instructions over ${characters} characters is past what one evaluation ` +

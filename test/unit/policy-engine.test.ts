@@ -13,7 +13,7 @@ import {
   MAX_RULES_PER_POLICY,
   validatePattern,
 } from '../../domain/policy/limits';
-import { PATTERN_WORK_BUDGET } from '../../domain/policy/pattern-budget';
+import { PATTERN_WORK_BUDGET, PER_CHARACTER } from '../../domain/policy/pattern-budget';
 import type { Action, EvaluationContext, Policy, PolicyDecision, Rule } from '../../domain/policy/policy';
 import type { Verdict } from '../../domain/policy/verdict';
 
@@ -198,35 +198,55 @@ describe('the policy engine: every rule type', () => {
     expect(a.messages?.[0]?.content).toBe('pin 1234'); // the input is not mutated
   });
 
-  it('patterns see text written to slip past them: fullwidth, ligatures, composed accents, invisible characters', () => {
+  it('patterns see text written to slip past them: fullwidth, ligatures, accents, invisible characters, JSON escapes', () => {
     const say = (content: string) => action({ messages: [{ role: 'user', content }] });
     const denied = (pattern: string, content: string) =>
       decide([policy([{ type: 'deny_pattern', pattern }])], say(content)).verdict;
     expect(denied('password', 'my ｐａｓｓｗｏｒｄ is')).toBe('deny');
     expect(denied('password', 'my pass\u200bword is')).toBe('deny');
     expect(denied('password', 'my pass\u00adword is')).toBe('deny');
+    expect(denied('password', 'my pa\u0301ssword is')).toBe('deny'); // a combining accent
+    expect(denied('password', 'my pàsswörd is')).toBe('deny'); // precomposed accents
     expect(denied('profile', 'my pro\ufb01le')).toBe('deny'); // the "fi" ligature
-    expect(denied('café', 'a cafe\u0301 visit')).toBe('deny'); // e + a combining acute accent
-    // A pattern written for the original characters still meets them.
+    // A pattern written for the characters as sent still meets them.
     expect(denied('ｐａｓｓ', 'my ｐａｓｓｗｏｒｄ')).toBe('deny');
+    expect(denied('café', 'a café')).toBe('deny');
     expect(denied('password', 'my pаssword')).toBe('allow'); // a Cyrillic "а": not folded
+    // Escapes in a tool call's JSON arguments are read as the model reads them.
+    for (const args of ['{"q":"pass\\u200bword"}', '{"q":"\\uff50assword"}', '{"pa\\u0073sword":1}']) {
+      const called = action({ messages: [{ role: 'assistant', content: '', toolCalls: [shellCall(args)] }] });
+      expect(decide([policy([{ type: 'deny_pattern', pattern: 'password' }])], called).verdict).toBe('deny');
+    }
 
     const redact = (content: string) =>
       decide(
         [policy([{ type: 'redact_pattern', pattern: 'sk-[a-z0-9]+', replacement: '[key]' }])],
         say(content),
       ).modifiedAction?.messages?.[0]?.content;
-    // The match shows only once folded: the text is sent folded, with the match taken out.
+    // A match that shows only once folded: the text is sent folded, with the match taken out.
     expect(redact('key ｓｋ－abc123 and sk-def456')).toBe('key [key] and [key]');
     expect(redact('key sk-\u200babc123')).toBe('key [key]');
-    // A text with a match and characters to fold is sent folded; one without a match, as it was.
-    expect(redact('ｈｉ sk-abc123')).toBe('hi [key]');
+    // A match the text shows as sent is taken out of it as it is: its other characters stay.
+    expect(redact('ｈｉ ① sk-abc123 👨‍👩‍👧')).toBe('ｈｉ ① [key] 👨‍👩‍👧');
+    expect(redact('日本語のテキスト sk-abc123')).toBe('日本語のテキスト [key]');
     expect(
       decide(
         [policy([{ type: 'redact_pattern', pattern: 'sk-[a-z0-9]+', replacement: '#' }])],
         say('ｈｉ ok'),
       ).verdict,
     ).toBe('allow');
+  });
+
+  it('a redaction counts the folded forms in its pattern budget only where folding changes a text', () => {
+    const pattern = 'sk-[a-z0-9]+';
+    const rule = policy([{ type: 'redact_pattern', pattern, replacement: '#' }]);
+    const say = (content: string) => action({ messages: [{ role: 'user', content }] });
+    const unit = RE2JS.compile(pattern).matcher('').programSize() + PER_CHARACTER;
+    // Text as sent: a match and a rewrite, two scans, two thirds of the budget.
+    const n = Math.floor(PATTERN_WORK_BUDGET / (3 * unit));
+    expect(decide([rule], say('a'.repeat(n))).verdict).toBe('allow');
+    // Accented: its folded form too, matched, found and rewritten: five scans, past the budget.
+    expect(codes(decide([rule], say('é'.repeat(n))))).toEqual(['policy_evaluation_failed']);
   });
 
   it('deny_pattern and redact_pattern see the arguments of tool calls in the conversation', () => {
