@@ -14,6 +14,8 @@ function refusalOf(code: string | undefined): { errorCode: ErrorCode; message: s
     };
   if (code === 'ERR_HTTP_REQUEST_TIMEOUT')
     return { errorCode: 'request_timeout', message: 'the request did not arrive in time' };
+  if (code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW')
+    return { errorCode: 'payload_too_large', message: 'the chunk extensions of the body are too large' };
   return { errorCode: 'malformed_request', message: 'the request is not valid HTTP/1.1' };
 }
 
@@ -24,11 +26,15 @@ function refusalOf(code: string | undefined): { errorCode: ErrorCode; message: s
  */
 export function answerClientErrors(server: Server): void {
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
-    if (err.code === 'ECONNRESET' || !socket.writable) return void socket.destroy();
+    // A response already under way on this connection (a pipelined request broke behind a stream)
+    // must not have an answer written into its body: the connection just closes, as Node does.
+    const answering = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (err.code === 'ECONNRESET' || !socket.writable || answering?.headersSent) return void socket.destroy();
     const { errorCode, message, extra } = refusalOf(err.code);
     const status = ERROR_STATUS[errorCode];
     const requestId = `req_${randomText(20)}`;
     const body = JSON.stringify({ error_code: errorCode, message, request_id: requestId, ...extra });
+    // Closed once written: the server keeps half-open sockets, and this client may never close.
     socket.end(
       [
         `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}`,
@@ -39,6 +45,7 @@ export function answerClientErrors(server: Server): void {
         '',
         body,
       ].join('\r\n'),
+      () => socket.destroy(),
     );
   });
 }
