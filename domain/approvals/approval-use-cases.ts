@@ -88,7 +88,7 @@ const refusal = (result: ResolutionResult, approval: Approval): DomainError | nu
     case 'self':
       return new DomainError(
         'self_approval_forbidden',
-        'the identity that requested this invocation cannot vote on its approval',
+        'the identity that requested this invocation cannot vote on its approval, nor can a key it minted (directly or through its keys) or a rotation of its key',
       );
     case 'duplicate':
       return conflict(
