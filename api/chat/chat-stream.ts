@@ -34,11 +34,12 @@ const SSE_HEADERS = {
 /**
  * Events a client has not read past this are not kept for it: the stream is ended and the call
  * stopped, as if it hung up (a client that stops reading holds memory for as long as it likes).
+ * Half the largest answer a provider may send (8 MiB), so that a client that never reads is cut.
  */
-const MAX_UNREAD_BYTES = 16 * 1024 * 1024;
+export const MAX_UNREAD_BYTES = 4 * 1024 * 1024;
 
 /** Writes `chat.completion.chunk` events of one invocation, keeping what it sent to reconcile at the end. */
-class ChunkWriter {
+export class ChunkWriter {
   readonly out = new PassThrough();
   private sentText = '';
   private sentTools = false;

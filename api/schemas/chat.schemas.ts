@@ -129,7 +129,8 @@ export const ChatHeaders = z.object({
   'X-Invocation-Id': headerId.meta({
     description:
       'Goes on waiting for the invocation a previous request started (after 409 approval_pending or ' +
-      'invocation_pending) instead of submitting anew; X-Session-Id is then not needed.',
+      'invocation_pending) instead of submitting anew; X-Session-Id is then not needed, and not read ' +
+      '(the invocation keeps its own session and request).',
   }),
 });
 

@@ -5961,7 +5961,7 @@ export interface operations {
         'X-Session-Id'?: string;
         /** @description The credential to call the provider with, as credential_ref does; else the agent's default. */
         'X-Credential-Ref'?: string;
-        /** @description Goes on waiting for the invocation a previous request started (after 409 approval_pending or invocation_pending) instead of submitting anew; X-Session-Id is then not needed. */
+        /** @description Goes on waiting for the invocation a previous request started (after 409 approval_pending or invocation_pending) instead of submitting anew; X-Session-Id is then not needed, and not read (the invocation keeps its own session and request). */
         'X-Invocation-Id'?: string;
       };
       path?: never;
