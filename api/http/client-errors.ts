@@ -1,8 +1,8 @@
 import { maxHeaderSize, STATUS_CODES, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { randomText } from '../../domain/ids';
 import type { ErrorCode } from '../../domain/errors';
 import { ERROR_STATUS } from './error-status';
+import { newRequestId } from './request-id';
 
 /** What the parser's refusal tells the client, by Node's error code; anything else is malformed. */
 function refusalOf(code: string | undefined): { errorCode: ErrorCode; message: string; extra?: object } {
@@ -32,7 +32,7 @@ export function answerClientErrors(server: Server): void {
     if (err.code === 'ECONNRESET' || !socket.writable || answering?.headersSent) return void socket.destroy();
     const { errorCode, message, extra } = refusalOf(err.code);
     const status = ERROR_STATUS[errorCode];
-    const requestId = `req_${randomText(20)}`;
+    const requestId = newRequestId();
     const body = JSON.stringify({ error_code: errorCode, message, request_id: requestId, ...extra });
     // Closed once written: the server keeps half-open sockets, and this client may never close.
     socket.end(

@@ -13,10 +13,13 @@ export const REQUEST_ID_RULE =
   'ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) ' +
   'one the service makes (req_...).';
 
+/** A request id the service makes. */
+export const newRequestId = (): string => `req_${randomText(20)}`;
+
 /** Echoes a sane client `X-Request-Id`, or makes one; every response carries it. */
 export const requestId = (): Middleware => async (ctx, next) => {
   const sent = ctx.get('X-Request-Id');
-  const id = CLIENT_REQUEST_ID.test(sent) ? sent : `req_${randomText(20)}`;
+  const id = CLIENT_REQUEST_ID.test(sent) ? sent : newRequestId();
   ctx.state.requestId = id;
   ctx.set('X-Request-Id', id);
   await next();

@@ -3,17 +3,11 @@ import { newAuditEvent } from '../audit/new-event';
 import type { InvocationError } from '../invocations/invocation';
 import type { Approval, ApprovalStatus, VoteDecision } from './approval';
 import type { ApprovalChange, Decision, LockedApproval } from './approval-store';
-import { oneVoice, speaksFor, type Lineage } from './voter-lineage';
+import { lineageOf, oneVoice, speaksFor, type Lineage } from './voter-lineage';
 
 /** What asks an approval to move: a person's vote, its time running out, or its invocation's cancel. */
 export type Resolution =
-  | {
-      kind: 'vote';
-      by: Actor;
-      decision: VoteDecision;
-      comment: string | null;
-      requestId: string | null;
-    }
+  | { kind: 'vote'; by: Actor; decision: VoteDecision; comment: string | null; requestId: string | null }
   | { kind: 'expire' }
   | { kind: 'cancel'; by: Actor; requestId: string | null };
 
@@ -93,7 +87,7 @@ type Lineages = ReadonlyMap<string, Lineage>;
  * An actor missing from `lines` is judged as an identity of its own.
  */
 function refusedVoter(approval: Approval, r: Vote, lines: Lineages): 'self' | 'duplicate' | null {
-  const line = (a: Actor): Lineage => lines.get(a.id) ?? { identity: a.id, behind: new Set([a.id]) };
+  const line = (a: Actor): Lineage => lines.get(a.id) ?? lineageOf(a.id, new Map());
   const voter = line(r.by);
   if (speaksFor(voter, line(approval.requestedBy))) return 'self';
   if (approval.votes.some((v) => oneVoice(line(v.by), voter))) return 'duplicate';

@@ -57,25 +57,21 @@ const lengthOf = (texts: string[]): number => texts.reduce((n, t) => n + t.lengt
 function argumentTexts(text: string): string[] {
   if (!text.includes('\\')) return [text];
   try {
-    return [text, ...jsonStrings(JSON.parse(text) as unknown)];
+    return [text, ...stringsIn(JSON.parse(text) as unknown, true)];
   } catch {
     return [text];
   }
 }
 
-function jsonStrings(value: unknown): string[] {
+/**
+ * Every string in a JSON value, its keys too when asked: what the arguments of the action's own
+ * tool call say (keys aside), or what a tool call's escaped arguments hold.
+ */
+function stringsIn(value: unknown, withKeys = false): string[] {
   if (typeof value === 'string') return [value];
-  if (Array.isArray(value)) return value.flatMap(jsonStrings);
+  if (Array.isArray(value)) return value.flatMap((v) => stringsIn(v, withKeys));
   if (value !== null && typeof value === 'object')
-    return Object.entries(value).flatMap(([k, v]) => [k, ...jsonStrings(v)]);
-  return [];
-}
-
-/** Every string in a JSON value, keys aside: what the arguments of the action's own tool call say. */
-function stringsIn(value: unknown): string[] {
-  if (typeof value === 'string') return [value];
-  if (Array.isArray(value)) return value.flatMap(stringsIn);
-  if (value !== null && typeof value === 'object') return Object.values(value).flatMap(stringsIn);
+    return Object.entries(value).flatMap(([k, v]) => [...(withKeys ? [k] : []), ...stringsIn(v, withKeys)]);
   return [];
 }
 
@@ -123,7 +119,7 @@ export const textLengthOf = (action: Action): number => derived(action).textLeng
  */
 export const redactionLengthOf = (action: Action): number => {
   const { textLength, foldedLength } = derived(action);
-  return textLength + (textLength - foldedLength) + 2 * foldedLength;
+  return 2 * textLength + foldedLength;
 };
 
 /** The same action with `change` applied to each text `textsOf` returns (a redaction). */

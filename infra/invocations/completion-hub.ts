@@ -81,14 +81,16 @@ export class CompletionHub implements CompletionSignal, CompletionWaiter, PieceR
     this.prefix = prefix;
   }
 
-  /** Marks that the client of a streamed invocation hung up, for a worker that has not started it yet. */
-  private hungUpKey(invocationId: string): string {
-    return `${this.prefix}:invocations:hung-up:${invocationId}`;
+  /**
+   * A stream's marks: `hung-up`, its client hung up (for a worker that has not started the call
+   * yet); `streamed`, pieces of its answer went out (a request resuming it has missed some).
+   */
+  private markKey(mark: 'hung-up' | 'streamed', invocationId: string): string {
+    return `${this.prefix}:invocations:${mark}:${invocationId}`;
   }
 
-  /** Marks that pieces of the invocation's answer went out: a request resuming it has missed some. */
-  private begunKey(invocationId: string): string {
-    return `${this.prefix}:invocations:streamed:${invocationId}`;
+  private async marked(mark: 'hung-up' | 'streamed', invocationId: string): Promise<boolean> {
+    return (await this.publisher.exists(this.markKey(mark, invocationId))) === 1;
   }
 
   /**
@@ -115,21 +117,21 @@ export class CompletionHub implements CompletionSignal, CompletionWaiter, PieceR
    */
   async abort(invocationId: string, forestall: boolean): Promise<void> {
     const batch = this.publisher.multi();
-    if (forestall) batch.set(this.hungUpKey(invocationId), '1', 'PX', MARK_MS);
+    if (forestall) batch.set(this.markKey('hung-up', invocationId), '1', 'PX', MARK_MS);
     await batch.publish(this.abortChannel, invocationId).exec();
   }
 
-  async hungUp(invocationId: string): Promise<boolean> {
-    return (await this.publisher.exists(this.hungUpKey(invocationId))) === 1;
+  hungUp(invocationId: string): Promise<boolean> {
+    return this.marked('hung-up', invocationId);
   }
 
   /** Sent before the first piece, on the same connection, so it is set before any piece is out. */
   begin(invocationId: string): void {
-    this.publisher.set(this.begunKey(invocationId), '1', 'PX', MARK_MS).catch(() => undefined);
+    this.publisher.set(this.markKey('streamed', invocationId), '1', 'PX', MARK_MS).catch(() => undefined);
   }
 
-  async begun(invocationId: string): Promise<boolean> {
-    return (await this.publisher.exists(this.begunKey(invocationId))) === 1;
+  begun(invocationId: string): Promise<boolean> {
+    return this.marked('streamed', invocationId);
   }
 
   follow(invocationId: string, onPiece: (delta: StreamDelta) => void, ms: number) {

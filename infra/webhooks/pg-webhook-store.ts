@@ -63,10 +63,9 @@ export class PgWebhookStore implements WebhookStore, DeliveryStore, WebhookSecre
       // The org's row lock queues concurrent creations, so the count is exact; `no key update`
       // leaves alone the inserts whose foreign keys name the org.
       await trx.raw('select 1 from orgs where id = ? for no key update', [webhook.orgId]);
-      const [{ live }] = (await trx('webhooks')
-        .where({ org_id: webhook.orgId })
-        .whereNull('deleted_at')
-        .count({ live: '*' })) as [{ live: string | number }];
+      const [{ live }] = (await this.live(webhook.orgId, trx).count({ live: '*' })) as [
+        { live: string | number },
+      ];
       if (Number(live) >= most) return false;
       await trx('webhooks').insert({
         id: webhook.id,
@@ -238,7 +237,7 @@ export class PgWebhookStore implements WebhookStore, DeliveryStore, WebhookSecre
       .update({ status: 'failed', last_error: error });
   }
 
-  private live(orgId: string) {
-    return this.knex('webhooks').where({ org_id: orgId }).whereNull('deleted_at');
+  private live(orgId: string, db: Knex = this.knex) {
+    return db('webhooks').where({ org_id: orgId }).whereNull('deleted_at');
   }
 }

@@ -11,7 +11,7 @@ import {
 } from '../support/invoke-fixtures';
 import { approverKeys, requireApproval, vote, type ApprovalBody } from '../support/approval-fixtures';
 import { StubProvider, type RecordedRequest } from '../support/stub-provider';
-import { caught } from '../support/openai-sdk';
+import { caught, openaiClient } from '../support/openai-sdk';
 import { startTestApp, type TestApp } from '../support/test-app';
 
 /**
@@ -26,12 +26,7 @@ let agentKey: string;
 let stubAgentKey: string;
 
 const clientFor = (apiKey: string, sessionId: string, extra: Record<string, string> = {}) =>
-  new OpenAI({
-    apiKey,
-    baseURL: `${app.http.baseUrl}/v1`,
-    defaultHeaders: { 'X-Session-Id': sessionId, ...extra },
-    maxRetries: 0,
-  });
+  openaiClient(app.http.baseUrl, apiKey, { 'X-Session-Id': sessionId, ...extra });
 
 const session = (s: InvokeSetup, body: Record<string, unknown> = {}) =>
   openSession(app.http, s.org.adminKey, { agent_id: s.agentId, max_cost_usd: 1, ...body });

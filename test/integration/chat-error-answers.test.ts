@@ -2,7 +2,7 @@ import OpenAI, { APIError } from 'openai';
 import { mintKey } from '../support/factories';
 import { openSession, setUpInvoking, type InvokeSetup } from '../support/invoke-fixtures';
 import { requireApproval } from '../support/approval-fixtures';
-import { caught } from '../support/openai-sdk';
+import { caught, openaiClient } from '../support/openai-sdk';
 import { startTestApp, type TestApp } from '../support/test-app';
 
 /**
@@ -21,12 +21,7 @@ type OpenAiErrorBody = {
 };
 
 const clientFor = (sessionId?: string) =>
-  new OpenAI({
-    apiKey: agentKey,
-    baseURL: `${app.http.baseUrl}/v1`,
-    defaultHeaders: sessionId ? { 'X-Session-Id': sessionId } : {},
-    maxRetries: 0,
-  });
+  openaiClient(app.http.baseUrl, agentKey, sessionId ? { 'X-Session-Id': sessionId } : {});
 
 const session = (body: Record<string, unknown> = {}) =>
   openSession(app.http, setup.org.adminKey, { agent_id: setup.agentId, max_cost_usd: 1, ...body });

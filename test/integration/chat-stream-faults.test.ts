@@ -9,6 +9,7 @@ import {
   setUpInvoking,
   type InvokeSetup,
 } from '../support/invoke-fixtures';
+import { openaiClient } from '../support/openai-sdk';
 import { StubProvider, type RecordedRequest } from '../support/stub-provider';
 import { startTestApp, type TestApp } from '../support/test-app';
 
@@ -90,12 +91,7 @@ const pendingApproval = (sessionId: string) =>
   });
 
 const clientFor = (sessionId: string, headers: Record<string, string> = {}) =>
-  new OpenAI({
-    apiKey: key,
-    baseURL: `${app.http.baseUrl}/v1`,
-    defaultHeaders: { 'X-Session-Id': sessionId, ...headers },
-    maxRetries: 0,
-  });
+  openaiClient(app.http.baseUrl, key, { 'X-Session-Id': sessionId, ...headers });
 
 const ask = (marker: string, model = 'stub-model') => ({
   model,

@@ -8,6 +8,7 @@ import {
   setUpInvoking,
   type InvokeSetup,
 } from '../support/invoke-fixtures';
+import { openaiClient } from '../support/openai-sdk';
 import { StubProvider } from '../support/stub-provider';
 import { startTestApp, type TestApp } from '../support/test-app';
 
@@ -22,12 +23,7 @@ let stubKey: string;
 let providerCutOff = false;
 
 const clientFor = (apiKey: string, sessionId: string) =>
-  new OpenAI({
-    apiKey,
-    baseURL: `${app.http.baseUrl}/v1`,
-    defaultHeaders: { 'X-Session-Id': sessionId },
-    maxRetries: 0,
-  });
+  openaiClient(app.http.baseUrl, apiKey, { 'X-Session-Id': sessionId });
 
 /** An OpenAI-style stream that sends a word every 50 ms, 200 words, then usage. */
 function slowStream(res: ServerResponse): void {
