@@ -69,6 +69,8 @@ export class CompletionHub implements CompletionSignal, CompletionWaiter, PieceR
   private readonly prefix: string;
   /** Names this hub in the pieces it publishes. */
   private readonly origin = randomBytes(6).toString('hex');
+  /** How a piece this hub published ends (`from` is its last key): its echo is dropped unparsed. */
+  private readonly ownPieceEnd = `,"from":"${this.origin}"}`;
 
   constructor(
     private readonly publisher: Redis,
@@ -100,7 +102,7 @@ export class CompletionHub implements CompletionSignal, CompletionWaiter, PieceR
    */
   piece(invocationId: string, delta: StreamDelta): void {
     this.handPiece(this.waiters.get(invocationId), delta);
-    const message = { id: invocationId, piece: delta, from: this.origin } satisfies Message;
+    const message = { id: invocationId, piece: delta, from: this.origin } satisfies Message; // `from` last
     this.publisher.publish(this.channel, `${invocationId} ${JSON.stringify(message)}`).catch(() => undefined);
   }
 
@@ -220,17 +222,14 @@ export class CompletionHub implements CompletionSignal, CompletionWaiter, PieceR
   private deliver(text: string): void {
     const space = text.indexOf(' ');
     const set = space > 0 ? this.waiters.get(text.slice(0, space)) : undefined;
-    if (!set) return;
+    if (!set || text.endsWith(this.ownPieceEnd)) return;
     let message: Message;
     try {
       message = JSON.parse(text.slice(space + 1)) as Message;
     } catch {
       return;
     }
-    if (message.piece) {
-      if (message.from !== this.origin) this.handPiece(set, message.piece);
-      return;
-    }
+    if (message.piece) return this.handPiece(set, message.piece);
     this.settleAll(set, message.invocation ? revive(message.invocation) : null);
   }
 

@@ -117,6 +117,27 @@ describe('completion hub, API and worker in one process (--role all)', () => {
     expect(await followingElsewhere.result).toEqual({ kind: 'finished', invocation: summaryOf(invocation) });
   });
 
+  it('drops the echo of its own pieces unparsed, where another process parses each once', async () => {
+    const [here, elsewhere] = [hub(), hub()];
+    await Promise.all([here.listen(), elsewhere.listen()]);
+    const invocation = finishedInvocation();
+    const seen: string[] = [];
+    here.follow(invocation.id, (d) => seen.push(d.content ?? ''), 5_000);
+    elsewhere.follow(invocation.id, (d) => seen.push(d.content ?? ''), 5_000);
+    const parse = jest.spyOn(JSON, 'parse');
+    try {
+      here.piece(invocation.id, text('x'.repeat(16_000)));
+      await drained(here, elsewhere);
+      await drained(elsewhere, here);
+      const piecesParsed = parse.mock.calls.filter(([json]) => String(json).includes('"piece"'));
+      expect(piecesParsed).toHaveLength(1); // elsewhere's; this hub's echo was never parsed
+    } finally {
+      parse.mockRestore();
+    }
+    expect(seen).toHaveLength(2);
+    await here.finished(invocation);
+  });
+
   it("keeps a follower's failure away from the worker's stream", async () => {
     const [here, elsewhere] = [hub(), hub()];
     await Promise.all([here.listen(), elsewhere.listen()]);
