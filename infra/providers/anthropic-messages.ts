@@ -127,7 +127,8 @@ export class AnthropicMessages implements ProviderClient {
       url(req),
       headers(req),
       { ...body(req), stream: true },
-      new EventParser(req.model, onDelta),
+      (metered) => new EventParser(req.model, metered),
+      onDelta,
     );
   }
 }

@@ -7,9 +7,18 @@ import { abortedError, badResponse, networkError, timeoutError } from './provide
 export interface TransportOptions {
   /** CP_ALLOW_PRIVATE_PROVIDER_HOSTS: let credentials reach loopback and private addresses. */
   allowPrivateHosts: boolean;
-  /** A hostile or broken provider cannot make a worker buffer more than this. */
+  /**
+   * A hostile or broken provider cannot make a worker buffer more than this: a whole answer's
+   * bytes, or a streamed answer's characters and any one of its events (8 MiB unless told).
+   */
   maxResponseBytes?: number;
 }
+
+/**
+ * A stream frames every piece in an event of its own (about 200 bytes a token from OpenAI), so
+ * its bytes may run to this many times the cap; what it holds, its answer, stays under the cap.
+ */
+const STREAM_FRAMING_FACTOR = 8;
 
 export interface JsonResponse {
   status: number;
@@ -54,7 +63,8 @@ function guardedLookup(hostname: string, options: LookupOptions, callback: Looku
  */
 export class HttpTransport {
   private readonly agent: Agent;
-  private readonly maxBytes: number;
+  /** The cap on an answer: see TransportOptions.maxResponseBytes. */
+  readonly maxBytes: number;
 
   constructor(private readonly options: TransportOptions) {
     this.maxBytes = options.maxResponseBytes ?? 8 * 1024 * 1024;
@@ -83,7 +93,8 @@ export class HttpTransport {
 
   /**
    * As postJson, for a streamed answer (server-sent events): the body of a 2xx answer is read by
-   * the caller as it arrives, under the same deadline, abort signal and size cap.
+   * the caller as it arrives, under the same deadline and abort signal; its bytes may run to
+   * STREAM_FRAMING_FACTOR times the cap (the caller caps its answer and events).
    */
   async postStream(
     url: string,
@@ -99,7 +110,7 @@ export class HttpTransport {
         return {
           ok: true,
           status: res.statusCode,
-          chunks: this.capped(res.body),
+          chunks: this.capped(res.body, this.maxBytes * STREAM_FRAMING_FACTOR),
           signal: call.signal,
           deadline: call.deadline,
         };
@@ -147,13 +158,16 @@ export class HttpTransport {
     return this.agent.close();
   }
 
-  private async *capped(body: AsyncIterable<Buffer> & { destroy(): void }): AsyncGenerator<Buffer> {
+  private async *capped(
+    body: AsyncIterable<Buffer> & { destroy(): void },
+    max: number,
+  ): AsyncGenerator<Buffer> {
     let size = 0;
     for await (const chunk of body) {
       size += chunk.length;
-      if (size > this.maxBytes) {
+      if (size > max) {
         body.destroy();
-        throw badResponse(`response larger than ${this.maxBytes} bytes`);
+        throw badResponse(`response larger than ${max} bytes`);
       }
       yield chunk;
     }

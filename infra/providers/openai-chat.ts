@@ -84,7 +84,8 @@ export class OpenAiChat implements ProviderClient {
       this.url(req),
       this.headers(req),
       body,
-      new ChunkParser(req.model, onDelta),
+      (metered) => new ChunkParser(req.model, metered),
+      onDelta,
     );
   }
 

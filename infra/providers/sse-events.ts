@@ -1,12 +1,16 @@
+import { badResponse } from './provider-errors';
+
 /**
  * The `data:` payloads of a server-sent event stream, one per event, as they arrive. Lines (and
  * a character's UTF-8 bytes) may be split across chunks; an event may span several `data:` lines
- * (joined with newlines).
+ * (joined with newlines). An event, or a line still unfinished, longer than `maxEvent` characters
+ * ends the stream as a bad response: it would all be held.
  */
-export async function* sseData(body: AsyncIterable<Buffer>): AsyncGenerator<string> {
+export async function* sseData(body: AsyncIterable<Buffer>, maxEvent: number): AsyncGenerator<string> {
   const decoder = new TextDecoder('utf-8');
   let buffer = '';
   let data: string[] = [];
+  let held = 0;
   for await (const chunk of body) {
     buffer += decoder.decode(chunk, { stream: true });
     let newline = buffer.indexOf('\n');
@@ -16,9 +20,15 @@ export async function* sseData(body: AsyncIterable<Buffer>): AsyncGenerator<stri
       if (line === '') {
         if (data.length) yield data.join('\n');
         data = [];
-      } else if (line.startsWith('data:')) data.push(line.slice(5).replace(/^ /, ''));
+        held = 0;
+      } else if (line.startsWith('data:')) {
+        data.push(line.slice(5).replace(/^ /, ''));
+        held += line.length;
+      }
       newline = buffer.indexOf('\n');
     }
+    if (held + buffer.length > maxEvent)
+      throw badResponse(`a stream event longer than ${maxEvent} characters`);
   }
   if (data.length) yield data.join('\n');
 }

@@ -1,6 +1,18 @@
-import { ProviderError, type CompletionRequest, type CompletionResult } from '../../domain/providers';
+import {
+  ProviderError,
+  type CompletionRequest,
+  type CompletionResult,
+  type StreamDelta,
+} from '../../domain/providers';
 import type { HttpTransport } from './http-transport';
-import { errorFromStatus, providerMessage, scrubError, scrubSecret, timeoutError } from './provider-errors';
+import {
+  badResponse,
+  errorFromStatus,
+  providerMessage,
+  scrubError,
+  scrubSecret,
+  timeoutError,
+} from './provider-errors';
 import { sseData } from './sse-events';
 
 /** What an adapter makes of a provider's event stream: pieces as they come, the whole at the end. */
@@ -54,10 +66,34 @@ function broken(
   );
 }
 
+type OnDelta = (delta: StreamDelta) => void;
+
+const deltaLength = (d: StreamDelta): number =>
+  (d.content?.length ?? 0) +
+  (d.toolCalls ?? []).reduce(
+    (n, t) => n + (t.id?.length ?? 0) + (t.name?.length ?? 0) + (t.arguments?.length ?? 0),
+    0,
+  );
+
 /**
- * Posts a streamed provider request and feeds its events to `parser`. A non-2xx answer is the same
- * classified error a plain call gives; a stream that breaks, times out or is aborted after the
- * request was sent rejects with delivery `unknown` and what had arrived (`streamed`).
+ * Hands the pieces on while the answer they add up to stays within `max` characters; past it the
+ * stream ends as a bad response. Every string a parser keeps came in a piece, so this bounds what
+ * it holds, however many events the answer took.
+ */
+function metered(onDelta: OnDelta, max: number): OnDelta {
+  let length = 0;
+  return (delta) => {
+    length += deltaLength(delta);
+    if (length > max) throw badResponse(`the answer ran past ${max} characters`);
+    onDelta(delta);
+  };
+}
+
+/**
+ * Posts a streamed provider request and feeds its events to the parser `parse` makes. A non-2xx
+ * answer is the same classified error a plain call gives; a stream that breaks, times out or is
+ * aborted after the request was sent, or whose answer runs past the transport's cap, rejects with
+ * delivery `unknown` and what had arrived (`streamed`).
  */
 export async function streamProvider(
   transport: HttpTransport,
@@ -65,8 +101,10 @@ export async function streamProvider(
   url: string,
   headers: Record<string, string>,
   body: unknown,
-  parser: StreamParser,
+  parse: (onDelta: OnDelta) => StreamParser,
+  onDelta: OnDelta,
 ): Promise<CompletionResult> {
+  const parser = parse(metered(onDelta, transport.maxBytes));
   const res = await transport
     .postStream(url, { ...req.trace, ...headers }, body, req.timeoutMs, req.signal)
     .catch((err: unknown) => {
@@ -83,7 +121,8 @@ export async function streamProvider(
     );
   let finished = false;
   try {
-    for await (const data of sseData(res.chunks)) if ((finished = parser.event(data))) break;
+    for await (const data of sseData(res.chunks, transport.maxBytes))
+      if ((finished = parser.event(data))) break;
   } catch (err) {
     throw broken(err, parser, req, res.deadline.aborted);
   }
