@@ -63,6 +63,8 @@ const schema = z
     CP_INVOKE_ATTEMPTS: int(1, 10).default(3),
     CP_INVOKE_BACKOFF_MS: int(10, 600_000).default(1000),
     CP_INVOKE_CONCURRENCY: int(1, 5000).default(256),
+    // At most this many of one org's invocations run at once in one worker (unset: half its slots).
+    CP_INVOKE_ORG_CONCURRENCY: int(1, 5000).optional(),
     CP_GUARDIAN_CONCURRENCY: int(1, 5000).default(64),
     // How long a worker holds a job without renewing its lock before another worker takes it over.
     CP_JOB_LOCK_MS: int(500, 600_000).default(30_000),

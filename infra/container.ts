@@ -46,6 +46,7 @@ import { compilePolicies, type CompiledPolicySet } from '../domain/policy/compil
 import { CompiledPolicies } from '../domain/policy/compiled-policies';
 import { Guardian } from '../domain/policy/guardian';
 import { OrgPolicyEngine } from '../domain/policy/org-policy-engine';
+import { OrgShares } from '../domain/invocations/org-shares';
 
 /** Where the stores are, once embedded defaults have been resolved. */
 export interface StoreUrls {
@@ -93,6 +94,8 @@ export interface Infra {
   webhookStore: PgWebhookStore;
   webhookSealer: SecretSealer;
   webhookSender: HttpWebhookSender;
+  /** One org's share of this worker's invoke slots (CP_INVOKE_ORG_CONCURRENCY). */
+  invokeShares: OrgShares;
   /** The per-org cap on webhook deliveries in flight (CP_WEBHOOK_ORG_CONCURRENCY). */
   webhookSlots: OrgDeliverySlots;
   guardian: Guardian;
@@ -113,6 +116,10 @@ export interface Infra {
   checks: { database(): Promise<void>; redis(): Promise<void> };
   close(): Promise<void>;
 }
+
+/** One org's share of a worker's invoke slots: as configured, else half of them. */
+export const orgShareOf = (config: Config): number =>
+  config.CP_INVOKE_ORG_CONCURRENCY ?? Math.max(1, Math.floor(config.CP_INVOKE_CONCURRENCY / 2));
 
 const withTimeout = <T>(promise: Promise<T>, ms: number, what: string): Promise<T> =>
   Promise.race([
@@ -190,6 +197,7 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
     webhookFeed: new PgWebhookFeed(knex),
     webhookSealer: new KeyringBox(keyring, 'webhooks'),
     webhookSender,
+    invokeShares: new OrgShares(orgShareOf(config)),
     webhookSlots: new RedisOrgDeliverySlots(
       redis,
       prefix,

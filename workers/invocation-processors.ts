@@ -4,12 +4,14 @@ import {
   type Decided,
   type StageJob,
 } from '../domain/invocations/evaluate-invocation';
+import { shareWaitMs, type OrgShares } from '../domain/invocations/org-shares';
 import { reapInvocations } from '../domain/invocations/reap-invocations';
 import { runInvocation } from '../domain/invocations/run-invocation';
 import type { RunView } from '../domain/invocations/invocation-store';
 import type { StageQueue } from '../domain/invocations/signals';
 import { submitJobId, type InvocationJob } from '../domain/jobs';
 import { expireSessions } from '../domain/sessions/session-use-cases';
+import { OrgAtCapacity } from '../domain/webhooks/org-delivery-slots';
 import type { Infra } from '../infra/container';
 import { inSpan } from '../infra/telemetry';
 
@@ -78,11 +80,31 @@ export async function runHere(
  * upgrade). Nothing else puts an undecided invocation on this queue, so it is decided here rather
  * than left to the reaper.
  */
-export const runProcessor = async (payload: InvocationJob, infra: Infra, job: JobInfo) => {
-  if (job.id === submitJobId(payload.invocation_id)) return submitStages(payload, infra, job);
-  const outcome = await runStage(payload, infra, job);
-  return outcome === 'undecided' ? submitStages(payload, infra, job) : outcome;
-};
+export const runProcessor = (payload: InvocationJob, infra: Infra, job: JobInfo) =>
+  inOrgShare(infra.invokeShares, payload.org_id, job, async () => {
+    if (job.id === submitJobId(payload.invocation_id)) return submitStages(payload, infra, job);
+    const outcome = await runStage(payload, infra, job);
+    return outcome === 'undecided' ? submitStages(payload, infra, job) : outcome;
+  });
+
+/**
+ * Runs the job in one of its org's slots in this worker, or puts it back to wait (OrgAtCapacity:
+ * not an attempt) while the org runs its share here. It waits queued, holding nothing: not the
+ * worker's slot, nor a reservation, nor a decision.
+ */
+async function inOrgShare<T>(shares: OrgShares, orgId: string, job: JobInfo, run: () => Promise<T>) {
+  if (!shares.take(orgId))
+    throw new OrgAtCapacity(
+      shareWaitMs(job.deferrals),
+      () => Promise.resolve(shares.hasRoom(orgId)),
+      `its share of this worker's invoke slots (${shares.cap}) in use`,
+    );
+  try {
+    return await run();
+  } finally {
+    shares.release(orgId);
+  }
+}
 
 /** The submit's job: the guardian stage, then the run of what it admitted, in this job. */
 async function submitStages(payload: InvocationJob, infra: Infra, job: JobInfo) {

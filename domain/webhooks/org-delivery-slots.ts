@@ -34,16 +34,18 @@ export interface OrgDeliverySlots {
 export type SlotClaim = number;
 
 /**
- * Thrown so the queue runs the delivery's job again in `delayMs`, without counting an attempt.
- * Once the job waits out its delay, `owed` is asked: a slot released between the refusal and the
- * job's move to its delay found no delayed job to wake, so the job wakes itself.
+ * Thrown so the queue runs the job again in `delayMs`, without counting an attempt (a delivery's,
+ * or an invocation's past its org's share of a worker). Once the job waits out its delay, `owed`
+ * is asked: a slot released between the refusal and the job's move to its delay found no delayed
+ * job to wake, so the job wakes itself.
  */
 export class OrgAtCapacity extends Error {
   constructor(
     readonly delayMs: number,
     readonly owed: () => Promise<boolean> = () => Promise.resolve(false),
+    what = 'its cap of webhook deliveries in flight',
   ) {
-    super(`the org has its cap of webhook deliveries in flight; tried again in ${delayMs} ms`);
+    super(`the org has ${what}; tried again in ${delayMs} ms`);
     this.name = 'OrgAtCapacity';
   }
 }

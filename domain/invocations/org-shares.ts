@@ -1,0 +1,38 @@
+/**
+ * A worker's invoke slots, shared among orgs: one org runs at most `cap` invocations at once in
+ * one worker process, so an org whose provider answers slowly (or not at all until the timeout)
+ * cannot take every slot and hold the other orgs' calls in the queue behind its own. Each worker
+ * keeps CP_INVOKE_CONCURRENCY − cap slots for the others. Counted in the worker's memory: nothing
+ * to ask Redis on the invoke path, and nothing left behind when a worker dies.
+ */
+export class OrgShares {
+  private readonly running = new Map<string, number>();
+
+  constructor(readonly cap: number) {}
+
+  /** Takes one of the org's slots here; false when it already runs `cap` invocations. */
+  take(orgId: string): boolean {
+    const n = this.running.get(orgId) ?? 0;
+    if (n >= this.cap) return false;
+    this.running.set(orgId, n + 1);
+    return true;
+  }
+
+  release(orgId: string): void {
+    const n = (this.running.get(orgId) ?? 0) - 1;
+    if (n > 0) this.running.set(orgId, n);
+    else this.running.delete(orgId);
+  }
+
+  hasRoom(orgId: string): boolean {
+    return (this.running.get(orgId) ?? 0) < this.cap;
+  }
+}
+
+/**
+ * How long an invocation past its org's share waits before it is taken again: a quarter of a
+ * second, doubling with each time it already waited, up to 4 s, and half to all of it, so a
+ * backlog is not fetched and put back several times a second.
+ */
+export const shareWaitMs = (deferrals = 0, random: () => number = Math.random): number =>
+  Math.floor(Math.min(4_000, 250 * 2 ** Math.min(deferrals, 4)) * (0.5 + 0.5 * random()));
