@@ -13,7 +13,7 @@ const foldAscii = (text: string) => text.replace(/[A-Z]/g, (c) => c.toLowerCase(
  * at any byte offset modulo 3, so each alignment is encoded, keeping only groups made of the
  * secret's bytes. Matching ignores the case of ASCII letters (an upper-cased key, upper-case hex).
  */
-function secretForms(secret: string): string[] {
+export function secretForms(secret: string): string[] {
   const bytes = Buffer.from(secret, 'utf8');
   const forms = [secret, encodeURIComponent(secret), bytes.toString('hex')];
   for (let shift = 0; shift < 3; shift++) {
