@@ -1,18 +1,11 @@
-import { createHash } from 'node:crypto';
 import type { Context } from 'koa';
-import { canonicalJson } from '../../domain/canonical-json';
 import { DomainError, invalidField } from '../../domain/errors';
 import type { Principal } from '../../domain/principal';
 import type { Infra } from '../../infra/container';
-import type { Claim, RecordScope } from '../../infra/http/idempotency-store';
+import type { Claim, RecordScope, RequestHashes } from '../../infra/http/idempotency-store';
 import type { Reply } from './route';
 
 const KEY_SHAPE = /^[\x21-\x7e]{1,255}$/;
-
-const hashRequest = (body: unknown): string =>
-  createHash('sha256')
-    .update(canonicalJson(body ?? null))
-    .digest('hex');
 
 const POLL_MS = 100;
 
@@ -23,12 +16,12 @@ const POLL_MS = 100;
  * (the longest wait plus a margin) was left by a process that died: the store lets it be taken
  * over. Past that, the request gives up with 409.
  */
-async function settledClaim(infra: Infra, scope: RecordScope, requestHash: string): Promise<Claim> {
+async function settledClaim(infra: Infra, scope: RecordScope, hashes: RequestHashes): Promise<Claim> {
   const staleAfterMs = (infra.config.CP_MAX_WAIT_SECONDS + 30) * 1000;
   const giveUpAt = Date.now() + staleAfterMs + 5_000;
   for (;;) {
-    const claim = await infra.idempotency.claim(scope, requestHash, staleAfterMs);
-    const running = claim.kind === 'replay' && !claim.response && claim.requestHash === requestHash;
+    const claim = await infra.idempotency.claim(scope, hashes, staleAfterMs);
+    const running = claim.kind === 'replay' && !claim.response && hashes.includes(claim.requestHash);
     if (!running || Date.now() >= giveUpAt) return claim;
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
@@ -55,15 +48,15 @@ export async function withIdempotency(
     throw invalidField('Idempotency-Key', 'Idempotency-Key must be 1..255 visible ASCII characters');
   const store = infra.idempotency;
   const scope = { orgId: principal.orgId, principalId: principal.id, key, route };
-  const requestHash = hashRequest(rawBody);
-  const claim = await settledClaim(infra, scope, requestHash);
+  const hashes = store.hashesOf(rawBody);
+  const claim = await settledClaim(infra, scope, hashes);
   if (claim.kind === 'unreadable')
     throw new DomainError(
       'idempotency_conflict',
       'a request with this Idempotency-Key already ran, but its stored response can no longer be read (the master key that sealed it was dropped); send a new key only to run it again',
     );
   if (claim.kind === 'replay') {
-    if (claim.requestHash !== requestHash) {
+    if (!hashes.includes(claim.requestHash)) {
       throw new DomainError(
         'idempotency_conflict',
         'this Idempotency-Key was used with a different request body',

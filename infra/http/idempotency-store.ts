@@ -1,4 +1,6 @@
+import { createHash, createHmac, hkdfSync } from 'node:crypto';
 import type { Knex } from '@mikro-orm/knex';
+import { canonicalJson } from '../../domain/canonical-json';
 import { KeyringBox, type Keyring } from '../crypto/keyring';
 
 export const IDEMPOTENCY_TTL_HOURS = 24;
@@ -8,6 +10,15 @@ export interface StoredResponse {
   body?: unknown;
   headers?: Record<string, string>;
 }
+
+/**
+ * The digests a request's body may be stored under, the one to store first: an HMAC under a key
+ * derived from each master key (the current first), then the plain SHA-256 that records written
+ * before digests were keyed hold. Keyed, so that whoever reads the table cannot confirm a guess
+ * of a secret the body held (a credential's); all of them, so that a retry across the upgrade or
+ * a master key rotation still finds its record.
+ */
+export type RequestHashes = readonly [string, ...string[]];
 
 export type Claim =
   | { kind: 'claimed' }
@@ -41,12 +52,25 @@ const whereOf = (s: RecordScope) => ({
  */
 export class IdempotencyStore {
   private readonly box: KeyringBox;
+  private readonly digestKey: Buffer;
+  private readonly previousDigestKeys: Buffer[];
 
   constructor(
     private readonly knex: Knex,
     private readonly keyring: Keyring,
   ) {
     this.box = new KeyringBox(keyring, 'idempotency');
+    const digestKey = (key: Buffer) =>
+      Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), 'idempotency-request-v1', 32));
+    this.digestKey = digestKey(keyring.current.key);
+    this.previousDigestKeys = keyring.all.filter((k) => k !== keyring.current).map((k) => digestKey(k.key));
+  }
+
+  hashesOf(body: unknown): RequestHashes {
+    const canonical = canonicalJson(body ?? null);
+    const keyed = (key: Buffer) => createHmac('sha256', key).update(canonical).digest('hex');
+    const plain = createHash('sha256').update(canonical).digest('hex');
+    return [keyed(this.digestKey), ...this.previousDigestKeys.map(keyed), plain];
   }
 
   /**
@@ -55,7 +79,8 @@ export class IdempotencyStore {
    * same request takes it over (what the dead one did is unknown, as it would be for a retry under
    * a new key); another body is still a conflict.
    */
-  async claim(scope: RecordScope, requestHash: string, staleAfterMs: number): Promise<Claim> {
+  async claim(scope: RecordScope, hashes: RequestHashes, staleAfterMs: number): Promise<Claim> {
+    const [requestHash] = hashes;
     await this.knex('idempotency_records')
       .where(whereOf(scope))
       .andWhere('expires_at', '<=', this.knex.fn.now())
@@ -69,9 +94,9 @@ export class IdempotencyStore {
     );
     if (inserted.rows.length > 0) return { kind: 'claimed' };
     const row = await this.knex('idempotency_records').where(whereOf(scope)).first();
-    if (!row) return this.claim(scope, requestHash, staleAfterMs);
+    if (!row) return this.claim(scope, hashes, staleAfterMs);
     if (!row.response) {
-      if (row.request_hash === requestHash && (await this.takeOver(scope, requestHash, staleAfterMs)))
+      if (hashes.includes(row.request_hash) && (await this.takeOver(scope, hashes, staleAfterMs)))
         return { kind: 'claimed' };
       return { kind: 'replay', requestHash: row.request_hash, response: null };
     }
@@ -84,10 +109,10 @@ export class IdempotencyStore {
   }
 
   /** Restarts a claim left without a response for longer than `staleAfterMs`; true when this did. */
-  private async takeOver(scope: RecordScope, requestHash: string, staleAfterMs: number): Promise<boolean> {
+  private async takeOver(scope: RecordScope, hashes: RequestHashes, staleAfterMs: number): Promise<boolean> {
     const taken = await this.knex('idempotency_records')
       .where(whereOf(scope))
-      .andWhere({ request_hash: requestHash })
+      .whereIn('request_hash', hashes)
       .whereNull('response')
       .andWhere('created_at', '<', this.knex.raw(`now() - make_interval(secs => ?)`, [staleAfterMs / 1000]))
       .update({ created_at: this.knex.fn.now() });
