@@ -12,7 +12,7 @@ export const UNSTORABLE_INPUT_RULE =
   'naming the field.';
 
 /** A hostile body can hold thousands of problems; a few name the field well enough. */
-const MAX_DETAILS = 10;
+export const MAX_DETAILS = 10;
 const SHOWN_SEGMENTS = 4;
 const SHOWN_SEGMENT_CHARS = 100;
 

@@ -1,8 +1,8 @@
 import type { z } from 'zod';
 import { validationError } from '../../domain/errors';
-import { findUnstorable } from './unstorable-input';
+import { findUnstorable, MAX_DETAILS } from './unstorable-input';
 
-/** Parses input with a zod schema; every problem becomes a `details` entry of a 400. */
+/** Parses input with a zod schema; each problem, the first MAX_DETAILS of them, a `details` entry of a 400. */
 export function parseInput<S extends z.ZodType>(
   schema: S,
   input: unknown,
@@ -11,7 +11,7 @@ export function parseInput<S extends z.ZodType>(
   const result = schema.safeParse(input);
   if (result.success) return result.data;
   throw validationError(
-    result.error.issues.map((issue) => ({
+    result.error.issues.slice(0, MAX_DETAILS).map((issue) => ({
       path: issue.path.length > 0 ? issue.path.join('.') : where,
       message:
         issue.path.length > 0 ? `${issue.path.join('.')}: ${issue.message}` : `${where}: ${issue.message}`,

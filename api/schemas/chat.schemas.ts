@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { modelName } from './agents.schemas';
+import { MAX_MESSAGES_BOUND } from './invocations.schemas';
 
 /**
  * The Chat Completions request as the OpenAI SDKs and the frameworks on them send it. Parameters
@@ -54,7 +55,7 @@ const tokenLimit = z.number().int().min(1).max(1_000_000);
 export const ChatCompletionBody = z
   .object({
     model: modelName,
-    messages: z.array(ChatMessage).min(1),
+    messages: z.array(ChatMessage).min(1).max(MAX_MESSAGES_BOUND),
     max_tokens: tokenLimit.nullable().optional(),
     max_completion_tokens: tokenLimit.nullable().optional(),
     temperature: z.number().min(0).max(2).nullable().optional(),

@@ -29,6 +29,13 @@ export const ToolCall = z
   })
   .strict();
 
+/**
+ * CP_MAX_MESSAGES's own bound, checked before the messages are (the configured limit is checked
+ * after): half a million one-byte entries in a body under 1 MiB would otherwise each be parsed
+ * and reported, seconds of the event loop for every org.
+ */
+export const MAX_MESSAGES_BOUND = 10_000;
+
 export const InvokeBody = z
   .object({
     session_id: id,
@@ -36,6 +43,7 @@ export const InvokeBody = z
     messages: z
       .array(Message)
       .min(1)
+      .max(MAX_MESSAGES_BOUND)
       .meta({ description: 'At most limits.max_messages (GET /v1/config/public; default 256).' }),
     max_tokens: z
       .number()
