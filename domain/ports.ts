@@ -82,6 +82,8 @@ export interface PriceRepository {
   list(orgId: string): Promise<ModelPrice[]>;
   get(orgId: string, model: string): Promise<ModelPrice | null>;
   put(price: ModelPrice): Promise<void>;
+  /** How many prices the org has of its own, its row locked until the transaction ends (adds queue). */
+  countLocked(orgId: string): Promise<number>;
   /** False when the org had no price of its own for the model. */
   delete(orgId: string, model: string): Promise<boolean>;
 }

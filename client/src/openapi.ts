@@ -482,7 +482,7 @@ export interface paths {
       cookie?: never;
     };
     get?: never;
-    /** Set the org's own price for a model (overrides the built-in price, or prices a new model; send a slash in a model name as %2F) */
+    /** Set the org's own price for a model (overrides the built-in price, or prices a new model; send a slash in a model name as %2F). An org may have at most 1,000 prices of its own: one more is a 400 validation_error naming `model` (delete one first); changing one it has is always allowed */
     put: operations['putV1PricingModel'];
     post?: never;
     /** Drop the org's own price; the built-in price, if any, applies again */

@@ -1,6 +1,6 @@
 import { newAuditEvent } from '../audit/new-event';
 import type { Clock } from '../clock';
-import { DomainError } from '../errors';
+import { DomainError, invalidField } from '../errors';
 import type { ModelPrice } from '../model';
 import type { Tx, UnitOfWork } from '../ports';
 import { actorOf, type CallContext } from '../principal';
@@ -84,6 +84,12 @@ const usdPair = (p: Price | null) =>
     ? { input_per_mtok_usd: p.inputMicrosPerMtok / 1e6, output_per_mtok_usd: p.outputMicrosPerMtok / 1e6 }
     : null;
 
+/**
+ * Prices an org may set of its own: its price list is one unpaginated answer (and the models
+ * list is made from it), so each addition cannot be allowed to grow it.
+ */
+export const MAX_PRICES_PER_ORG = 1_000;
+
 export async function setPrice(
   deps: PriceDeps,
   ctx: CallContext,
@@ -102,6 +108,11 @@ export async function setPrice(
   return deps.uow.transaction(async (tx) => {
     // Copied before the write: the repository may update the loaded row in place.
     const before = await tx.prices.get(row.orgId, model);
+    if (!before && (await tx.prices.countLocked(row.orgId)) >= MAX_PRICES_PER_ORG)
+      throw invalidField(
+        'model',
+        `the org already has ${MAX_PRICES_PER_ORG} prices of its own, the most it may have: delete one first`,
+      );
     const previous = usdPair(before ? fromOrg(before) : builtin(model));
     await tx.prices.put(row);
     const price = fromOrg(row);

@@ -206,6 +206,11 @@ export function repositoriesFor(em: EntityManager): Tx {
       list: (orgId) => em.find(ModelPriceSchema, { orgId }, { orderBy: { model: 'asc' } }),
       get: (orgId, model) => em.findOne(ModelPriceSchema, { orgId, model }),
       put: async (price) => void (await em.upsert(ModelPriceSchema, price)),
+      countLocked: async (orgId) => {
+        // `no key update`: the lock queues this org's additions without blocking rows that refer to it.
+        await em.execute('select 1 from orgs where id = ? for no key update', [orgId]);
+        return em.count(ModelPriceSchema, { orgId });
+      },
       delete: async (orgId, model) => (await em.nativeDelete(ModelPriceSchema, { orgId, model })) > 0,
     },
     agbomStates: {
