@@ -7,6 +7,10 @@ import { defineRoute, needs } from '../http/route';
 import { presentAuditEntry, presentVerification } from '../presenters';
 import { AuditEntry, AuditQuery, AuditSignedHead, AuditVerification } from '../schemas/audit.schemas';
 import { decodeCursor, encodeCursor, listOf } from '../schemas/common';
+import { InFlightGate } from '../http/in-flight-gate';
+
+/** A verification reads the org's whole chain in one transaction: it holds a pooled connection. */
+const verifications = new InFlightGate('audit verification', 1, 2);
 
 const presentSignedHead = (h: Checkpoint) => ({
   org_id: h.orgId,
@@ -52,14 +56,15 @@ export const auditRoutes = [
   defineRoute({
     method: 'GET',
     path: '/v1/audit/verify',
-    summary: "Recompute the org's hash chain and report the first broken seq",
+    summary:
+      "Recompute the org's hash chain and report the first broken seq. One verification per org, and two in all, run at once per API process (each reads the whole chain in one transaction); one more is a 429 rate_limited with Retry-After: 1",
     tag: 'audit',
     access: needs('audit:read'),
     responses: { 200: { description: 'the verification', schema: AuditVerification } },
     handle: async (input) => {
       const { auditLog, checkpointKeys, logger } = input.infra;
       const orgId = callOf(input).principal.orgId;
-      const result = await verifyAudit(auditLog, orgId, checkpointKeys);
+      const result = await verifications.run(orgId, () => verifyAudit(auditLog, orgId, checkpointKeys));
       // The answer's shape is fixed by the contract; why it failed goes to the operators' log.
       if (!result.valid) {
         const { firstBrokenSeq, reason } = result;

@@ -20,6 +20,10 @@ import {
   PolicyView,
   toFields,
 } from '../schemas/policies.schemas';
+import { InFlightGate } from '../http/in-flight-gate';
+
+/** A preview replays up to 10,000 actions on the API's event loop, for up to 5 s. */
+const previews = new InFlightGate('policy preview', 1, 2);
 
 const read = needs('policies:read');
 const write = needs('policies:write');
@@ -61,21 +65,26 @@ export const policyRoutes = [
     summary:
       "Impact preview: replay the org's recorded invocations of a window through its policies with and " +
       'without a draft policy and count the verdicts that would change; writes nothing. Modified ' +
-      'invocations replay as modified (the original request is not kept)',
+      'invocations replay as modified (the original request is not kept). At most 10,000 actions and 5 s of ' +
+      'replaying (truncated beyond either); one preview per org, and two in all, run at once per API ' +
+      'process: one more is a 429 rate_limited with Retry-After: 1',
     tag: 'policies',
     access: read,
     body: PolicyPreviewBody,
     responses: { 200: { description: 'the verdicts the draft would change', schema: PolicyPreviewView } },
     handle: async (input) => {
       const { infra, body } = input;
-      const preview = await previewPolicy(
-        { policySets: infra.policySets, history: infra.actionHistory, clock: infra.clock },
-        callOf(input),
-        {
-          draft: toFields(body.policy),
-          since: new Date(body.since),
-          until: body.until ? new Date(body.until) : undefined,
-        },
+      const call = callOf(input);
+      const preview = await previews.run(call.principal.orgId, () =>
+        previewPolicy(
+          { policySets: infra.policySets, history: infra.actionHistory, clock: infra.clock },
+          call,
+          {
+            draft: toFields(body.policy),
+            since: new Date(body.since),
+            until: body.until ? new Date(body.until) : undefined,
+          },
+        ),
       );
       return { status: 200, body: presentPreview(preview) };
     },

@@ -362,7 +362,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Impact preview: replay the org's recorded invocations of a window through its policies with and without a draft policy and count the verdicts that would change; writes nothing. Modified invocations replay as modified (the original request is not kept) */
+    /** Impact preview: replay the org's recorded invocations of a window through its policies with and without a draft policy and count the verdicts that would change; writes nothing. Modified invocations replay as modified (the original request is not kept). At most 10,000 actions and 5 s of replaying (truncated beyond either); one preview per org, and two in all, run at once per API process: one more is a 429 rate_limited with Retry-After: 1 */
     post: operations['postV1PoliciesPreview'];
     delete?: never;
     options?: never;
@@ -721,7 +721,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** Recompute the org's hash chain and report the first broken seq */
+    /** Recompute the org's hash chain and report the first broken seq. One verification per org, and two in all, run at once per API process (each reads the whole chain in one transaction); one more is a 429 rate_limited with Retry-After: 1 */
     get: operations['getV1AuditVerify'];
     put?: never;
     post?: never;

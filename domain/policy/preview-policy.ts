@@ -15,6 +15,13 @@ export const PREVIEW_MAX_ACTIONS = 10_000;
 export const PREVIEW_MAX_EXAMPLES = 20;
 /** Rows read per query: the history is never held in memory all at once. */
 const PAGE_SIZE = 1000;
+/**
+ * Replaying stops after this long (`truncated`): an evaluation may take about a second of a core
+ * with heavy patterns, and a preview replays up to 10,000 actions twice.
+ */
+export const PREVIEW_MAX_MS = 5_000;
+/** The replay shares the API's event loop: it lets other requests run at least this often. */
+const YIELD_EVERY_MS = 10;
 /** The draft's id in reasons: it names no stored policy. */
 export const DRAFT_POLICY_ID = 'pol_draft';
 
@@ -35,7 +42,11 @@ export interface PreviewRequest {
 export interface PreviewLimits {
   maxActions: number;
   pageSize: number;
+  /** Replaying time after which no further action is replayed (at least one is). */
+  maxMs?: number;
 }
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export interface VerdictChange {
   invocationId: string;
@@ -119,7 +130,8 @@ class Tally {
 /**
  * Impact preview: replays the org's invocations recorded in [since, until), oldest first, through
  * its current policies and through the same policies plus the draft, and counts the verdicts that
- * differ. Reads pages keyed on (created_at, id), one more row than it replays to know whether the
+ * differ, for at most PREVIEW_MAX_ACTIONS actions and PREVIEW_MAX_MS of replaying (`truncated`
+ * beyond either). Reads pages keyed on (created_at, id), one more row than it replays to know whether the
  * window held more. Writes nothing. Verdicts are the engine's (a require_approval is reported as
  * such), and only the org's policies are replayed, not the agent record's built-in checks.
  */
@@ -136,15 +148,22 @@ export async function previewPolicy(
   const tally = new Tally(compilePolicies(set), compilePolicies(withDraft(set, request.draft, now)));
   let after: HistoryPosition | null = null;
   let truncated = false;
+  const started = performance.now();
+  const outOfTime = () =>
+    tally.replayed > 0 && performance.now() - started > (limits.maxMs ?? PREVIEW_MAX_MS);
+  let turnAt = started;
   for (;;) {
     const wanted = Math.min(limits.pageSize, limits.maxActions + 1 - tally.replayed);
     const rows = await deps.history.page(orgId, window, after, wanted);
     for (const row of rows) {
-      if (tally.replayed === limits.maxActions) {
+      if (tally.replayed === limits.maxActions || outOfTime()) {
         truncated = true;
         break;
       }
       tally.replay(row);
+      if (performance.now() - turnAt < YIELD_EVERY_MS) continue;
+      await nextTurn();
+      turnAt = performance.now();
     }
     const last = rows.at(-1);
     if (truncated || !last || rows.length < wanted) break;

@@ -25,8 +25,13 @@ beforeAll(async () => {
 });
 afterAll(() => app.close());
 
-const verify = async (org: SignedUpOrg) => {
+/** One org's verifications run one at a time: one asked while another runs is retried, as told. */
+const verify = async (org: SignedUpOrg): Promise<Verification> => {
   const res = await app.http.get<Verification>('/v1/audit/verify', org.adminKey);
+  if (res.status === 429) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    return verify(org);
+  }
   expect(res.status).toBe(200);
   return res.body;
 };

@@ -127,6 +127,31 @@ describe('previewPolicy', () => {
     expect(preview.changed).toEqual({ total: 2, byVerdict: { 'modify->deny': 2 } });
   });
 
+  it('stops replaying once its time is spent: truncated, with what it replayed counted', async () => {
+    const preview = await run(history(5), denyA, { maxActions: 100, pageSize: 10, maxMs: 0 }).result;
+    expect(preview).toMatchObject({ truncated: true, actionsReplayed: 1, changed: { total: 1 } });
+  });
+
+  it("lets other work run while it replays: it shares the API's event loop", async () => {
+    const slow: Rule[] = [{ type: 'deny_pattern', pattern: '(?:\\w*a){20}[^\\w]' }];
+    const rows = history(300).map((r) => ({
+      ...r,
+      messages: [{ role: 'user' as const, content: 'a'.repeat(2_000) }],
+    }));
+    let turns = 0;
+    const counting = setInterval(() => (turns += 1), 1);
+    const started = performance.now();
+    try {
+      const preview = await run(rows, slow, { maxActions: 1_000, pageSize: 1_000 }).result; // one page: no I/O
+      expect(preview.actionsReplayed).toBe(300);
+    } finally {
+      clearInterval(counting);
+    }
+    const tookMs = performance.now() - started;
+    expect(tookMs).toBeGreaterThan(50); // long enough that a loop never let go would show
+    expect(turns).toBeGreaterThan(0);
+  });
+
   it('refuses a window that is empty or reversed, naming the field', async () => {
     const { reader } = fakeHistory([]);
     const deps = {
