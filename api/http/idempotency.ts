@@ -7,23 +7,25 @@ import type { Reply } from './route';
 
 const KEY_SHAPE = /^[\x21-\x7e]{1,255}$/;
 
-const POLL_MS = 100;
+/** A duplicate looks again after 100 ms, doubling to at most a second between looks. */
+const pollMs = (looks: number) => Math.min(1_000, 100 * 2 ** looks);
 
 /**
  * The claim once no other request holds the key: the same request sent again while the first
  * still runs (a client retrying on its own timeout) waits for the first's response and gets it
- * replayed, as it would have one moment later. A claim older than the longest a request may take
+ * replayed, as it would have one moment later (it looks less often the longer it waits: a
+ * thousand duplicates must not each ask the database ten times a second). A claim older than the longest a request may take
  * (the longest wait plus a margin) was left by a process that died: the store lets it be taken
  * over. Past that, the request gives up with 409.
  */
 async function settledClaim(infra: Infra, scope: RecordScope, hashes: RequestHashes): Promise<Claim> {
   const staleAfterMs = (infra.config.CP_MAX_WAIT_SECONDS + 30) * 1000;
   const giveUpAt = Date.now() + staleAfterMs + 5_000;
-  for (;;) {
+  for (let looks = 0; ; looks++) {
     const claim = await infra.idempotency.claim(scope, hashes, staleAfterMs);
     const running = claim.kind === 'replay' && !claim.response && hashes.includes(claim.requestHash);
     if (!running || Date.now() >= giveUpAt) return claim;
-    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    await new Promise((resolve) => setTimeout(resolve, pollMs(looks)));
   }
 }
 
