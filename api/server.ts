@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Infra } from '../infra/container';
 import { createApp, type AppOptions } from './app';
 import { answerClientErrors } from './http/client-errors';
+import { capConnectionsPerClient } from './http/connections-per-client';
 
 export interface RunningApi {
   server: Server;
@@ -21,6 +22,8 @@ export async function startApi(
   const server = createServer(createApp(infra, options).callback());
   server.keepAliveTimeout = 65_000;
   answerClientErrors(server);
+  if (!infra.config.CP_TRUST_PROXY)
+    capConnectionsPerClient(server, infra.config.CP_MAX_CONNECTIONS_PER_CLIENT);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve());

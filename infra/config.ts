@@ -40,6 +40,8 @@ const schema = z
     CP_ALLOW_PRIVATE_PROVIDER_HOSTS: bool.default(false),
     // Behind a load balancer: take the client IP (per-IP rate limits) from X-Forwarded-For.
     CP_TRUST_PROXY: bool.default(false),
+    // Open connections one client address may hold (not applied behind a proxy: CP_TRUST_PROXY).
+    CP_MAX_CONNECTIONS_PER_CLIENT: int(1, 1_000_000).default(1024),
     // Start although what the database holds was sealed under master keys not configured (lost).
     CP_MASTER_KEY_LOST: bool.default(false),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

@@ -1,0 +1,23 @@
+import type { Server } from 'node:http';
+
+/**
+ * At most `max` open connections from one client address; one more is closed as it arrives. The
+ * server would otherwise hold every connection a client opens and never uses until its header
+ * timeout (a minute): twenty thousand of them took every file descriptor, so no one else could
+ * connect, nor the service reach its own stores. Behind a load balancer (CP_TRUST_PROXY) every
+ * connection comes from the balancer, whose own limits apply instead: no cap here.
+ */
+export function capConnectionsPerClient(server: Server, max: number): void {
+  const open = new Map<string, number>();
+  server.on('connection', (socket) => {
+    const address = socket.remoteAddress ?? '';
+    const count = (open.get(address) ?? 0) + 1;
+    if (count > max) return void socket.destroy();
+    open.set(address, count);
+    socket.once('close', () => {
+      const left = (open.get(address) ?? 1) - 1;
+      if (left > 0) open.set(address, left);
+      else open.delete(address);
+    });
+  });
+}
