@@ -131,8 +131,8 @@ class Tally {
  * Impact preview: replays the org's invocations recorded in [since, until), oldest first, through
  * its current policies and through the same policies plus the draft, and counts the verdicts that
  * differ, for at most PREVIEW_MAX_ACTIONS actions and PREVIEW_MAX_MS of replaying (`truncated`
- * beyond either). Reads pages keyed on (created_at, id), one more row than it replays to know whether the
- * window held more. Writes nothing. Verdicts are the engine's (a require_approval is reported as
+ * beyond either). Reads pages keyed on (created_at, id), one more row than it replays to know
+ * whether the window held more. Writes nothing. Verdicts are the engine's (a require_approval is reported as
  * such), and only the org's policies are replayed, not the agent record's built-in checks.
  */
 export async function previewPolicy(
