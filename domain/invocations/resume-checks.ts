@@ -11,32 +11,43 @@ export interface ResumeCheckDeps {
   clock: Clock;
 }
 
-/** Why an approved invocation is not run after all, and how it ends. */
-export interface StopSinceApproval {
+/** Why an invocation that waited is not sent after all, and how it ends. */
+export interface StopAfterWait {
   status: 'failed' | 'denied';
   error: InvocationError;
 }
 
+/** What the invocation waited for before this call: people's approval, or a retry's delay. */
+export type Wait = 'approval' | 'retry';
+
+const NOT_SENT: Record<Wait, string> = {
+  approval: 'the approved request was not run',
+  retry: 'the call was not tried again',
+};
+
 /**
- * An approved invocation waited for people, for hours maybe, holding nothing: what operators did
- * meanwhile still counts before it reaches the provider. A session closed or expired ends it as a
- * queued one would end (`session_not_open`); so does anything the guardian now denies (its agent
- * suspended, a deny policy added, a credential taken off the agent): deny beats an approval as it
- * beats require_approval. Any other verdict runs the request exactly as it was approved.
+ * An invocation that waited (an approved one, for hours maybe; a retry, for up to a minute after
+ * a provider's Retry-After) holds nothing meanwhile, so what operators did meanwhile still counts
+ * before it reaches the provider again. A session closed or expired ends it as a queued one would
+ * end (`session_not_open`); so does anything the guardian now denies (its agent suspended, a deny
+ * policy added, a credential taken off the agent): deny beats an approval as it beats
+ * require_approval. Any other verdict sends the request exactly as it was admitted.
  */
-export async function stoppedSinceApproval(
+export async function stoppedAfterWait(
   deps: ResumeCheckDeps,
   invocation: Invocation,
-): Promise<StopSinceApproval | null> {
+  wait: Wait,
+): Promise<StopAfterWait | null> {
   const view = await deps.store.forGuardian(invocation.id);
   if (!view) return null;
   const status = statusAt(view.session, deps.clock.now());
   if (status !== 'open') {
-    const message = `session ${invocation.sessionId} is ${status}; the approved request was not run`;
+    const message = `session ${invocation.sessionId} is ${status}; ${NOT_SENT[wait]}`;
     return { status: 'failed', error: { errorCode: 'session_not_open', message } };
   }
   const verdict = await deps.guardian.decide(guardianInput({ ...view, invocation }));
   if (verdict.verdict !== 'deny') return null;
-  const message = `denied after its approval: ${verdict.reasons.map((r) => r.message).join('; ')}`;
+  const since = wait === 'approval' ? 'after its approval' : 'before its retry';
+  const message = `denied ${since}: ${verdict.reasons.map((r) => r.message).join('; ')}`;
   return { status: 'denied', error: { errorCode: 'guardian_denied', message } };
 }

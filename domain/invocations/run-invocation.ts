@@ -27,7 +27,7 @@ import { PieceBatcher } from './piece-batcher';
 import type { CompletionSignal, PieceRelay } from './signals';
 import type { StageJob } from './evaluate-invocation';
 import type { Guardian } from '../policy/guardian';
-import { stoppedSinceApproval } from './resume-checks';
+import { stoppedAfterWait } from './resume-checks';
 
 export interface RunDeps {
   store: InvocationStore;
@@ -320,7 +320,7 @@ export async function runInvocation(
   if (reserved.kind === 'settled') return 'skipped';
   if (reserved.kind === 'held') return endUnknown(run);
   if (reserved.kind === 'refused') return refuseOverCap(run, reserved);
-  const stopped = await stopResumed(run);
+  const stopped = await stopAfterWait(run);
   if (stopped) return stopped;
   let result: CompletionResult | null;
   try {
@@ -357,14 +357,16 @@ async function refuseOverCap(
 }
 
 /**
- * An approved invocation, its first attempt reserved (so an earlier run that may have reached the
- * provider was charged as `held` instead): ended, and the reservation returned, if its session or
- * the guardian now stops it (resume-checks.ts).
+ * An approved invocation's first attempt, or any retry, once reserved (so an earlier run that may
+ * have reached the provider was charged as `held` instead): ended, and the reservation returned,
+ * if its session or the guardian now stops it (resume-checks.ts). A retry may come a minute after
+ * the call before it: closing the session or suspending the agent stops it as it stops a new one.
  */
-async function stopResumed(run: AttemptRun): Promise<RunOutcome | null> {
+async function stopAfterWait(run: AttemptRun): Promise<RunOutcome | null> {
   const { deps, invocation } = run;
-  if (invocation.approvalId === null || invocation.providerAttempts > 0) return null;
-  const stop = await stoppedSinceApproval(deps, invocation);
+  const wait = invocation.providerAttempts > 0 ? 'retry' : invocation.approvalId !== null ? 'approval' : null;
+  if (wait === null) return null;
+  const stop = await stoppedAfterWait(deps, invocation, wait);
   if (!stop) return null;
   const release = () => deps.ledger.settle(invocation.sessionId, run.chargeId, NOTHING);
   return runOutcome(await endBeforeAttempt(run, stop.status, stop.error, release), 'failed');
