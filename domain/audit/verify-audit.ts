@@ -1,4 +1,4 @@
-import type { AuditLog } from './audit-log';
+import { sealForRead, type AuditLog } from './audit-log';
 import { isAuthentic, type Checkpoint, type CheckpointKey } from './checkpoint';
 import { ChainVerifier, type BreakReason, type VerifyResult } from './hash-chain';
 
@@ -32,7 +32,7 @@ export async function verifyAudit(
   orgId: string,
   keys: CheckpointKey[],
 ): Promise<VerifyResult> {
-  await log.seal(orgId);
+  await sealForRead(log, orgId);
   // Read before the snapshot: what Redis holds was committed before it was written there.
   const outside = await log.signedHead(orgId);
   const keyById = new Map(keys.map((k) => [k.id, k]));
@@ -64,6 +64,6 @@ function trustedAnchors(orgId: string, signed: Checkpoint[], keyById: ReadonlyMa
 
 /** The newest signed head, for operators to export off the box; null when nothing is sealed yet. */
 export async function signedAuditHead(log: AuditLog, orgId: string): Promise<Checkpoint | null> {
-  await log.seal(orgId);
+  await sealForRead(log, orgId);
   return (await log.signedHead(orgId)) ?? log.readChain(orgId, async (c) => c.checkpoints.at(-1) ?? null);
 }

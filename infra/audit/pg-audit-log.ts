@@ -91,6 +91,7 @@ export class PgAuditLog implements AuditLog {
   private readonly outboxVacuum: OutboxVacuum;
   /** When each org that could not be sealed was last logged. */
   private readonly failuresLogged = new OnceAMinute();
+  private readonly headMismatchLogged = new OnceAMinute();
 
   constructor(
     private readonly knex: Knex,
@@ -208,7 +209,8 @@ export class PgAuditLog implements AuditLog {
       .orderBy('seq', 'desc')
       .first<{ seq: string; hash: string } | undefined>('seq', 'hash');
     const last = { seq: Number(entry?.seq ?? 0), hash: entry?.hash ?? GENESIS_HASH };
-    if (last.seq !== recorded.seq || last.hash !== recorded.hash)
+    // Throttled as a failed org is: when the seal then fails too, this is found again every round.
+    if ((last.seq !== recorded.seq || last.hash !== recorded.hash) && this.headMismatchLogged.due(orgId).log)
       this.logger?.error(
         { org_id: orgId, head_row: recorded, last_entry: last },
         'audit seal: the head row does not match the chain (changed outside the service); sealing after the last entry',

@@ -44,6 +44,10 @@ const grow = async (org: SignedUpOrg, mints: number) => {
   }
 };
 
+/** Events of the org waiting in the outbox to be sealed. */
+const pending = async (orgId: string) =>
+  Number((await app.infra.knex('audit_outbox').where({ org_id: orgId }).count({ n: '*' }))[0]?.n);
+
 const checkpointSeqs = async (orgId: string): Promise<number[]> =>
   (await app.infra.knex('audit_checkpoints').where({ org_id: orgId }).orderBy('seq').select('seq')).map(
     (r: { seq: string }) => Number(r.seq),
@@ -105,6 +109,25 @@ describe('a truncated tail', () => {
   });
 });
 
+describe('a last entry deleted on its own (its checkpoint left)', () => {
+  it('is still read and verified, broken, though new events can no longer be chained after it', async () => {
+    const org = await signupOrg(app.http);
+    await grow(org, 2);
+    const last = (await checkpointSeqs(org.orgId)).at(-1) as number;
+    await asSuperuser(`delete from audit_entries where org_id = '${org.orgId}' and seq = ${last};`);
+    await mintKey(app.http, org.adminKey, ['audit:read']); // an event the sealer cannot chain now
+
+    expect(await verify(org)).toMatchObject({ valid: false, first_broken_seq: last });
+    const listed = await app.http.get<{ data: { seq: number }[] }>('/v1/audit?limit=2', org.adminKey);
+    expect(listed.status).toBe(200);
+    expect(listed.body.data[0]?.seq).toBe(last - 1);
+    expect((await app.http.get('/v1/audit/head', org.adminKey)).status).toBe(200);
+    expect(await pending(org.orgId)).toBeGreaterThan(0);
+    // The org's events would fail every later sealAll in this file.
+    await asSuperuser(`delete from audit_outbox where org_id = '${org.orgId}';`);
+  });
+});
+
 describe('a rewrite whose checkpoints were deleted with it', () => {
   it('is reported from the first entry after the last checkpoint the chain still passes', async () => {
     const org = await signupOrg(app.http);
@@ -125,9 +148,6 @@ describe('a rewrite whose checkpoints were deleted with it', () => {
 });
 
 describe('a head row changed behind the service', () => {
-  const pending = async (orgId: string) =>
-    Number((await app.infra.knex('audit_outbox').where({ org_id: orgId }).count({ n: '*' }))[0]?.n);
-
   it('is put back by the sealer: verify answers, nothing collides, and the chain stays valid', async () => {
     const org = await signupOrg(app.http);
     await grow(org, 2);
