@@ -115,7 +115,10 @@ export const chatRoutes = [
         },
       },
       400: { description: 'validation_error (X-Session-Id missing, no max_tokens, ...) or unpriced_model' },
-      402: { description: 'budget_exceeded' },
+      402: {
+        description:
+          'budget_exceeded: a cap of the session is reached, or what it has left cannot hold this call at its worst case',
+      },
       403: {
         description:
           "the guardian denied it: code is its first reason's code; approval_rejected; approval_expired",

@@ -77,7 +77,10 @@ export const invocationRoutes = [
         schema: InvocationView,
       },
       400: { description: 'validation_error, or unpriced_model (with model)' },
-      402: { description: 'budget_exceeded: a cap of the session is already reached' },
+      402: {
+        description:
+          'budget_exceeded: a cap of the session is reached, or what it has left (settled usage and calls in flight) cannot hold this call at its worst case (see the README: the worst-case reservation)',
+      },
       404: { description: 'the session (or the agent named) does not exist in this org' },
       409: { description: 'session_not_open (closed or expired), or invalid_state (the agent is suspended)' },
     },

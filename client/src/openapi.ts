@@ -5643,7 +5643,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description budget_exceeded: a cap of the session is already reached */
+      /** @description budget_exceeded: a cap of the session is reached, or what it has left (settled usage and calls in flight) cannot hold this call at its worst case (see the README: the worst-case reservation) */
       402: {
         headers: {
           [name: string]: unknown;
@@ -6064,7 +6064,7 @@ export interface operations {
           'application/json': components['schemas']['OpenAIError'];
         };
       };
-      /** @description budget_exceeded */
+      /** @description budget_exceeded: a cap of the session is reached, or what it has left cannot hold this call at its worst case */
       402: {
         headers: {
           [name: string]: unknown;
