@@ -8,7 +8,7 @@ import {
   setUpInvoking,
   type InvokeSetup,
 } from '../support/invoke-fixtures';
-import { StubProvider } from '../support/stub-provider';
+import { answerChat, StubProvider } from '../support/stub-provider';
 import { startTestApp, type TestApp } from '../support/test-app';
 
 /**
@@ -23,17 +23,7 @@ let otherOrg: InvokeSetup;
 const held: ServerResponse[] = [];
 let mostHeld = 0;
 
-const answer = (res: ServerResponse) =>
-  res.writeHead(200, { 'content-type': 'application/json' }).end(
-    JSON.stringify({
-      id: 'chatcmpl-1',
-      object: 'chat.completion',
-      created: 1,
-      model: 'slow-model',
-      choices: [{ index: 0, message: { role: 'assistant', content: 'late' }, finish_reason: 'stop' }],
-      usage: { prompt_tokens: 5, completion_tokens: 1 },
-    }),
-  );
+const answer = (res: ServerResponse) => answerChat(res, 'late', 'slow-model');
 
 beforeAll(async () => {
   stub = await new StubProvider().start();

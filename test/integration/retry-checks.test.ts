@@ -8,7 +8,7 @@ import {
   type InvokeSetup,
   type SessionBody,
 } from '../support/invoke-fixtures';
-import { StubProvider } from '../support/stub-provider';
+import { answerChat, StubProvider } from '../support/stub-provider';
 import { startTestApp, type TestApp } from '../support/test-app';
 
 /**
@@ -22,17 +22,7 @@ let setup: InvokeSetup;
 /** Prompts whose first call was answered 503, by marker. */
 const refusedOnce = new Set<string>();
 
-const ok = (res: ServerResponse) =>
-  res.writeHead(200, { 'content-type': 'application/json' }).end(
-    JSON.stringify({
-      id: 'chatcmpl-1',
-      object: 'chat.completion',
-      created: 1,
-      model: 'retry-model',
-      choices: [{ index: 0, message: { role: 'assistant', content: 'fine' }, finish_reason: 'stop' }],
-      usage: { prompt_tokens: 5, completion_tokens: 1 },
-    }),
-  );
+const ok = (res: ServerResponse) => answerChat(res, 'fine', 'retry-model');
 
 beforeAll(async () => {
   stub = await new StubProvider().start();

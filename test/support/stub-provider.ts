@@ -12,6 +12,20 @@ export interface RecordedRequest {
 
 export type StubHandler = (req: RecordedRequest, res: ServerResponse) => void;
 
+/** Answers a plain Chat Completions call with `content`, 5 prompt tokens and 1 completion token. */
+export function answerChat(res: ServerResponse, content: string, model = 'stub-model'): void {
+  res.writeHead(200, { 'content-type': 'application/json' }).end(
+    JSON.stringify({
+      id: 'chatcmpl-1',
+      object: 'chat.completion',
+      created: 1,
+      model,
+      choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 5, completion_tokens: 1 },
+    }),
+  );
+}
+
 /** A local HTTP server standing in for a provider: records what it was sent, answers as told. */
 export class StubProvider {
   readonly requests: RecordedRequest[] = [];
