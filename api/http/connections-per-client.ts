@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import { PerKeySlots } from '../../domain/per-key-slots';
 
 /**
  * At most `max` open connections from one client address; one more is closed as it arrives. The
@@ -8,16 +9,10 @@ import type { Server } from 'node:http';
  * connection comes from the balancer, whose own limits apply instead: no cap here.
  */
 export function capConnectionsPerClient(server: Server, max: number): void {
-  const open = new Map<string, number>();
+  const open = new PerKeySlots(max);
   server.on('connection', (socket) => {
     const address = socket.remoteAddress ?? '';
-    const count = (open.get(address) ?? 0) + 1;
-    if (count > max) return void socket.destroy();
-    open.set(address, count);
-    socket.once('close', () => {
-      const left = (open.get(address) ?? 1) - 1;
-      if (left > 0) open.set(address, left);
-      else open.delete(address);
-    });
+    if (!open.take(address)) return void socket.destroy();
+    socket.once('close', () => open.release(address));
   });
 }

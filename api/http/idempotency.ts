@@ -14,9 +14,9 @@ const pollMs = (looks: number) => Math.min(1_000, 100 * 2 ** looks);
  * The claim once no other request holds the key: the same request sent again while the first
  * still runs (a client retrying on its own timeout) waits for the first's response and gets it
  * replayed, as it would have one moment later (it looks less often the longer it waits: a
- * thousand duplicates must not each ask the database ten times a second). A claim older than the longest a request may take
- * (the longest wait plus a margin) was left by a process that died: the store lets it be taken
- * over. Past that, the request gives up with 409.
+ * thousand duplicates must not each ask the database ten times a second). A claim older than the
+ * longest a request may take (the longest wait plus a margin) was left by a process that died:
+ * the store lets it be taken over. Past that, the request gives up with 409.
  */
 async function settledClaim(infra: Infra, scope: RecordScope, hashes: RequestHashes): Promise<Claim> {
   const staleAfterMs = (infra.config.CP_MAX_WAIT_SECONDS + 30) * 1000;

@@ -1,4 +1,5 @@
 import { DomainError } from '../../domain/errors';
+import { PerKeySlots } from '../../domain/per-key-slots';
 
 /**
  * At most `perOrg` of one org's requests of a kind, and `total` of all orgs', run at once in this
@@ -7,34 +8,32 @@ import { DomainError } from '../../domain/errors';
  * per-key rate cannot bound: they hold a database connection or the event loop while they run.
  */
 export class InFlightGate {
-  private readonly running = new Map<string, number>();
+  private readonly orgs: PerKeySlots;
   private total = 0;
 
   constructor(
     private readonly what: string,
-    private readonly perOrg: number,
+    perOrg: number,
     private readonly max: number,
-  ) {}
+  ) {
+    this.orgs = new PerKeySlots(perOrg);
+  }
 
   async run<T>(orgId: string, work: () => Promise<T>): Promise<T> {
-    const mine = this.running.get(orgId) ?? 0;
-    if (mine >= this.perOrg || this.total >= this.max)
-      throw new DomainError(
-        'rate_limited',
-        mine >= this.perOrg
-          ? `${this.what}: the org has ${mine} running, the most at once; retry in 1 s`
-          : `${this.what}: ${this.total} running on this server, the most at once; retry in 1 s`,
-        { retry_after_seconds: 1 },
-      );
-    this.running.set(orgId, mine + 1);
+    if (this.total >= this.max) throw this.refusal(`${this.total} running on this server`);
+    if (!this.orgs.take(orgId)) throw this.refusal(`the org has ${this.orgs.heldBy(orgId)} running`);
     this.total += 1;
     try {
       return await work();
     } finally {
       this.total -= 1;
-      const left = (this.running.get(orgId) ?? 1) - 1;
-      if (left > 0) this.running.set(orgId, left);
-      else this.running.delete(orgId);
+      this.orgs.release(orgId);
     }
+  }
+
+  private refusal(why: string): DomainError {
+    return new DomainError('rate_limited', `${this.what}: ${why}, the most at once; retry in 1 s`, {
+      retry_after_seconds: 1,
+    });
   }
 }

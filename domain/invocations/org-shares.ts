@@ -1,3 +1,5 @@
+import { PerKeySlots } from '../per-key-slots';
+
 /**
  * A worker's invoke slots, shared among orgs: one org runs at most `cap` invocations at once in
  * one worker process, so an org whose provider answers slowly (or not at all until the timeout)
@@ -5,29 +7,7 @@
  * keeps CP_INVOKE_CONCURRENCY − cap slots for the others. Counted in the worker's memory: nothing
  * to ask Redis on the invoke path, and nothing left behind when a worker dies.
  */
-export class OrgShares {
-  private readonly running = new Map<string, number>();
-
-  constructor(readonly cap: number) {}
-
-  /** Takes one of the org's slots here; false when it already runs `cap` invocations. */
-  take(orgId: string): boolean {
-    const n = this.running.get(orgId) ?? 0;
-    if (n >= this.cap) return false;
-    this.running.set(orgId, n + 1);
-    return true;
-  }
-
-  release(orgId: string): void {
-    const n = (this.running.get(orgId) ?? 0) - 1;
-    if (n > 0) this.running.set(orgId, n);
-    else this.running.delete(orgId);
-  }
-
-  hasRoom(orgId: string): boolean {
-    return (this.running.get(orgId) ?? 0) < this.cap;
-  }
-}
+export class OrgShares extends PerKeySlots {}
 
 /**
  * How long an invocation past its org's share waits before it is taken again: a quarter of a
