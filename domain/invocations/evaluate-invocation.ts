@@ -13,10 +13,11 @@ import type { GuardedAction, Guardian, GuardianInput, GuardianVerdict } from '..
 import { newId } from '../ids';
 import { microsToUsd } from '../pricing/cost';
 import { statusAt } from '../sessions/session';
-import type { DecisionSummary, Invocation, InvocationRequest } from './invocation';
+import type { DecisionSummary, Invocation, InvocationError, InvocationRequest } from './invocation';
 import type { DecisionWrite, GuardianView, InvocationStore, RunView } from './invocation-store';
 import { statusesOf } from './lifecycle';
 import { endWithoutUsage, recordOutcome } from './outcomes';
+import { revokedRequester } from './revoked-requester';
 import type { CompletionSignal, StageQueue } from './signals';
 import type { InvocationJob } from '../jobs';
 
@@ -184,13 +185,24 @@ const runJob = (job: StageJob): InvocationJob => ({
   trace: job.trace,
 });
 
-/** A session closed or expired while the invocation was queued: it never runs. */
-async function failClosedSession(deps: DecideDeps, view: GuardianView, at: Date): Promise<Decided> {
+/**
+ * Why a queued invocation is not decided at all: its session closed or expired, or the key that
+ * asked for it was revoked, while it was queued.
+ */
+function stoppedWhileQueued(view: GuardianView, at: Date): InvocationError | null {
   const status = statusAt(view.session, at);
-  const error = {
-    errorCode: 'session_not_open',
-    message: `session ${view.invocation.sessionId} is ${status}`,
-  };
+  if (status !== 'open')
+    return { errorCode: 'session_not_open', message: `session ${view.invocation.sessionId} is ${status}` };
+  return revokedRequester(view, at, 'it was not run');
+}
+
+/** An invocation stopped while it was queued never runs. */
+async function failQueued(
+  deps: DecideDeps,
+  view: GuardianView,
+  error: InvocationError,
+  at: Date,
+): Promise<Decided> {
   const write = endWithoutUsage(view.invocation, EVALUATE_STATUSES, 'failed', error, at);
   const written = await recordOutcome(deps, view.invocation, write);
   return { outcome: written === 'applied' ? 'failed' : 'skipped' };
@@ -214,7 +226,8 @@ export async function decideInvocation(deps: DecideDeps, job: StageJob): Promise
   }
   if (!EVALUATE_STATUSES.includes(invocation.status)) return { outcome: 'skipped' };
   const at = deps.clock.now();
-  if (statusAt(view.session, at) !== 'open') return failClosedSession(deps, view, at);
+  const stopped = stoppedWhileQueued(view, at);
+  if (stopped) return failQueued(deps, view, stopped, at);
   const write = decisionWrite(invocation, await deps.guardian.decide(guardianInput(view)), at);
   if ((await deps.store.decide(write)) !== 'applied') return { outcome: 'skipped' };
   if (write.status === 'running')

@@ -48,6 +48,8 @@ export interface GuardianView {
   policyVersion: number;
   /** The invocation's credential, sealed: an invocation admitted here runs with it (run-invocation.ts). */
   credential: SealedCredential | null;
+  /** When the API key that requested it is (or will be, after a rotation's grace) revoked; null for a user. */
+  requesterRevokedAt: Date | null;
 }
 
 /** A credential as the invoke worker needs it: sealed, opened only for the call. */

@@ -4,6 +4,7 @@ import { statusAt } from '../sessions/session';
 import { guardianInput } from './evaluate-invocation';
 import type { Invocation, InvocationError } from './invocation';
 import type { InvocationStore } from './invocation-store';
+import { revokedRequester } from './revoked-requester';
 
 export interface ResumeCheckDeps {
   store: InvocationStore;
@@ -29,7 +30,7 @@ const NOT_SENT: Record<Wait, string> = {
  * An invocation that waited (an approved one, for hours maybe; a retry, for up to a minute after
  * a provider's Retry-After) holds nothing meanwhile, so what operators did meanwhile still counts
  * before it reaches the provider again. A session closed or expired ends it as a queued one would
- * end (`session_not_open`); so does anything the guardian now denies (its agent suspended, a deny
+ * end (`session_not_open`); so does its key's revocation (`invalid_api_key`) and anything the guardian now denies (its agent suspended, a deny
  * policy added, a credential taken off the agent): deny beats an approval as it beats
  * require_approval. Any other verdict sends the request exactly as it was admitted.
  */
@@ -40,11 +41,14 @@ export async function stoppedAfterWait(
 ): Promise<StopAfterWait | null> {
   const view = await deps.store.forGuardian(invocation.id);
   if (!view) return null;
-  const status = statusAt(view.session, deps.clock.now());
+  const at = deps.clock.now();
+  const status = statusAt(view.session, at);
   if (status !== 'open') {
     const message = `session ${invocation.sessionId} is ${status}; ${NOT_SENT[wait]}`;
     return { status: 'failed', error: { errorCode: 'session_not_open', message } };
   }
+  const revoked = revokedRequester(view, at, NOT_SENT[wait]);
+  if (revoked) return { status: 'failed', error: revoked };
   const verdict = await deps.guardian.decide(guardianInput({ ...view, invocation }));
   if (verdict.verdict !== 'deny') return null;
   const since = wait === 'approval' ? 'after its approval' : 'before its retry';

@@ -136,8 +136,9 @@ export const FINISH = statement(
 
 /**
  * $1 ids. With what the guardian decides on: the agent, the session's status and the org's
- * policy_version (so the compiled policies are those of this read, without a second query); and
- * the sealed credential, so an invocation admitted in the invoke job runs without reading again.
+ * policy_version (so the compiled policies are those of this read, without a second query); the
+ * sealed credential, so an invocation admitted in the invoke job runs without reading again; and
+ * when the API key that requested it is revoked (revocation stops what has not been sent yet).
  */
 export const FOR_GUARDIAN = statement(
   'for_guardian',
@@ -146,12 +147,14 @@ export const FOR_GUARDIAN = statement(
     a.id as gate_id, a.status as gate_status, a.allowed_models as gate_allowed_models,
     a.credential_refs as gate_credential_refs, o.policy_version as org_policy_version,
     c.ref as cred_ref, c.provider as cred_provider, c.base_url as cred_base_url,
-    c.version as cred_version, c.sealed_secret as cred_sealed_secret, c.key_id as cred_key_id
+    c.version as cred_version, c.sealed_secret as cred_sealed_secret, c.key_id as cred_key_id,
+    k.revoked_at as requester_revoked_at
   from invocations i
   join sessions s on s.id = i.session_id
   join orgs o on o.id = i.org_id
   left join agents a on a.id = i.agent_id and a.org_id = i.org_id
   left join credentials c on c.org_id = i.org_id and c.ref = i.credential_ref
+  left join api_keys k on i.requested_by_type = 'api_key' and k.id = i.requested_by
   where i.id = any($1::text[])`,
 );
 

@@ -174,6 +174,19 @@ describe('a require_approval verdict pauses the invocation', () => {
     });
     expect(entries.filter((e) => e.action === 'approval.expired')).toHaveLength(1);
   });
+  it('a key revoked while it waited: the approved request is not run, failed invalid_api_key', async () => {
+    const { model: m } = await gated();
+    const session = await sessionFor(app.http, setup);
+    const scopes = ['llm:invoke', 'sessions:read', 'policies:read'];
+    const doomed = await mintKey(app.http, setup.org.adminKey, scopes, 'revoked while waiting');
+    const paused = await pausedInvoke(app.http, doomed.key, body(session.id, m, 'marker-revoked'));
+    await app.http.call('DELETE', `/v1/keys/${doomed.id}`, { token: setup.org.adminKey });
+    expect((await vote(app.http, approvers[0] as string, paused.approval.id, 'approve')).status).toBe(200);
+    const done = await finished(app.http, setup.org.adminKey, paused.invocation.id);
+    expect(done).toMatchObject({ status: 'failed', error: { error_code: 'invalid_api_key' }, cost_usd: 0 });
+    expect(done.error?.message).toContain('the approved request was not run');
+    expect(requestsFor('marker-revoked')).toBe(0);
+  });
 });
 
 describe('who may vote', () => {

@@ -8,6 +8,7 @@ import {
   type InvokeSetup,
   type SessionBody,
 } from '../support/invoke-fixtures';
+import { mintKey } from '../support/factories';
 import { answerChat, StubProvider } from '../support/stub-provider';
 import { startTestApp, type TestApp } from '../support/test-app';
 
@@ -44,15 +45,19 @@ afterAll(async () => {
 const callsWith = (text: string) => stub.requests.filter((r) => JSON.stringify(r.body).includes(text)).length;
 
 /** Invokes, waits for the first (refused) call, does `meanwhile`, and returns the outcome. */
-async function retriedAfter(text: string, meanwhile: (session: SessionBody) => Promise<unknown>) {
-  const key = setup.org.adminKey;
+async function retriedAfter(
+  text: string,
+  meanwhile: (session: SessionBody) => Promise<unknown>,
+  key = setup.org.adminKey,
+) {
   const session = await openSession(app.http, key, { agent_id: setup.agentId, max_cost_usd: 1 });
   const body = invokeBody(session.id, { model: 'retry-model', messages: [{ role: 'user', content: text }] });
   const queued = await invoke(app.http, key, body, 0);
   for (let i = 0; callsWith(text) === 0 && i < 100; i++) await new Promise((r) => setTimeout(r, 20));
   await meanwhile(session);
-  const outcome = await finished(app.http, key, queued.body.id);
-  const after = (await app.http.get<SessionBody>(`/v1/sessions/${session.id}`, key)).body;
+  const admin = setup.org.adminKey;
+  const outcome = await finished(app.http, admin, queued.body.id);
+  const after = (await app.http.get<SessionBody>(`/v1/sessions/${session.id}`, admin)).body;
   return { outcome, usage: after.usage, calls: callsWith(text) };
 }
 
@@ -79,6 +84,20 @@ it('an agent suspended meanwhile stops the retry: denied by the guardian, no sec
   await app.http.post(`/v1/agents/${setup.agentId}/resume`, {}, setup.org.adminKey);
   expect(outcome).toMatchObject({ status: 'denied', error: { error_code: 'guardian_denied' } });
   expect(outcome.error?.message).toContain('denied before its retry');
+  expect(calls).toBe(1);
+  expect(usage).toMatchObject({ calls: 1, reserved_usd: 0 });
+});
+
+it('the key that asked revoked meanwhile stops the retry: failed invalid_api_key, no second call', async () => {
+  const scopes = ['llm:invoke', 'sessions:write', 'sessions:read'];
+  const agentKey = await mintKey(app.http, setup.org.adminKey, scopes, 'revoked meanwhile');
+  const { outcome, usage, calls } = await retriedAfter(
+    'revoked meanwhile',
+    () => app.http.call('DELETE', `/v1/keys/${agentKey.id}`, { token: setup.org.adminKey }),
+    agentKey.key,
+  );
+  expect(outcome).toMatchObject({ status: 'failed', error: { error_code: 'invalid_api_key' } });
+  expect(outcome.error?.message).toContain('the call was not tried again');
   expect(calls).toBe(1);
   expect(usage).toMatchObject({ calls: 1, reserved_usd: 0 });
 });

@@ -9,6 +9,7 @@ import {
 import type { Invocation } from '../../domain/invocations/invocation';
 import type {
   DecisionWrite,
+  FinishWrite,
   GuardianView,
   InvocationStore,
   SealedCredential,
@@ -29,8 +30,14 @@ const invocation: Invocation = invocationRow({
 });
 
 /** In-memory fakes of the ports the guardian stage uses (unit tests only). */
-function fakes(verdict: GuardianVerdict, credentialRefs = ['cred_1'], row: Partial<Invocation> = {}) {
+function fakes(
+  verdict: GuardianVerdict,
+  credentialRefs = ['cred_1'],
+  row: Partial<Invocation> = {},
+  requesterRevokedAt: Date | null = null,
+) {
   const decisions: DecisionWrite[] = [];
+  const finishes: FinishWrite[] = [];
   const enqueued: InvocationStage[] = [];
   const timers: { id: string; expiresAt: Date }[] = [];
   const view: GuardianView = {
@@ -39,10 +46,12 @@ function fakes(verdict: GuardianVerdict, credentialRefs = ['cred_1'], row: Parti
     session: { status: 'open', expiresAt: new Date(now.getTime() + 60_000) },
     policyVersion: 3,
     credential,
+    requesterRevokedAt,
   };
   const store = {
     forGuardian: async () => view,
     decide: async (w: DecisionWrite) => (decisions.push(w), 'applied' as const),
+    finish: async (w: FinishWrite) => (finishes.push(w), 'applied' as const),
   } as unknown as InvocationStore;
   const deps: EvaluateDeps = {
     store,
@@ -57,7 +66,7 @@ function fakes(verdict: GuardianVerdict, credentialRefs = ['cred_1'], row: Parti
     timers: { expireAt: async (a) => void timers.push({ id: a.id, expiresAt: a.expiresAt }) },
     clock: { now: () => now },
   };
-  return { deps, decisions, enqueued, timers };
+  return { deps, decisions, finishes, enqueued, timers };
 }
 
 const credential: SealedCredential = {
@@ -188,5 +197,22 @@ describe('the guardian stage', () => {
     expect(decisions).toEqual([]);
     expect(enqueued).toEqual(['invocation.run']);
     expect(await decideInvocation(deps, job)).toEqual({ outcome: 'admitted', next, run: null });
+  });
+
+  it('fails a queued invocation whose key was revoked meanwhile (invalid_api_key), deciding nothing', async () => {
+    const revoked = new Date(now.getTime() - 1000);
+    const { deps, decisions, finishes, enqueued } = fakes(allow, ['cred_1'], {}, revoked);
+    expect(await evaluateInvocation(deps, job)).toBe('failed');
+    expect(decisions).toEqual([]);
+    expect(enqueued).toEqual([]);
+    expect(finishes[0]).toMatchObject({ status: 'failed', error: { errorCode: 'invalid_api_key' } });
+  });
+
+  it('decides one whose key was rotated and is still in its grace (revoked later): the old key still works', async () => {
+    const later = new Date(now.getTime() + 60_000);
+    const { deps, decisions, finishes } = fakes(allow, ['cred_1'], {}, later);
+    expect(await evaluateInvocation(deps, job)).toBe('admitted');
+    expect(decisions[0]?.status).toBe('running');
+    expect(finishes).toEqual([]);
   });
 });
