@@ -1,9 +1,9 @@
 import { DelayedError, type Job } from 'bullmq';
-import { OrgAtCapacity } from '../domain/webhooks/org-delivery-slots';
+import { OrgAtCapacity } from '../domain/org-at-capacity';
 
 /**
- * A job that must wait its turn (a webhook delivery whose org has no slot for it yet) goes back
- * to the queue, delayed, without counting as a failed attempt (BullMQ's DelayedError). Once it is
+ * A job that must wait its turn (its org has used its share: OrgAtCapacity) goes back to the
+ * queue, delayed, without counting as a failed attempt (BullMQ's DelayedError). Once it is
  * delayed it asks whether it is owed a slot after all, and if so runs at once: the slot was given
  * back while it was being refused, and the release's wake-up found no delayed job to promote.
  */

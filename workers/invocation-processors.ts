@@ -11,7 +11,7 @@ import type { RunView } from '../domain/invocations/invocation-store';
 import type { StageQueue } from '../domain/invocations/signals';
 import { submitJobId, type InvocationJob } from '../domain/jobs';
 import { expireSessions } from '../domain/sessions/session-use-cases';
-import { OrgAtCapacity } from '../domain/webhooks/org-delivery-slots';
+import { OrgAtCapacity } from '../domain/org-at-capacity';
 import type { Infra } from '../infra/container';
 import { inSpan } from '../infra/telemetry';
 

@@ -1,3 +1,4 @@
+import { OrgAtCapacity } from '../org-at-capacity';
 import { DELIVERY_WINDOW_MS } from './retry-schedule';
 
 /**
@@ -32,23 +33,6 @@ export interface OrgDeliverySlots {
 
 /** Which run of a job holds its slot: each take of the slot gets a new one. */
 export type SlotClaim = number;
-
-/**
- * Thrown so the queue runs the job again in `delayMs`, without counting an attempt (a delivery's,
- * or an invocation's past its org's share of a worker). Once the job waits out its delay, `owed`
- * is asked: a slot released between the refusal and the job's move to its delay found no delayed
- * job to wake, so the job wakes itself.
- */
-export class OrgAtCapacity extends Error {
-  constructor(
-    readonly delayMs: number,
-    readonly owed: () => Promise<boolean> = () => Promise.resolve(false),
-    what = 'its cap of webhook deliveries in flight',
-  ) {
-    super(`the org has ${what}; tried again in ${delayMs} ms`);
-    this.name = 'OrgAtCapacity';
-  }
-}
 
 /**
  * How long a delivery waits for its org's slot when no one wakes it first: a ceiling of 1 s,
@@ -111,8 +95,10 @@ export async function inOrgSlot<T>(
   if (claim === null) {
     await wakeOwed(slots, job.orgId, turn.wake).catch(turn.onError);
     if (now - job.queuedAt < DELIVERY_WINDOW_MS)
-      throw new OrgAtCapacity(slotWaitMs(job.deferrals), async () =>
-        (await slots.owedTo(job.orgId)).includes(job.jobId),
+      throw new OrgAtCapacity(
+        slotWaitMs(job.deferrals),
+        async () => (await slots.owedTo(job.orgId)).includes(job.jobId),
+        'its cap of webhook deliveries in flight',
       );
     await slots.leave(job.orgId, job.jobId);
     return turn.tooLate();

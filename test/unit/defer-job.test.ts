@@ -1,5 +1,5 @@
 import { DelayedError } from 'bullmq';
-import { OrgAtCapacity } from '../../domain/webhooks/org-delivery-slots';
+import { OrgAtCapacity } from '../../domain/org-at-capacity';
 import { deferring } from '../../workers/defer-job';
 
 /** A job that records what the worker did with it. */
@@ -15,7 +15,8 @@ function fakeJob(promote: () => Promise<void> = () => Promise.resolve()) {
   return { job, calls };
 }
 
-const refused = (owed: () => Promise<boolean>) => Promise.reject(new OrgAtCapacity(60_000, owed));
+const refused = (owed: () => Promise<boolean>) =>
+  Promise.reject(new OrgAtCapacity(60_000, owed, 'its share of the test'));
 
 describe('a job put back to wait its turn', () => {
   it('is delayed, and runs at once when a slot was given back while it was being refused', async () => {
