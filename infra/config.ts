@@ -68,6 +68,8 @@ const schema = z
     // At most this many of one org's invocations run at once in one worker (unset: half its slots).
     CP_INVOKE_ORG_CONCURRENCY: int(1, 5000).optional(),
     CP_GUARDIAN_CONCURRENCY: int(1, 5000).default(64),
+    // Milliseconds a second of one process's time that one org's policy evaluations may take.
+    CP_ORG_EVALUATION_MS_PER_SECOND: int(1, 1000).default(250),
     // How long a worker holds a job without renewing its lock before another worker takes it over.
     CP_JOB_LOCK_MS: int(500, 600_000).default(30_000),
     // An invocation queued or running this long is checked against its job by the reaper.

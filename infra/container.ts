@@ -45,6 +45,7 @@ import { PreparedPool } from './db/prepared-pool';
 import { compilePolicies, type CompiledPolicySet } from '../domain/policy/compile-policies';
 import { CompiledPolicies } from '../domain/policy/compiled-policies';
 import { Guardian } from '../domain/policy/guardian';
+import { EvaluationTime } from '../domain/policy/evaluation-time';
 import { OrgPolicyEngine } from '../domain/policy/org-policy-engine';
 import { OrgShares } from '../domain/invocations/org-shares';
 
@@ -98,6 +99,8 @@ export interface Infra {
   invokeShares: OrgShares;
   /** The per-org cap on webhook deliveries in flight (CP_WEBHOOK_ORG_CONCURRENCY). */
   webhookSlots: OrgDeliverySlots;
+  /** Each org's share of this process's policy evaluation time (CP_ORG_EVALUATION_MS_PER_SECOND). */
+  evaluationTime: EvaluationTime;
   guardian: Guardian;
   /** Each org's policy_version and policy set, read in one snapshot (for the compiled-policy cache). */
   policySets: PgPolicySetReader;
@@ -168,6 +171,7 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
   const webhookStore = new PgWebhookStore(knex);
   const webhookSender = new HttpWebhookSender(config.CP_ALLOW_PRIVATE_PROVIDER_HOSTS);
   const compiledPolicies = new CompiledPolicies(policySets, compilePolicies, systemClock);
+  const evaluationTime = new EvaluationTime(config.CP_ORG_EVALUATION_MS_PER_SECOND);
   return {
     config,
     urls,
@@ -204,7 +208,8 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
       config.CP_WEBHOOK_ORG_CONCURRENCY,
       config.CP_WEBHOOK_TIMEOUT_MS + SLOT_MARGIN_MS,
     ),
-    guardian: new Guardian(new OrgPolicyEngine(compiledPolicies)),
+    guardian: new Guardian(new OrgPolicyEngine(compiledPolicies, evaluationTime)),
+    evaluationTime,
     policySets,
     actionHistory: new PgActionHistory(knex),
     compiledPolicies,

@@ -17,6 +17,7 @@ export const evaluationProcessor = (payload: EvaluationJob, infra: Infra) =>
           policyVersion: (orgId) => infra.policySets.policyVersion(orgId),
           decisions: infra.decisionLog,
           announce: (id) => infra.completions.announce(id),
+          time: infra.evaluationTime,
           clock: infra.clock,
         },
         payload.evaluation_id,

@@ -228,7 +228,9 @@ export async function decideInvocation(deps: DecideDeps, job: StageJob): Promise
   const at = deps.clock.now();
   const stopped = stoppedWhileQueued(view, at);
   if (stopped) return failQueued(deps, view, stopped, at);
-  const write = decisionWrite(invocation, await deps.guardian.decide(guardianInput(view)), at);
+  // Deferrable: nothing is written or reserved yet, so the job may go back to wait its org's turn.
+  const verdict = await deps.guardian.decide({ ...guardianInput(view), deferrable: true });
+  const write = decisionWrite(invocation, verdict, at);
   if ((await deps.store.decide(write)) !== 'applied') return { outcome: 'skipped' };
   if (write.status === 'running')
     return { outcome: 'admitted', next: runJob(job), run: admitted(view, write) };

@@ -6,6 +6,7 @@ import type { CompiledPolicySet } from './compile-policies';
 import type { Decision } from './decision';
 import type { DecisionLog } from './decision-log.port';
 import { evaluatePolicies } from './evaluate-policies';
+import type { EvaluationTime } from './evaluation-time';
 import { actionJson, type EvaluationRelay, type EvaluationRequest } from './evaluation';
 import { agentCheck } from './guardian';
 import type { PolicyDecision } from './policy';
@@ -18,6 +19,8 @@ export interface EvaluateActionDeps {
   decisions: DecisionLog;
   /** Tells the waiting API process that the evaluation is answered. */
   announce(id: string): Promise<void>;
+  /** The org's share of this process's evaluation time: past it, the job waits its turn. */
+  time: EvaluationTime;
   clock: Clock;
 }
 
@@ -26,7 +29,8 @@ async function decide(deps: EvaluateActionDeps, request: EvaluationRequest): Pro
   const { orgId, agentId, sessionId, action } = request;
   const refused = agentCheck(request.agent, action.model);
   const { compiled } = await deps.policies.forOrg(orgId, await deps.policyVersion(orgId));
-  if (!refused) return evaluatePolicies(compiled, action, { agentId, sessionId });
+  if (!refused)
+    return deps.time.run(orgId, true, () => evaluatePolicies(compiled, action, { agentId, sessionId }));
   const reasons = refused.reasons.map((r) => ({ ...r, ruleIndex: null }));
   return {
     ...refused,

@@ -35,6 +35,11 @@ export interface GuardianInput {
   policyVersion?: number;
   /** The worst case in USD of the action as a policy modified it (see evaluatePolicies). */
   reestimate?: (action: GuardedAction) => number;
+  /**
+   * The caller's job can wait: while the org is past its share of evaluation time, the engine
+   * throws OrgAtCapacity instead of evaluating (evaluation-time.ts). Unset, it always evaluates.
+   */
+  deferrable?: boolean;
 }
 
 export interface GuardianVerdict {

@@ -1,6 +1,7 @@
 import type { CompiledPolicies } from './compiled-policies';
 import type { CompiledPolicySet } from './compile-policies';
 import { evaluatePolicies } from './evaluate-policies';
+import type { EvaluationTime } from './evaluation-time';
 import type { GuardedAction, GuardianInput, GuardianVerdict, PolicyEngine } from './guardian';
 import type { Action } from './policy';
 
@@ -24,10 +25,14 @@ const toGuarded = (original: GuardedAction, modified: Action): GuardedAction => 
 
 /**
  * The org's own policies behind the guardian's port: the compiled set of the org's current
- * policy_version (or of the version the caller read with the action), evaluated by the pure engine.
+ * policy_version (or of the version the caller read with the action), evaluated by the pure engine
+ * within the org's share of this process's evaluation time.
  */
 export class OrgPolicyEngine implements PolicyEngine {
-  constructor(private readonly policies: CompiledPolicies<CompiledPolicySet>) {}
+  constructor(
+    private readonly policies: CompiledPolicies<CompiledPolicySet>,
+    private readonly time: EvaluationTime,
+  ) {}
 
   async evaluate(input: GuardianInput): Promise<GuardianVerdict> {
     const { compiled } = await this.policies.forOrg(input.orgId, input.policyVersion);
@@ -37,7 +42,11 @@ export class OrgPolicyEngine implements PolicyEngine {
       sessionId: input.sessionId,
       ...(reestimate ? { reestimate: (a: Action) => reestimate(toGuarded(input.action, a)) } : {}),
     };
-    const decision = evaluatePolicies(compiled, toAction(input.action), context);
+    const action = toAction(input.action);
+    // Nothing is awaited between the check of the org's share and the evaluation it allows.
+    const decision = this.time.run(input.orgId, input.deferrable === true, () =>
+      evaluatePolicies(compiled, action, context),
+    );
     return {
       verdict: decision.verdict,
       reasons: decision.reasons,
