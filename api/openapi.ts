@@ -104,7 +104,11 @@ function genericErrors(route: RouteDef): Record<number, string> {
     out[413] = 'payload_too_large: the body is over the limit (limit_bytes)';
     out[415] = 'unsupported_media_type: the body is not sent as application/json';
   }
-  if (!route.unlimited) out[429] = 'rate_limited; see Retry-After';
+  if (!route.unlimited)
+    out[429] =
+      route.access.kind === 'public'
+        ? "rate_limited: the client address's limit; see Retry-After"
+        : "rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After";
   out[503] = 'unavailable: the database or Redis is unreachable';
   return out;
 }

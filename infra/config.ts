@@ -51,6 +51,8 @@ const schema = z
       .regex(/^[A-Za-z0-9_:-]{1,64}$/, 'letters, digits, _ - : only')
       .default('cp'),
     CP_RATE_LIMIT_PER_MINUTE: int(1, 1_000_000).default(600),
+    // All of one org's keys and people together (unset: ten times CP_RATE_LIMIT_PER_MINUTE).
+    CP_RATE_LIMIT_PER_ORG_PER_MINUTE: int(1, 100_000_000).optional(),
     CP_PUBLIC_RATE_LIMIT_PER_MINUTE: int(1, 1_000_000).default(30),
     // Unknown or revoked tokens a minute per client address before it gets 429 without a lookup.
     CP_AUTH_FAILURES_PER_MINUTE: int(1, 1_000_000).default(30),
@@ -113,3 +115,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (parsed.success) return parsed.data;
   throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`));
 }
+
+/** Requests a minute of all of one org's keys and people: as configured, else ten keys' worth. */
+export const orgRateLimitOf = (config: Config): number =>
+  config.CP_RATE_LIMIT_PER_ORG_PER_MINUTE ?? config.CP_RATE_LIMIT_PER_MINUTE * 10;

@@ -8,7 +8,7 @@ import { PgAuditLog } from './audit/pg-audit-log';
 import { RedisSignedHeads } from './audit/redis-signed-heads';
 import { KeyUsageTracker } from './auth/key-usage';
 import { TokenAuthenticator } from './auth/token-authenticator';
-import type { Config } from './config';
+import { orgRateLimitOf, type Config } from './config';
 import { migrate, openOrm } from './db/orm';
 import { MikroUnitOfWork } from './db/unit-of-work';
 import { resolveKeyring } from './master-key';
@@ -16,7 +16,7 @@ import { KeyringBox, type Keyring } from './crypto/keyring';
 import { checkMasterKeys } from './crypto/master-key-check';
 import { resealLegacyAtStart } from './crypto/reseal-at-start';
 import { IdempotencyStore } from './http/idempotency-store';
-import { RateLimit } from './http/rate-limiters';
+import { RateLimit, type RateLimits } from './http/rate-limiters';
 import type { OrgDeliverySlots } from '../domain/webhooks/org-delivery-slots';
 import type { Logger } from './logger';
 import { ProviderRouter } from './providers/provider-router';
@@ -115,7 +115,7 @@ export interface Infra {
   usageStats: PgUsageStats;
   /** This process's Prometheus metrics (GET /metrics; a worker's own port). */
   metrics: Metrics;
-  rateLimits: { perKey: RateLimit; perIp: RateLimit };
+  rateLimits: RateLimits;
   checks: { database(): Promise<void>; redis(): Promise<void> };
   close(): Promise<void>;
 }
@@ -219,6 +219,7 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
     metrics,
     rateLimits: {
       perKey: new RateLimit(redis, `${prefix}:rl:key`, config.CP_RATE_LIMIT_PER_MINUTE),
+      perOrg: new RateLimit(redis, `${prefix}:rl:org`, orgRateLimitOf(config), "the org's rate limit"),
       perIp: new RateLimit(redis, `${prefix}:rl:ip`, config.CP_PUBLIC_RATE_LIMIT_PER_MINUTE),
     },
     checks: {

@@ -3,6 +3,7 @@ import type { Context, Next } from 'koa';
 import { z } from 'zod';
 import type { Principal } from '../../domain/principal';
 import type { Infra } from '../../infra/container';
+import { consumeForCaller } from '../../infra/http/rate-limiters';
 import { authenticate, authenticatedIfAny, requireScope } from './authenticate';
 import { readJsonBody } from './body-parser';
 import { withIdempotency } from './idempotency';
@@ -12,10 +13,10 @@ import { parseInput, refuseUnstorable } from './validate';
 
 export const koaPath = (openApiPath: string): string => openApiPath.replace(/\{(\w+)\}/g, ':$1');
 
-/** Public routes are limited per IP; all others per key (or per human session user). */
+/** Public routes are limited per IP; all others per key (or per human session user) and per org. */
 async function applyRateLimit(ctx: Context, infra: Infra, principal: Principal | null): Promise<void> {
   const rate = principal
-    ? await infra.rateLimits.perKey.consume(principal.id)
+    ? await consumeForCaller(infra.rateLimits, principal)
     : await infra.rateLimits.perIp.consume(ctx.ip);
   setRateHeaders(ctx, rate);
 }

@@ -3,6 +3,7 @@ import { DomainError } from '../../domain/errors';
 import type { CallContext, Principal } from '../../domain/principal';
 import { grants, type Scope } from '../../domain/scopes';
 import type { Infra } from '../../infra/container';
+import { consumeForCaller } from '../../infra/http/rate-limiters';
 import { setRateHeaders } from '../http/rate-headers';
 import type { CsrfTokens } from './csrf-tokens';
 import { sessionCookie } from './session-cookie';
@@ -60,9 +61,9 @@ export function requireScope(principal: Principal, scope: Scope): void {
     });
 }
 
-/** The person's requests here share the per-identity budget of their API calls. */
+/** The person's requests here share the budgets of their API calls: their own and their org's. */
 export async function limitRate(ctx: Context, infra: Infra, principal: Principal): Promise<void> {
-  setRateHeaders(ctx, await infra.rateLimits.perKey.consume(principal.id));
+  setRateHeaders(ctx, await consumeForCaller(infra.rateLimits, principal));
 }
 
 export const callContextOf = (ctx: Context, principal: Principal): CallContext => ({

@@ -1,6 +1,7 @@
 import { KEY_LIFETIME_DAYS } from '../../domain/keys/build-key';
 import { PROVIDERS } from '../../domain/providers';
 import { PRESETS, SCOPES } from '../../domain/scopes';
+import { orgRateLimitOf } from '../../infra/config';
 import { defineRoute, PUBLIC } from '../http/route';
 import { Health, PublicConfig, Ready } from '../schemas/public.schemas';
 
@@ -60,6 +61,7 @@ export const publicRoutes = [
           max_body_bytes: config.CP_MAX_BODY_BYTES,
           expires_in_days: KEY_LIFETIME_DAYS,
           rate_limit_per_minute: config.CP_RATE_LIMIT_PER_MINUTE,
+          org_rate_limit_per_minute: orgRateLimitOf(config),
           public_rate_limit_per_minute: config.CP_PUBLIC_RATE_LIMIT_PER_MINUTE,
           max_wait_seconds: config.CP_MAX_WAIT_SECONDS,
           max_messages: config.CP_MAX_MESSAGES,

@@ -14,7 +14,11 @@ export const PublicConfig = z.object({
   limits: z.object({
     max_body_bytes: z.number().int(),
     expires_in_days: z.object({ min: z.number().int(), max: z.number().int(), default: z.number().int() }),
-    rate_limit_per_minute: z.number().int(),
+    rate_limit_per_minute: z.number().int().meta({ description: 'Requests a minute per key (or person).' }),
+    org_rate_limit_per_minute: z
+      .number()
+      .int()
+      .meta({ description: "Requests a minute of all of one org's keys and people together." }),
     public_rate_limit_per_minute: z.number().int(),
     max_wait_seconds: z.number().int(),
     max_messages: z.number().int(),

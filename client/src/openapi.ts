@@ -1586,7 +1586,10 @@ export interface operations {
                 max: number;
                 default: number;
               };
+              /** @description Requests a minute per key (or person). */
               rate_limit_per_minute: number;
+              /** @description Requests a minute of all of one org's keys and people together. */
+              org_rate_limit_per_minute: number;
               public_rate_limit_per_minute: number;
               max_wait_seconds: number;
               max_messages: number;
@@ -1595,7 +1598,7 @@ export interface operations {
           };
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the client address's limit; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -1684,7 +1687,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the client address's limit; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -1770,7 +1773,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the client address's limit; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -1859,7 +1862,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the client address's limit; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -1913,7 +1916,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2012,7 +2015,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2083,7 +2086,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2178,7 +2181,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2245,7 +2248,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2312,7 +2315,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2421,7 +2424,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2492,7 +2495,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2590,7 +2593,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2657,7 +2660,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2722,7 +2725,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2823,7 +2826,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2894,7 +2897,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -2999,7 +3002,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -3066,7 +3069,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -3182,7 +3185,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -3258,7 +3261,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -3334,7 +3337,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -3401,7 +3404,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -3564,7 +3567,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -3832,7 +3835,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -4050,7 +4053,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -4209,7 +4212,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -4488,7 +4491,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -4553,7 +4556,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -4629,7 +4632,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -4696,7 +4699,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -4806,7 +4809,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -4916,7 +4919,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -4972,7 +4975,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -5066,7 +5069,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -5122,7 +5125,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -5195,7 +5198,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -5318,7 +5321,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -5385,7 +5388,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -5467,7 +5470,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -5543,7 +5546,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -5697,7 +5700,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -5776,7 +5779,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -5857,7 +5860,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -5933,7 +5936,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -6118,7 +6121,7 @@ export interface operations {
           'application/json': components['schemas']['OpenAIError'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -6186,7 +6189,7 @@ export interface operations {
           'application/json': components['schemas']['OpenAIError'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -6256,7 +6259,7 @@ export interface operations {
           'application/json': components['schemas']['OpenAIError'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -6327,7 +6330,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -6403,7 +6406,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -6468,7 +6471,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -6533,7 +6536,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -6651,7 +6654,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -6731,7 +6734,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -6798,7 +6801,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -6869,7 +6872,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -6965,7 +6968,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -7032,7 +7035,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -7097,7 +7100,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -7179,7 +7182,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;
@@ -7215,7 +7218,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description rate_limited; see Retry-After */
+      /** @description rate_limited: the client address's limit; see Retry-After */
       429: {
         headers: {
           [name: string]: unknown;

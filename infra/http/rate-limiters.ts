@@ -25,6 +25,8 @@ export class RateLimit {
     redis: Redis,
     keyPrefix: string,
     readonly perMinute: number,
+    /** Whose limit it is, for the 429's message: "the org's rate limit". */
+    private readonly what = 'rate limit',
   ) {
     this.leases = new TokenLeases(redis, keyPrefix, perMinute, 60_000);
   }
@@ -33,8 +35,29 @@ export class RateLimit {
     const { granted, ...left } = await this.leases.take(subject);
     const rate = { limit: this.perMinute, ...left };
     if (granted) return rate;
-    throw limitReached(rate, `rate limit of ${this.perMinute} requests a minute reached`);
+    throw limitReached(rate, `${this.what} of ${this.perMinute} requests a minute reached`);
   }
+}
+
+/** The per-minute limits of the API: per key (or person), per org, and per address on public routes. */
+export interface RateLimits {
+  perKey: RateLimit;
+  perOrg: RateLimit;
+  perIp: RateLimit;
+}
+
+/**
+ * An authenticated request counts against its key (or person) and against its org, so minting
+ * keys does not multiply what one org may send. The answer's RateLimit-* headers show whichever
+ * of the two is nearer its end. A request its key's limit refuses is not counted for the org.
+ */
+export async function consumeForCaller(
+  limits: RateLimits,
+  caller: { id: string; orgId: string },
+): Promise<RateDecision> {
+  const own = await limits.perKey.consume(caller.id);
+  const org = await limits.perOrg.consume(caller.orgId);
+  return org.remaining < own.remaining ? org : own;
 }
 
 /**

@@ -102,6 +102,54 @@ describe('per-key rate limit', () => {
   });
 });
 
+describe('per-org rate limit', () => {
+  const PER_ORG = 8;
+  let orgLimited: TestApp;
+  let tenant: SignedUpOrg;
+  const keyOf = async (name: string) =>
+    (await mintKey(setup.http, tenant.adminKey, ['audit:read'], name)).key;
+
+  beforeAll(async () => {
+    const env = { ...LIMITED_ENV, CP_RATE_LIMIT_PER_ORG_PER_MINUTE: String(PER_ORG) };
+    orgLimited = await start({ database: setup.db, env });
+    tenant = await signupOrg(setup.http, 'Many Keys Inc');
+  });
+
+  it("counts every key of an org against the org's limit: minting keys does not multiply it", async () => {
+    const first = await keyOf('first');
+    expectCountdown(await burst(PER_KEY, () => orgLimited.http.get('/v1/audit', first)), PER_KEY);
+    // Refused by its key's limit: not counted for the org.
+    expectRateLimited(await orgLimited.http.get('/v1/audit', first), PER_KEY);
+
+    const second = await keyOf('second');
+    const left = PER_ORG - PER_KEY;
+    const ok = await burst(left, () => orgLimited.http.get('/v1/audit', second));
+    // The org's limit is now the nearer one, so the headers show it.
+    ok.forEach((res, i) => {
+      expect(res.status).toBe(200);
+      expect(intHeader(res, 'ratelimit-limit')).toBe(PER_ORG);
+      expect(intHeader(res, 'ratelimit-remaining')).toBe(left - 1 - i);
+    });
+    const over = await orgLimited.http.get('/v1/audit', second);
+    expectRateLimited(over, PER_ORG);
+    expect(over.body.message).toContain("the org's rate limit of 8 requests a minute");
+    expectRateLimited(await orgLimited.http.get('/v1/audit', await keyOf('third')), PER_ORG);
+
+    // Another org is not affected.
+    const res = await orgLimited.http.get('/v1/audit', await freshKey('other org'));
+    expect(res.status).toBe(200);
+    expect(intHeader(res, 'ratelimit-limit')).toBe(PER_KEY);
+  });
+
+  it('publishes the limit in the public configuration', async () => {
+    const res = await orgLimited.http.get('/v1/config/public');
+    expect(res.body.limits).toMatchObject({
+      rate_limit_per_minute: PER_KEY,
+      org_rate_limit_per_minute: PER_ORG,
+    });
+  });
+});
+
 describe('per-key rate limit on refused requests', () => {
   it('counts a 403, a 404 and a 405 of an authenticated key, with RateLimit-* headers, up to 429', async () => {
     const key = await freshKey('prober'); // audit:read only
