@@ -196,6 +196,7 @@ export const presentUsage = (r: UsageReport) => ({
   to: r.to.toISOString(),
   totals: presentFigures(r.totals),
   groups: r.groups.map((g) => ({ key: g.key, ...presentFigures(g) })),
+  groups_truncated: r.groupsTruncated,
 });
 
 /** A policy in the contract's shape; after a change, with the org's policy_version it produced. */

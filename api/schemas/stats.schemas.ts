@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { GROUP_BY } from '../../domain/stats/usage-stats';
+import { GROUP_BY, MAX_USAGE_GROUPS } from '../../domain/stats/usage-stats';
 import { isoInput, timestamp } from './common';
 
 export const UsageQuery = z
@@ -8,7 +8,12 @@ export const UsageQuery = z
     to: isoInput
       .optional()
       .meta({ description: 'Exclusive; default now. The window spans at most 366 days.' }),
-    group_by: z.enum(GROUP_BY).optional(),
+    group_by: z
+      .enum(GROUP_BY)
+      .optional()
+      .meta({
+        description: `One group per distinct value, at most ${MAX_USAGE_GROUPS} (the costliest; see \`groups_truncated\`).`,
+      }),
   })
   .strict();
 
@@ -30,16 +35,23 @@ export const UsageView = z
   .object({
     from: timestamp,
     to: timestamp,
-    totals: z.object(Figures),
-    groups: z.array(
-      z.object({
-        key: z.string().meta({
-          description:
-            'UTC day (YYYY-MM-DD), agent id ("none" without one), model, session id or key/user id.',
+    totals: z.object(Figures).meta({ description: 'Over every invocation in the window, every group.' }),
+    groups: z
+      .array(
+        z.object({
+          key: z.string().meta({
+            description:
+              'UTC day (YYYY-MM-DD), agent id ("none" without one), model, session id or key/user id.',
+          }),
+          ...Figures,
         }),
-        ...Figures,
+      )
+      .meta({
+        description: `Sorted by key; empty without \`group_by\`. At most ${MAX_USAGE_GROUPS}: beyond that, the ${MAX_USAGE_GROUPS} with the highest cost (ties: most calls, then key ascending).`,
       }),
-    ),
+    groups_truncated: z.boolean().meta({
+      description: `The window has more than ${MAX_USAGE_GROUPS} groups: \`groups\` holds the costliest, \`totals\` still covers them all.`,
+    }),
   })
   .meta({
     id: 'UsageStats',

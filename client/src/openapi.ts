@@ -1367,6 +1367,7 @@ export interface components {
        * @description ISO 8601 UTC
        */
       to: string;
+      /** @description Over every invocation in the window, every group. */
       totals: {
         /** @description Provider calls charged, as a session's usage counts them: every request the provider received, so an invocation retried three times counts three. */
         calls: number;
@@ -1378,6 +1379,7 @@ export interface components {
         output_tokens: number;
         cost_usd: number;
       };
+      /** @description Sorted by key; empty without `group_by`. At most 1000: beyond that, the 1000 with the highest cost (ties: most calls, then key ascending). */
       groups: {
         /** @description UTC day (YYYY-MM-DD), agent id ("none" without one), model, session id or key/user id. */
         key: string;
@@ -1391,6 +1393,8 @@ export interface components {
         output_tokens: number;
         cost_usd: number;
       }[];
+      /** @description The window has more than 1000 groups: `groups` holds the costliest, `totals` still covers them all. */
+      groups_truncated: boolean;
     };
     AuditEntry: {
       id: string;
@@ -6286,6 +6290,7 @@ export interface operations {
         from?: string;
         /** @description Exclusive; default now. The window spans at most 366 days. */
         to?: string;
+        /** @description One group per distinct value, at most 1000 (the costliest; see `groups_truncated`). */
         group_by?: 'day' | 'agent' | 'model' | 'session' | 'key';
       };
       header?: never;

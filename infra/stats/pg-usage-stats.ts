@@ -21,6 +21,9 @@ const FIGURES = `
   coalesce(sum(output_tokens), 0) as output_tokens,
   coalesce(sum(cost_micros), 0) as cost_micros`;
 
+/** The order groups are kept in when there are too many: by cost, then calls, then key. */
+const COSTLIEST = 'cost_micros desc, calls desc, key';
+
 type FigureRow = Record<
   | 'calls'
   | 'succeeded'
@@ -45,6 +48,25 @@ const toFigures = (r: FigureRow | undefined): UsageFigures => ({
 });
 
 /**
+ * One statement, one snapshot: the totals row (grouping set ()) and the groups always agree. The
+ * groups are ranked by a top-N sort that keeps one more than it shows, to tell that some were left
+ * out, so at most maxGroups group rows leave the database however many the window holds.
+ * Parameters: org id, from, to, maxGroups + 1, maxGroups, maxGroups.
+ */
+const usageSql = (key: string) => `
+  with g as (
+    select grouping(k) as is_total, k as key, ${FIGURES}
+    from (select *, ${key} as k from invocations
+          where org_id = ? and completed_at >= ? and completed_at < ?) x
+    group by grouping sets ((k), ())
+  ),
+  top as (select * from g where is_total = 0 order by ${COSTLIEST} limit ?)
+  select *, (select count(*) from top) > ? as groups_truncated from g where is_total = 1
+  union all
+  (select *, false from top order by ${COSTLIEST} limit ?)
+  order by is_total desc, key`;
+
+/**
  * Usage from finished invocations, by when they finished: the rows whose charges were added to
  * their sessions in the same transaction, so the totals equal the sessions' settled usage.
  */
@@ -56,19 +78,19 @@ export class PgUsageStats implements UsageStatsReader {
     from: Date,
     to: Date,
     groupBy: GroupBy | null,
+    maxGroups: number,
   ): Promise<Omit<UsageReport, 'from' | 'to'>> {
-    // One statement, one snapshot: the totals row (grouping set ()) and the groups always agree.
     const key = groupBy ? KEY_SQL[groupBy] : `''`;
-    const { rows } = (await this.knex.raw(
-      `select grouping(k) as is_total, k as key, ${FIGURES}
-       from (select *, ${key} as k from invocations
-             where org_id = ? and completed_at >= ? and completed_at < ?) x
-       group by grouping sets ((k), ())
-       order by is_total desc, k`,
-      [orgId, from, to],
-    )) as { rows: (FigureRow & { is_total: number; key: string })[] };
+    const params = [orgId, from, to, maxGroups + 1, maxGroups, maxGroups];
+    const { rows } = (await this.knex.raw(usageSql(key), params)) as {
+      rows: (FigureRow & { is_total: number; key: string; groups_truncated: boolean })[];
+    };
     const totals = rows.find((r) => Number(r.is_total) === 1);
     const groups = groupBy ? rows.filter((r) => Number(r.is_total) === 0) : [];
-    return { totals: toFigures(totals), groups: groups.map((r) => ({ key: r.key, ...toFigures(r) })) };
+    return {
+      totals: toFigures(totals),
+      groups: groups.map((r) => ({ key: r.key, ...toFigures(r) })),
+      groupsTruncated: groupBy !== null && totals?.groups_truncated === true,
+    };
   }
 }

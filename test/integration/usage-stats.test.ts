@@ -26,6 +26,7 @@ interface Usage {
   to: string;
   totals: Figures;
   groups: (Figures & { key: string })[];
+  groups_truncated: boolean;
 }
 
 interface ErrorBody {
@@ -128,9 +129,10 @@ describe('GET /v1/stats/usage without any invocation', () => {
     const res = await stats(org.adminKey);
     const after = Date.now();
     expect(res.status).toBe(200);
-    expect(Object.keys(res.body).sort()).toEqual(['from', 'groups', 'to', 'totals']);
+    expect(Object.keys(res.body).sort()).toEqual(['from', 'groups', 'groups_truncated', 'to', 'totals']);
     expect(res.body.totals).toEqual(ZERO);
     expect(res.body.groups).toEqual([]);
+    expect(res.body.groups_truncated).toBe(false);
     expect(res.body.from).toMatch(ISO_UTC);
     expect(res.body.to).toMatch(ISO_UTC);
     const to = Date.parse(res.body.to);
@@ -143,6 +145,7 @@ describe('GET /v1/stats/usage without any invocation', () => {
       expect(grouped.status).toBe(200);
       expect(grouped.body.totals).toEqual(ZERO);
       expect(grouped.body.groups).toEqual([]);
+      expect(grouped.body.groups_truncated).toBe(false);
     }
   });
 
@@ -282,6 +285,7 @@ describe('GET /v1/stats/usage after a mix of outcomes in two sessions', () => {
       const res = await stats(admin, `group_by=${groupBy}`);
       expect(res.status).toBe(200);
       expect(res.body.groups.length).toBeGreaterThan(0);
+      expect(res.body.groups_truncated).toBe(false);
       expectFigures(sumOf(res.body.groups), res.body.totals);
       expectFigures(res.body.totals, figuresOf(all));
       const keys = res.body.groups.map((g) => g.key);
