@@ -34,13 +34,19 @@ const HEAD = [
   'cost_usd',
 ];
 
-/** One row per group, then the totals, which equal the groups' sum. */
-const statsTable = (stats: UsageStats) =>
+/**
+ * One row per group, then the totals, which equal the groups' sum unless the service left groups
+ * out (more than it answers at once: the costliest are shown, the totals count them all).
+ */
+export const statsTable = (stats: UsageStats): string =>
   `${when(stats.from)} .. ${when(stats.to)}\n` +
   table(
     ['key', ...HEAD],
     [...stats.groups.map((g) => [g.key, ...figures(g)]), ['total', ...figures(stats.totals)]],
-  );
+  ) +
+  (stats.groups_truncated
+    ? `\nonly the ${stats.groups.length} costliest groups are shown; the total counts every group\n`
+    : '');
 
 export function statsCommand(state: RunState): Command {
   return new Command('stats')
