@@ -201,21 +201,31 @@ export class PgAuditLog implements AuditLog {
    * The chain goes on from its last entry, read under the head lock in a statement of its own (one
    * joined to the locking read would see the entries from before a sealer it waited for). The head
    * row only records it (append moves it): one that disagrees was changed behind the service, as
-   * it has no trigger, and is logged; verify judges the entries by their signed heads.
+   * it has no trigger, and is logged; verify judges the entries by their signed heads. When the
+   * newest checkpoint is past the last entry, entries it signed were deleted behind the service:
+   * the chain goes on from that checkpoint, so new events are sealed (after a gap verify reports)
+   * instead of colliding with it and waiting in the outbox for ever.
    */
   private async chainHead(trx: Knex.Transaction, orgId: string, recorded: ChainHead): Promise<ChainHead> {
-    const entry = await trx('audit_entries')
-      .where({ org_id: orgId })
-      .orderBy('seq', 'desc')
-      .first<{ seq: string; hash: string } | undefined>('seq', 'hash');
+    const newest = (table: 'audit_entries' | 'audit_checkpoints') =>
+      trx(table)
+        .where({ org_id: orgId })
+        .orderBy('seq', 'desc')
+        .first<{ seq: string; hash: string } | undefined>('seq', 'hash');
+    const [entry, signed] = [await newest('audit_entries'), await newest('audit_checkpoints')];
     const last = { seq: Number(entry?.seq ?? 0), hash: entry?.hash ?? GENESIS_HASH };
+    const head =
+      signed && Number(signed.seq) > last.seq ? { seq: Number(signed.seq), hash: signed.hash } : last;
     // Throttled as a failed org is: when the seal then fails too, this is found again every round.
-    if ((last.seq !== recorded.seq || last.hash !== recorded.hash) && this.headMismatchLogged.due(orgId).log)
+    const changed = head !== last || head.seq !== recorded.seq || head.hash !== recorded.hash;
+    if (changed && this.headMismatchLogged.due(orgId).log)
       this.logger?.error(
-        { org_id: orgId, head_row: recorded, last_entry: last },
-        'audit seal: the head row does not match the chain (changed outside the service); sealing after the last entry',
+        { org_id: orgId, head_row: recorded, last_entry: last, sealing_after: head },
+        head === last
+          ? 'audit seal: the head row does not match the chain (changed outside the service); sealing after the last entry'
+          : 'audit seal: entries the last checkpoint signed are gone (deleted outside the service); sealing after that checkpoint',
       );
-    return last;
+    return head;
   }
 
   private async takePending(trx: Knex.Transaction, orgId: string): Promise<AuditEvent[]> {

@@ -21,7 +21,7 @@ interface SignedHeadBody {
 let app: TestApp;
 
 beforeAll(async () => {
-  app = await startTestApp();
+  app = await startTestApp({ captureLogs: true });
 });
 afterAll(() => app.close());
 
@@ -110,21 +110,21 @@ describe('a truncated tail', () => {
 });
 
 describe('a last entry deleted on its own (its checkpoint left)', () => {
-  it('is still read and verified, broken, though new events can no longer be chained after it', async () => {
+  it('is read and verified, broken at the gap, and new events are sealed after its checkpoint', async () => {
     const org = await signupOrg(app.http);
     await grow(org, 2);
     const last = (await checkpointSeqs(org.orgId)).at(-1) as number;
     await asSuperuser(`delete from audit_entries where org_id = '${org.orgId}' and seq = ${last};`);
-    await mintKey(app.http, org.adminKey, ['audit:read']); // an event the sealer cannot chain now
+    await mintKey(app.http, org.adminKey, ['audit:read']); // chained after the gap, not into it
 
-    expect(await verify(org)).toMatchObject({ valid: false, first_broken_seq: last });
+    // A deleted entry is reported at the seq after the gap (audit.test.ts), here the new one.
+    expect(await verify(org)).toMatchObject({ valid: false, first_broken_seq: last + 1 });
     const listed = await app.http.get<{ data: { seq: number }[] }>('/v1/audit?limit=2', org.adminKey);
     expect(listed.status).toBe(200);
-    expect(listed.body.data[0]?.seq).toBe(last - 1);
+    expect(listed.body.data.map((e) => e.seq)).toEqual([last + 1, last - 1]);
     expect((await app.http.get('/v1/audit/head', org.adminKey)).status).toBe(200);
-    expect(await pending(org.orgId)).toBeGreaterThan(0);
-    // The org's events would fail every later sealAll in this file.
-    await asSuperuser(`delete from audit_outbox where org_id = '${org.orgId}';`);
+    expect(await pending(org.orgId)).toBe(0);
+    expect(await app.infra.auditLog.sealAll()).toBeGreaterThanOrEqual(0);
   });
 });
 
@@ -170,9 +170,33 @@ describe('a head row changed behind the service', () => {
         ...seals(6),
       ]);
     await Promise.all(seals(4));
-    expect(app.logs.filter((line) => line.includes('head row does not match'))).toEqual([]);
+    const mismatches = app.logs.filter((line) => line.includes('does not match') && line.includes(org.orgId));
+    expect(mismatches).toEqual([]);
     expect(await pending(org.orgId)).toBe(0);
     expect(await verify(org)).toMatchObject({ valid: true, first_broken_seq: null });
+  });
+
+  it('is logged once a minute, however often a seal that then fails finds it', async () => {
+    const org = await signupOrg(app.http);
+    await grow(org, 2);
+    await superuserQuery(app.db.url, `update audit_heads set seq = seq - 1 where org_id = '${org.orgId}'`);
+    const name = `refuse_${org.orgId.toLowerCase()}`;
+    await superuserQuery(
+      app.db.url,
+      `create function ${name}() returns trigger language plpgsql as $$ begin
+         if new.org_id = '${org.orgId}' then raise exception 'refused'; end if; return new; end $$;
+       create trigger ${name} before insert on audit_entries for each row execute function ${name}();`,
+    );
+    try {
+      await mintKey(app.http, org.adminKey, ['audit:read']);
+      for (let i = 0; i < 4; i++) await expect(app.infra.auditLog.seal(org.orgId)).rejects.toThrow('refused');
+      const logged = app.logs.filter((l) => l.includes('head row does not match') && l.includes(org.orgId));
+      expect(logged).toHaveLength(1);
+    } finally {
+      await superuserQuery(app.db.url, `drop trigger ${name} on audit_entries; drop function ${name}();`);
+    }
+    await app.infra.auditLog.seal(org.orgId);
+    expect(await pending(org.orgId)).toBe(0);
   });
 
   it('an org that cannot be sealed does not hold up the orgs after it', async () => {
