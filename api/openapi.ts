@@ -96,13 +96,24 @@ const errorResponse = (description: string, schemaRef: string) => ({
 /** The errors every route of its kind may answer, whatever the route declares. */
 function genericErrors(route: RouteDef): Record<number, string> {
   const out: Record<number, string> = {};
-  if (route.body || route.query) out[400] = 'invalid_json or validation_error (with details)';
+  const bodyless = !route.body && route.method !== 'GET';
+  const invalid = [
+    route.body || route.query || route.path.includes('{') ? 'validation_error (with details)' : null,
+    route.body ? 'invalid_json' : null,
+    // A route that reads no body may be sent one (`{}`, say): if sent, it is read.
+    bodyless
+      ? 'invalid_json when a body is sent and is not JSON (this route reads none: leave it out or send {})'
+      : null,
+    route.path.includes('{') ? 'an id with a NUL or a lone surrogate is a validation_error' : null,
+  ].filter((d) => d !== null);
+  if (invalid.length > 0) out[400] = invalid.join('; ');
   if (route.access.kind !== 'public') out[401] = 'missing_credentials, invalid_api_key or expired_api_key';
   if (route.access.kind === 'scope')
     out[403] = `insufficient_scope: requires ${route.access.scopes.join(' or ')}`;
-  if (route.body) {
-    out[413] = 'payload_too_large: the body is over the limit (limit_bytes)';
-    out[415] = 'unsupported_media_type: the body is not sent as application/json';
+  if (route.body || bodyless) {
+    const sent = route.body ? 'the body is' : 'a body was sent';
+    out[413] = `payload_too_large: ${sent} over the limit (limit_bytes)`;
+    out[415] = `unsupported_media_type: ${sent}${route.body ? ' not sent' : ', not'} as application/json`;
   }
   if (!route.unlimited)
     out[429] =
@@ -140,7 +151,7 @@ function responsesOf(route: RouteDef, components: Record<string, unknown>) {
         : successResponse(response, components);
   for (const [status, generic] of Object.entries(genericErrors(route))) {
     const own = route.responses[Number(status)]?.description;
-    const description = !own ? generic : status === '400' ? own : `${own}; ${generic}`;
+    const description = own ? `${own}; ${generic}` : generic;
     out[status] = errorResponse(description, errorRef);
   }
   return out;

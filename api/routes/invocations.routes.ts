@@ -9,7 +9,13 @@ import { cancelDeps, invokeDeps, readDeps } from '../http/deps';
 import { defineRoute, needs, needsAnyOf, type RouteInput } from '../http/route';
 import { presentInvocation } from '../presenters';
 import { listOf, pageReply, pageRequest } from '../schemas/common';
-import { InvocationQuery, InvocationView, InvokeBody, WaitQuery } from '../schemas/invocations.schemas';
+import {
+  InvocationQuery,
+  InvocationView,
+  InvokeBody,
+  PreferHeaders,
+  WaitQuery,
+} from '../schemas/invocations.schemas';
 
 const invocationPath = '/v1/llm/invocations/{id}';
 const readers = needsAnyOf('llm:invoke', 'sessions:read');
@@ -60,6 +66,7 @@ export const invocationRoutes = [
     idempotent: true,
     body: InvokeBody,
     query: WaitQuery,
+    headers: PreferHeaders,
     responses: {
       200: {
         description:
@@ -115,6 +122,7 @@ export const invocationRoutes = [
     tag: 'invoke',
     access: readers,
     query: WaitQuery,
+    headers: PreferHeaders,
     responses: { 200: { description: 'the invocation as it is now', schema: InvocationView }, 404: notFound },
     handle: async (input) => {
       const wait = waitOf(input);

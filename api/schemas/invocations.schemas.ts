@@ -74,6 +74,18 @@ export const WaitQuery = z
   })
   .strict();
 
+/** Documents the header the wait routes read (RFC 7240); a preference is bounded, never refused. */
+export const PreferHeaders = z.object({
+  Prefer: z
+    .string()
+    .optional()
+    .meta({
+      description:
+        'RFC 7240 `wait=N`: waits as the `wait` query does, bounded to limits.max_wait_seconds instead of refused; ' +
+        'the answer then carries `Preference-Applied: wait=N`. The `wait` query wins when both are sent.',
+    }),
+});
+
 export const InvocationQuery = z
   .object({
     session_id: id.optional(),

@@ -1655,7 +1655,7 @@ export interface operations {
           };
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description validation_error (with details); invalid_json */
       400: {
         headers: {
           [name: string]: unknown;
@@ -1741,7 +1741,7 @@ export interface operations {
           };
         };
       };
-      /** @description invalid input, or an unknown, used or expired invite */
+      /** @description invalid input, or an unknown, used or expired invite; validation_error (with details); invalid_json */
       400: {
         headers: {
           [name: string]: unknown;
@@ -1830,7 +1830,7 @@ export interface operations {
           };
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description validation_error (with details); invalid_json */
       400: {
         headers: {
           [name: string]: unknown;
@@ -1902,7 +1902,7 @@ export interface operations {
         };
         content?: never;
       };
-      /** @description validation_error (path authorization): the token is an API key; logout takes a dashboard session token (css_), keys are revoked instead */
+      /** @description validation_error (path authorization): the token is an API key; logout takes a dashboard session token (css_), keys are revoked instead; invalid_json when a body is sent and is not JSON (this route reads none: leave it out or send {}) */
       400: {
         headers: {
           [name: string]: unknown;
@@ -1913,6 +1913,24 @@ export interface operations {
       };
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description payload_too_large: a body was sent over the limit (limit_bytes) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description unsupported_media_type: a body was sent, not as application/json */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -1974,7 +1992,7 @@ export interface operations {
           };
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description validation_error (with details); invalid_json */
       400: {
         headers: {
           [name: string]: unknown;
@@ -2063,7 +2081,7 @@ export interface operations {
           };
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description validation_error (with details) */
       400: {
         headers: {
           [name: string]: unknown;
@@ -2140,7 +2158,7 @@ export interface operations {
           'application/json': components['schemas']['KeyWithSecret'];
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description validation_error (with details); invalid_json */
       400: {
         headers: {
           [name: string]: unknown;
@@ -2225,6 +2243,15 @@ export interface operations {
           'application/json': components['schemas']['Key'];
         };
       };
+      /** @description validation_error (with details); an id with a NUL or a lone surrogate is a validation_error */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
@@ -2292,6 +2319,15 @@ export interface operations {
           'application/json': components['schemas']['Key'];
         };
       };
+      /** @description validation_error (with details); invalid_json when a body is sent and is not JSON (this route reads none: leave it out or send {}); an id with a NUL or a lone surrogate is a validation_error */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
@@ -2312,6 +2348,24 @@ export interface operations {
       };
       /** @description no such key in this org */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description payload_too_large: a body was sent over the limit (limit_bytes) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description unsupported_media_type: a body was sent, not as application/json */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -2365,7 +2419,7 @@ export interface operations {
           'application/json': components['schemas']['KeyWithSecret'];
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description validation_error (with details); invalid_json; an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
           [name: string]: unknown;
@@ -2472,7 +2526,7 @@ export interface operations {
           };
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description validation_error (with details) */
       400: {
         headers: {
           [name: string]: unknown;
@@ -2552,7 +2606,7 @@ export interface operations {
           'application/json': components['schemas']['Credential'];
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description validation_error (with details); invalid_json */
       400: {
         headers: {
           [name: string]: unknown;
@@ -2637,6 +2691,15 @@ export interface operations {
           'application/json': components['schemas']['Credential'];
         };
       };
+      /** @description validation_error (with details); an id with a NUL or a lone surrogate is a validation_error */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
@@ -2702,6 +2765,15 @@ export interface operations {
         };
         content?: never;
       };
+      /** @description validation_error (with details); invalid_json when a body is sent and is not JSON (this route reads none: leave it out or send {}); an id with a NUL or a lone surrogate is a validation_error */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
@@ -2722,6 +2794,24 @@ export interface operations {
       };
       /** @description no such credential in this org (or it was deleted) */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description payload_too_large: a body was sent over the limit (limit_bytes) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description unsupported_media_type: a body was sent, not as application/json */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -2776,7 +2866,7 @@ export interface operations {
           'application/json': components['schemas']['Credential'];
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description validation_error (with details); invalid_json; an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
           [name: string]: unknown;
@@ -2874,7 +2964,7 @@ export interface operations {
           };
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description validation_error (with details) */
       400: {
         headers: {
           [name: string]: unknown;
@@ -2961,7 +3051,7 @@ export interface operations {
           'application/json': components['schemas']['Agent'];
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description validation_error (with details); invalid_json */
       400: {
         headers: {
           [name: string]: unknown;
@@ -3044,6 +3134,15 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['Agent'];
+        };
+      };
+      /** @description validation_error (with details); an id with a NUL or a lone surrogate is a validation_error */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
         };
       };
       /** @description missing_credentials, invalid_api_key or expired_api_key */
@@ -3135,7 +3234,7 @@ export interface operations {
           'application/json': components['schemas']['Agent'];
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description validation_error (with details); invalid_json; an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
           [name: string]: unknown;
@@ -3229,6 +3328,15 @@ export interface operations {
           'application/json': components['schemas']['Agent'];
         };
       };
+      /** @description validation_error (with details); invalid_json when a body is sent and is not JSON (this route reads none: leave it out or send {}); an id with a NUL or a lone surrogate is a validation_error */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
@@ -3258,6 +3366,24 @@ export interface operations {
       };
       /** @description invalid_state: the agent is already suspended */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description payload_too_large: a body was sent over the limit (limit_bytes) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description unsupported_media_type: a body was sent, not as application/json */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -3305,6 +3431,15 @@ export interface operations {
           'application/json': components['schemas']['Agent'];
         };
       };
+      /** @description validation_error (with details); invalid_json when a body is sent and is not JSON (this route reads none: leave it out or send {}); an id with a NUL or a lone surrogate is a validation_error */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
@@ -3334,6 +3469,24 @@ export interface operations {
       };
       /** @description invalid_state: the agent is already active */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description payload_too_large: a body was sent over the limit (limit_bytes) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description unsupported_media_type: a body was sent, not as application/json */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -3379,6 +3532,15 @@ export interface operations {
         };
         content: {
           'application/vnd.cyclonedx+json; version=1.6': components['schemas']['Agbom'];
+        };
+      };
+      /** @description validation_error (with details); an id with a NUL or a lone surrogate is a validation_error */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
         };
       };
       /** @description missing_credentials, invalid_api_key or expired_api_key */
@@ -3544,7 +3706,7 @@ export interface operations {
           };
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description validation_error (with details) */
       400: {
         headers: {
           [name: string]: unknown;
@@ -3794,7 +3956,7 @@ export interface operations {
           };
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description validation_error (with details); invalid_json */
       400: {
         headers: {
           [name: string]: unknown;
@@ -4012,7 +4174,7 @@ export interface operations {
           };
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description validation_error (with details); invalid_json */
       400: {
         headers: {
           [name: string]: unknown;
@@ -4187,6 +4349,15 @@ export interface operations {
             /** @description On POST and PUT answers: the org's policy_version after the change. */
             policy_version?: number;
           };
+        };
+      };
+      /** @description validation_error (with details); an id with a NUL or a lone surrogate is a validation_error */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
         };
       };
       /** @description missing_credentials, invalid_api_key or expired_api_key */
@@ -4441,7 +4612,7 @@ export interface operations {
           };
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description validation_error (with details); invalid_json; an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
           [name: string]: unknown;
@@ -4533,6 +4704,15 @@ export interface operations {
         };
         content?: never;
       };
+      /** @description validation_error (with details); invalid_json when a body is sent and is not JSON (this route reads none: leave it out or send {}); an id with a NUL or a lone surrogate is a validation_error */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
@@ -4553,6 +4733,24 @@ export interface operations {
       };
       /** @description no such policy in this org */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description payload_too_large: a body was sent over the limit (limit_bytes) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description unsupported_media_type: a body was sent, not as application/json */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -4609,7 +4807,7 @@ export interface operations {
           };
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description validation_error (with details) */
       400: {
         headers: {
           [name: string]: unknown;
@@ -4674,6 +4872,15 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['Approval'];
+        };
+      };
+      /** @description validation_error (with details); an id with a NUL or a lone surrogate is a validation_error */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
         };
       };
       /** @description missing_credentials, invalid_api_key or expired_api_key */
@@ -4750,7 +4957,7 @@ export interface operations {
           'application/json': components['schemas']['Approval'];
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description validation_error (with details); invalid_json; an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
           [name: string]: unknown;
@@ -4860,7 +5067,7 @@ export interface operations {
           'application/json': components['schemas']['Approval'];
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description validation_error (with details); invalid_json; an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
           [name: string]: unknown;
@@ -5028,7 +5235,7 @@ export interface operations {
           'application/json': components['schemas']['Price'];
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description validation_error (with details); invalid_json; an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
           [name: string]: unknown;
@@ -5111,6 +5318,15 @@ export interface operations {
         };
         content?: never;
       };
+      /** @description validation_error (with details); invalid_json when a body is sent and is not JSON (this route reads none: leave it out or send {}); an id with a NUL or a lone surrogate is a validation_error */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
@@ -5122,6 +5338,24 @@ export interface operations {
       };
       /** @description insufficient_scope: requires org:admin */
       403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description payload_too_large: a body was sent over the limit (limit_bytes) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description unsupported_media_type: a body was sent, not as application/json */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -5175,7 +5409,7 @@ export interface operations {
           };
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description validation_error (with details) */
       400: {
         headers: {
           [name: string]: unknown;
@@ -5262,7 +5496,7 @@ export interface operations {
           'application/json': components['schemas']['Session'];
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description validation_error (with details); invalid_json */
       400: {
         headers: {
           [name: string]: unknown;
@@ -5365,6 +5599,15 @@ export interface operations {
           'application/json': components['schemas']['Session'];
         };
       };
+      /** @description validation_error (with details); an id with a NUL or a lone surrogate is a validation_error */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
@@ -5438,7 +5681,7 @@ export interface operations {
           };
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description validation_error (with details); an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
           [name: string]: unknown;
@@ -5514,6 +5757,15 @@ export interface operations {
           'application/json': components['schemas']['Session'];
         };
       };
+      /** @description validation_error (with details); invalid_json when a body is sent and is not JSON (this route reads none: leave it out or send {}); an id with a NUL or a lone surrogate is a validation_error */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
@@ -5550,6 +5802,24 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description payload_too_large: a body was sent over the limit (limit_bytes) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description unsupported_media_type: a body was sent, not as application/json */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
@@ -5577,6 +5847,8 @@ export interface operations {
         wait?: number;
       };
       header?: {
+        /** @description RFC 7240 `wait=N`: waits as the `wait` query does, bounded to limits.max_wait_seconds instead of refused; the answer then carries `Preference-Applied: wait=N`. The `wait` query wins when both are sent. */
+        Prefer?: string;
         /** @description The same key with the same body within 24 h returns the first response (with Idempotent-Replayed: true) and creates nothing; another body: 409 idempotency_conflict. Keys are scoped to the caller (the API key, or the dashboard user): the same key sent by another caller of the org is a separate request that runs and keeps its own response; a stored response is never replayed to anyone else. */
         'Idempotency-Key'?: string;
       };
@@ -5632,7 +5904,7 @@ export interface operations {
           'application/json': components['schemas']['Invocation'];
         };
       };
-      /** @description validation_error, or unpriced_model (with model) */
+      /** @description validation_error, or unpriced_model (with model); validation_error (with details); invalid_json */
       400: {
         headers: {
           [name: string]: unknown;
@@ -5730,7 +6002,10 @@ export interface operations {
         /** @description Seconds to wait for the invocation to finish (0..limits.max_wait_seconds). */
         wait?: number;
       };
-      header?: never;
+      header?: {
+        /** @description RFC 7240 `wait=N`: waits as the `wait` query does, bounded to limits.max_wait_seconds instead of refused; the answer then carries `Preference-Applied: wait=N`. The `wait` query wins when both are sent. */
+        Prefer?: string;
+      };
       path: {
         id: string;
       };
@@ -5747,7 +6022,7 @@ export interface operations {
           'application/json': components['schemas']['Invocation'];
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description validation_error (with details); an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
           [name: string]: unknown;
@@ -5837,7 +6112,7 @@ export interface operations {
           };
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description validation_error (with details) */
       400: {
         headers: {
           [name: string]: unknown;
@@ -5904,6 +6179,15 @@ export interface operations {
           'application/json': components['schemas']['Invocation'];
         };
       };
+      /** @description validation_error (with details); invalid_json when a body is sent and is not JSON (this route reads none: leave it out or send {}); an id with a NUL or a lone surrogate is a validation_error */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
@@ -5933,6 +6217,24 @@ export interface operations {
       };
       /** @description invalid_state: it is running or finished (status says which) */
       409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description payload_too_large: a body was sent over the limit (limit_bytes) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description unsupported_media_type: a body was sent, not as application/json */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -6053,7 +6355,7 @@ export interface operations {
           'text/event-stream': string;
         };
       };
-      /** @description validation_error (X-Session-Id missing, no max_tokens, ...) or unpriced_model */
+      /** @description validation_error (X-Session-Id missing, no max_tokens, ...) or unpriced_model; validation_error (with details); invalid_json */
       400: {
         headers: {
           [name: string]: unknown;
@@ -6236,6 +6538,15 @@ export interface operations {
           'application/json': components['schemas']['Model'];
         };
       };
+      /** @description validation_error (with details); an id with a NUL or a lone surrogate is a validation_error */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAIError'];
+        };
+      };
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
@@ -6308,7 +6619,7 @@ export interface operations {
           'application/json': components['schemas']['UsageStats'];
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description validation_error (with details) */
       400: {
         headers: {
           [name: string]: unknown;
@@ -6384,7 +6695,7 @@ export interface operations {
           };
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description validation_error (with details) */
       400: {
         headers: {
           [name: string]: unknown;
@@ -6605,7 +6916,7 @@ export interface operations {
           'application/json': components['schemas']['Decision'];
         };
       };
-      /** @description invalid_json or validation_error (with details), also when agent_id is not the agent of session_id */
+      /** @description invalid_json or validation_error (with details), also when agent_id is not the agent of session_id; validation_error (with details); invalid_json */
       400: {
         headers: {
           [name: string]: unknown;
@@ -6712,7 +7023,7 @@ export interface operations {
           };
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description validation_error (with details) */
       400: {
         headers: {
           [name: string]: unknown;
@@ -6777,6 +7088,15 @@ export interface operations {
         };
         content: {
           'application/json': components['schemas']['Decision'];
+        };
+      };
+      /** @description validation_error (with details); an id with a NUL or a lone surrogate is a validation_error */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
         };
       };
       /** @description missing_credentials, invalid_api_key or expired_api_key */
@@ -6850,7 +7170,7 @@ export interface operations {
           };
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description validation_error (with details) */
       400: {
         headers: {
           [name: string]: unknown;
@@ -6928,7 +7248,7 @@ export interface operations {
           'application/json': components['schemas']['WebhookWithSecret'];
         };
       };
-      /** @description validation_error: a field is wrong, or the org already has 20 live webhooks (delete one first; one webhook may subscribe to every event) */
+      /** @description validation_error: a field is wrong, or the org already has 20 live webhooks (delete one first; one webhook may subscribe to every event); validation_error (with details); invalid_json */
       400: {
         headers: {
           [name: string]: unknown;
@@ -7013,6 +7333,15 @@ export interface operations {
           'application/json': components['schemas']['Webhook'];
         };
       };
+      /** @description validation_error (with details); an id with a NUL or a lone surrogate is a validation_error */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
@@ -7078,6 +7407,15 @@ export interface operations {
         };
         content?: never;
       };
+      /** @description validation_error (with details); invalid_json when a body is sent and is not JSON (this route reads none: leave it out or send {}); an id with a NUL or a lone surrogate is a validation_error */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
@@ -7098,6 +7436,24 @@ export interface operations {
       };
       /** @description no such webhook in this org (or it was deleted) */
       404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description payload_too_large: a body was sent over the limit (limit_bytes) */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description unsupported_media_type: a body was sent, not as application/json */
+      415: {
         headers: {
           [name: string]: unknown;
         };
@@ -7151,7 +7507,7 @@ export interface operations {
           };
         };
       };
-      /** @description invalid_json or validation_error (with details) */
+      /** @description validation_error (with details); an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
           [name: string]: unknown;

@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { toSchema } from '../../api/openapi';
 import { ROUTES } from '../../api/routes';
+import { signupOrg } from '../support/factories';
 import { startTestApp, type TestApp } from '../support/test-app';
 
 let app: TestApp;
@@ -143,6 +144,58 @@ describe('GET /v1/openapi.json', () => {
         route.path,
         expect.stringContaining('unsupported_media_type'),
       ]);
+    }
+  });
+
+  it('documents 400, 413 and 415 on every other route but GET: a body, if sent, is read', async () => {
+    const { body } = await app.http.get<LooseDoc>('/v1/openapi.json');
+    for (const route of ROUTES.filter((r) => !r.body && r.method !== 'GET')) {
+      const { responses } = operationOf(body, route);
+      const described = [400, 413, 415].map((status) => responses[String(status)]?.description ?? null);
+      expect([route.method, route.path, described]).toEqual([
+        route.method,
+        route.path,
+        [expect.stringContaining('invalid_json'), expect.any(String), expect.any(String)],
+      ]);
+    }
+    // And the service does answer them so.
+    const org = await signupOrg(app.http);
+    const close = `/v1/sessions/ses_none/close`;
+    const notJson = await app.http.call('POST', close, {
+      token: org.adminKey,
+      rawBody: '{nope',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect([notJson.status, notJson.body.error_code]).toEqual([400, 'invalid_json']);
+    const asText = await app.http.call('POST', close, {
+      token: org.adminKey,
+      rawBody: 'hi',
+      headers: { 'content-type': 'text/plain' },
+    });
+    expect([asText.status, asText.body.error_code]).toEqual([415, 'unsupported_media_type']);
+  });
+
+  it('documents 400 on every route with an id in its path', async () => {
+    const { body } = await app.http.get<LooseDoc>('/v1/openapi.json');
+    for (const route of ROUTES.filter((r) => r.path.includes('{'))) {
+      const { responses } = operationOf(body, route);
+      expect([route.method, route.path, responses['400']?.description]).toEqual([
+        route.method,
+        route.path,
+        expect.stringContaining('validation_error'),
+      ]);
+    }
+  });
+
+  it('documents the Prefer: wait=N header of the routes that wait', async () => {
+    const { body } = await app.http.get<LooseDoc>('/v1/openapi.json');
+    for (const [path, method] of [
+      ['/v1/llm/invoke', 'post'],
+      ['/v1/llm/invocations/{id}', 'get'],
+    ] as const) {
+      const prefer = (body.paths[path]?.[method]?.parameters ?? []).find((p) => p.name === 'Prefer');
+      expect(prefer).toMatchObject({ in: 'header', required: false });
+      expect(prefer?.description).toContain('wait=N');
     }
   });
 
