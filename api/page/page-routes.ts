@@ -118,10 +118,13 @@ export function pageRouter(infra: Infra): Router {
     };
     const page = await listApprovals(approvalDeps(infra), callContextOf(ctx, principal), filter, {
       limit: query.limit,
-      after: decodeTimedCursor(query.cursor),
+      after: decodeTimedCursor(query.cursor, 'approval-queue'),
       order: 'oldest', // the queue is worked from its head; the oldest expire first
     });
-    return { data: page.items.map(presentApproval), next_cursor: encodeTimedCursor(page.next) };
+    return {
+      data: page.items.map(presentApproval),
+      next_cursor: encodeTimedCursor(page.next, 'approval-queue'),
+    };
   };
 
   const one = async (ctx: Context, { principal }: Signed) =>

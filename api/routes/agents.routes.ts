@@ -96,8 +96,12 @@ export const agentRoutes = [
     query: z.object(pageQuery).strict(),
     responses: { 200: { description: 'a page of agents', schema: listOf(AgentView) } },
     handle: async (input) => {
-      const page = await listAgents(agentDeps(input.infra), callOf(input), pageRequest(input.query));
-      return pageReply(page, presentAgent);
+      const page = await listAgents(
+        agentDeps(input.infra),
+        callOf(input),
+        pageRequest(input.query, 'agents'),
+      );
+      return pageReply(page, presentAgent, 'agents');
     },
   }),
   defineRoute({

@@ -65,11 +65,14 @@ export const approvalRoutes = [
       };
       const page = await listApprovals(approvalDeps(input.infra), callOf(input), filter, {
         limit: query.limit,
-        after: decodeTimedCursor(query.cursor),
+        after: decodeTimedCursor(query.cursor, 'approvals'),
       });
       return {
         status: 200,
-        body: { data: page.items.map(presentApproval), next_cursor: encodeTimedCursor(page.next) },
+        body: {
+          data: page.items.map(presentApproval),
+          next_cursor: encodeTimedCursor(page.next, 'approvals'),
+        },
       };
     },
   }),

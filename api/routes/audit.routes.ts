@@ -39,7 +39,7 @@ export const auditRoutes = [
         since: query.since ? new Date(query.since) : undefined,
         until: query.until ? new Date(query.until) : undefined,
       };
-      const before = decodeCursor(query.cursor, 'number');
+      const before = decodeCursor(query.cursor, 'number', 'audit');
       const page = await listAudit(
         input.infra.auditLog,
         callOf(input).principal.orgId,
@@ -49,7 +49,10 @@ export const auditRoutes = [
       );
       return {
         status: 200,
-        body: { data: page.items.map(presentAuditEntry), next_cursor: encodeCursor(page.nextBeforeSeq) },
+        body: {
+          data: page.items.map(presentAuditEntry),
+          next_cursor: encodeCursor(page.nextBeforeSeq, 'audit'),
+        },
       };
     },
   }),

@@ -51,9 +51,9 @@ export const credentialRoutes = [
       const page = await listCredentials(
         credentialDeps(input.infra),
         callOf(input),
-        pageRequest(input.query),
+        pageRequest(input.query, 'credentials'),
       );
-      return pageReply(page, presentCredential);
+      return pageReply(page, presentCredential, 'credentials');
     },
   }),
   defineRoute({

@@ -32,11 +32,14 @@ export const decisionRoutes = [
       };
       const page = await input.infra.decisionLog.list(callOf(input).principal.orgId, filter, {
         limit: query.limit,
-        after: decodeTimedCursor(query.cursor),
+        after: decodeTimedCursor(query.cursor, 'decisions'),
       });
       return {
         status: 200,
-        body: { data: page.items.map(presentDecision), next_cursor: encodeTimedCursor(page.next) },
+        body: {
+          data: page.items.map(presentDecision),
+          next_cursor: encodeTimedCursor(page.next, 'decisions'),
+        },
       };
     },
   }),

@@ -149,9 +149,9 @@ export const invocationRoutes = [
         input.infra.invocations,
         callOf(input),
         { sessionId: query.session_id, status: query.status },
-        pageRequest(query),
+        pageRequest(query, 'invocations'),
       );
-      return pageReply(page, presentInvocation);
+      return pageReply(page, presentInvocation, 'invocations');
     },
   }),
   defineRoute({

@@ -47,11 +47,14 @@ export const keyRoutes = [
     query: z.object(pageQuery).strict(),
     responses: { 200: { description: 'a page of keys', schema: listOf(Key) } },
     handle: async (input) => {
-      const after = decodeCursor(input.query.cursor, 'string');
+      const after = decodeCursor(input.query.cursor, 'string', 'keys');
       const page = await listKeys(keyDeps(input.infra), callOf(input), { limit: input.query.limit, after });
       return {
         status: 200,
-        body: { data: await presentKeys(input.infra, page.items), next_cursor: encodeCursor(page.nextAfter) },
+        body: {
+          data: await presentKeys(input.infra, page.items),
+          next_cursor: encodeCursor(page.nextAfter, 'keys'),
+        },
       };
     },
   }),

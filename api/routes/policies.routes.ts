@@ -98,8 +98,12 @@ export const policyRoutes = [
     query: z.object(pageQuery).strict(),
     responses: { 200: { description: 'a page of policies', schema: listOf(PolicyView) } },
     handle: async (input) => {
-      const page = await listPolicies(policyDeps(input.infra), callOf(input), pageRequest(input.query));
-      return pageReply(page, (p) => presentPolicy(p));
+      const page = await listPolicies(
+        policyDeps(input.infra),
+        callOf(input),
+        pageRequest(input.query, 'policies'),
+      );
+      return pageReply(page, (p) => presentPolicy(p), 'policies');
     },
   }),
   defineRoute({

@@ -65,9 +65,9 @@ export const sessionRoutes = [
         sessionDeps(input.infra),
         callOf(input),
         { status: query.status, agentId: query.agent_id },
-        pageRequest(query),
+        pageRequest(query, 'sessions'),
       );
-      return pageReply(page, presentSession);
+      return pageReply(page, presentSession, 'sessions');
     },
   }),
   defineRoute({
@@ -100,14 +100,14 @@ export const sessionRoutes = [
         input.params.id ?? '',
         {
           limit: input.query.limit,
-          after: decodeTimedCursor(input.query.cursor),
+          after: decodeTimedCursor(input.query.cursor, 'history'),
         },
       );
       return {
         status: 200,
         body: {
           data: items.map(presentHistoryItem),
-          next_cursor: encodeTimedCursor(next),
+          next_cursor: encodeTimedCursor(next, 'history'),
         },
       };
     },

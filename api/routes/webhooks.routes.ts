@@ -85,8 +85,12 @@ export const webhookRoutes = [
     query: z.object(pageQuery).strict(),
     responses: { 200: { description: 'a page of webhooks', schema: listOf(WebhookView) } },
     handle: async (input) => {
-      const page = await listWebhooks(webhookDeps(input.infra), callOf(input), pageRequest(input.query));
-      return pageReply(page, presentWebhook);
+      const page = await listWebhooks(
+        webhookDeps(input.infra),
+        callOf(input),
+        pageRequest(input.query, 'webhooks'),
+      );
+      return pageReply(page, presentWebhook, 'webhooks');
     },
   }),
   defineRoute({
@@ -135,9 +139,9 @@ export const webhookRoutes = [
         webhookDeps(input.infra),
         callOf(input),
         input.params.id ?? '',
-        pageRequest(input.query),
+        pageRequest(input.query, 'deliveries'),
       );
-      return pageReply(page, presentDelivery);
+      return pageReply(page, presentDelivery, 'deliveries');
     },
   }),
 ];

@@ -87,40 +87,76 @@ export const OpenAIErrorBody = ErrorBody.extend({
 /** `limit` 1..100 (default 20) and an opaque `cursor`, on every list. */
 export const pageQuery = {
   limit: z.coerce.number().int().min(1).max(100).default(20),
-  cursor: z.string().max(200).optional(),
+  cursor: z.string().max(200).optional().meta({
+    description:
+      "The previous page's next_cursor. A cursor pages only the list that returned it: one of another list is a 400 validation_error",
+  }),
 };
 
 export const listOf = <T extends z.ZodType>(item: T) =>
   z.object({ data: z.array(item), next_cursor: z.string().nullable() });
 
+/**
+ * The lists that page, each by the name its cursors carry, so that a cursor handed to another list
+ * (whose positions mean something else) is refused rather than answered with a wrong page.
+ */
+export type ListName =
+  | 'agents'
+  | 'approvals'
+  | 'approval-queue'
+  | 'audit'
+  | 'credentials'
+  | 'decisions'
+  | 'deliveries'
+  | 'history'
+  | 'invocations'
+  | 'keys'
+  | 'policies'
+  | 'sessions'
+  | 'webhooks';
+
 /** The page a list query asks for: its limit and the position its cursor encodes. */
-export const pageRequest = (query: { limit: number; cursor?: string | undefined }) => ({
+export const pageRequest = (query: { limit: number; cursor?: string | undefined }, list: ListName) => ({
   limit: query.limit,
-  after: decodeCursor(query.cursor, 'string'),
+  after: decodeCursor(query.cursor, 'string', list),
 });
 
 /** A list answer: the page's items as presented, and the cursor of the next page (or null). */
 export const pageReply = <T>(
   page: { items: T[]; nextAfter: string | null },
   present: (item: T) => unknown,
+  list: ListName,
 ) => ({
   status: 200,
-  body: { data: page.items.map(present), next_cursor: encodeCursor(page.nextAfter) },
+  body: { data: page.items.map(present), next_cursor: encodeCursor(page.nextAfter, list) },
 });
 
-/** Cursors are opaque to clients: base64url JSON of the position to continue from. */
-export const encodeCursor = (position: string | number | null): string | null =>
-  position === null ? null : Buffer.from(JSON.stringify({ p: position })).toString('base64url');
+/** Cursors are opaque to clients: base64url JSON of the list and the position to continue from. */
+export const encodeCursor = (position: string | number | null, list: ListName): string | null =>
+  position === null ? null : Buffer.from(JSON.stringify({ l: list, p: position })).toString('base64url');
 
-export function decodeCursor<T extends 'string' | 'number'>(cursor: string | undefined, kind: T) {
+export function decodeCursor<T extends 'string' | 'number'>(
+  cursor: string | undefined,
+  kind: T,
+  list: ListName,
+) {
   if (cursor === undefined) return null;
+  const { l, p } = parseCursor(cursor);
+  // A cursor without a list name was issued before cursors carried one: still taken for one
+  // release, so that a client paging across the upgrade goes on; refuse it from the next release.
+  if (l !== undefined && l !== list) throw foreignCursor();
+  // A forged cursor may decode to a NUL, 1e400 or 1.5, which the database would fail on: the
+  // numbers this API writes are positions (sequence numbers), whole and safe.
+  const whole = kind === 'string' || Number.isSafeInteger(p);
+  if (typeof p === kind && whole && findUnstorable(p, 'cursor').length === 0)
+    return p as T extends 'string' ? string : number;
+  throw badCursor();
+}
+
+function parseCursor(cursor: string): { l?: unknown; p?: unknown } {
   try {
-    const { p } = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { p: unknown };
-    // A forged cursor may decode to a NUL, 1e400 or 1.5, which the database would fail on: the
-    // numbers this API writes are positions (sequence numbers), whole and safe.
-    const whole = kind === 'string' || Number.isSafeInteger(p);
-    if (typeof p === kind && whole && findUnstorable(p, 'cursor').length === 0)
-      return p as T extends 'string' ? string : number;
+    const parsed: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (typeof parsed === 'object' && parsed !== null) return parsed;
   } catch {
     // fall through to the validation error
   }
@@ -133,11 +169,11 @@ export interface TimedPosition {
   id: string;
 }
 
-export const encodeTimedCursor = (next: TimedPosition | null): string | null =>
-  encodeCursor(next ? `${next.at.toISOString()}|${next.id}` : null);
+export const encodeTimedCursor = (next: TimedPosition | null, list: ListName): string | null =>
+  encodeCursor(next ? `${next.at.toISOString()}|${next.id}` : null, list);
 
-export function decodeTimedCursor(cursor: string | undefined): TimedPosition | null {
-  const position = decodeCursor(cursor, 'string');
+export function decodeTimedCursor(cursor: string | undefined, list: ListName): TimedPosition | null {
+  const position = decodeCursor(cursor, 'string', list);
   if (position === null) return null;
   const [at, id] = position.split('|');
   const when = new Date(at ?? '');
@@ -145,7 +181,10 @@ export function decodeTimedCursor(cursor: string | undefined): TimedPosition | n
   return { at: when, id };
 }
 
-export const badCursor = (): DomainError =>
-  new DomainError('validation_error', 'cursor: not a cursor this API returned', {
-    details: [{ path: 'cursor', message: 'cursor: not a cursor this API returned' }],
-  });
+const cursorError = (message: string): DomainError =>
+  new DomainError('validation_error', message, { details: [{ path: 'cursor', message }] });
+
+export const badCursor = (): DomainError => cursorError('cursor: not a cursor this API returned');
+
+const foreignCursor = (): DomainError =>
+  cursorError('cursor: the cursor of another list (a cursor pages only the list that returned it)');

@@ -2061,6 +2061,7 @@ export interface operations {
     parameters: {
       query?: {
         limit?: number;
+        /** @description The previous page's next_cursor. A cursor pages only the list that returned it: one of another list is a 400 validation_error */
         cursor?: string;
       };
       header?: never;
@@ -2506,6 +2507,7 @@ export interface operations {
     parameters: {
       query?: {
         limit?: number;
+        /** @description The previous page's next_cursor. A cursor pages only the list that returned it: one of another list is a 400 validation_error */
         cursor?: string;
       };
       header?: never;
@@ -2944,6 +2946,7 @@ export interface operations {
     parameters: {
       query?: {
         limit?: number;
+        /** @description The previous page's next_cursor. A cursor pages only the list that returned it: one of another list is a 400 validation_error */
         cursor?: string;
       };
       header?: never;
@@ -3594,6 +3597,7 @@ export interface operations {
     parameters: {
       query?: {
         limit?: number;
+        /** @description The previous page's next_cursor. A cursor pages only the list that returned it: one of another list is a 400 validation_error */
         cursor?: string;
       };
       header?: never;
@@ -4787,6 +4791,7 @@ export interface operations {
         /** @description Approvals this policy asked for. */
         policy_id?: string;
         limit?: number;
+        /** @description The previous page's next_cursor. A cursor pages only the list that returned it: one of another list is a 400 validation_error */
         cursor?: string;
       };
       header?: never;
@@ -5389,6 +5394,7 @@ export interface operations {
         status?: 'open' | 'closed' | 'expired';
         agent_id?: string;
         limit?: number;
+        /** @description The previous page's next_cursor. A cursor pages only the list that returned it: one of another list is a 400 validation_error */
         cursor?: string;
       };
       header?: never;
@@ -5659,6 +5665,7 @@ export interface operations {
     parameters: {
       query?: {
         limit?: number;
+        /** @description The previous page's next_cursor. A cursor pages only the list that returned it: one of another list is a 400 validation_error */
         cursor?: string;
       };
       header?: never;
@@ -6092,6 +6099,7 @@ export interface operations {
           | 'denied'
           | 'cancelled';
         limit?: number;
+        /** @description The previous page's next_cursor. A cursor pages only the list that returned it: one of another list is a 400 validation_error */
         cursor?: string;
       };
       header?: never;
@@ -6675,6 +6683,7 @@ export interface operations {
         since?: string;
         until?: string;
         limit?: number;
+        /** @description The previous page's next_cursor. A cursor pages only the list that returned it: one of another list is a 400 validation_error */
         cursor?: string;
       };
       header?: never;
@@ -7003,6 +7012,7 @@ export interface operations {
         /** @description Exclusive. */
         until?: string;
         limit?: number;
+        /** @description The previous page's next_cursor. A cursor pages only the list that returned it: one of another list is a 400 validation_error */
         cursor?: string;
       };
       header?: never;
@@ -7150,6 +7160,7 @@ export interface operations {
     parameters: {
       query?: {
         limit?: number;
+        /** @description The previous page's next_cursor. A cursor pages only the list that returned it: one of another list is a 400 validation_error */
         cursor?: string;
       };
       header?: never;
@@ -7485,6 +7496,7 @@ export interface operations {
     parameters: {
       query?: {
         limit?: number;
+        /** @description The previous page's next_cursor. A cursor pages only the list that returned it: one of another list is a 400 validation_error */
         cursor?: string;
       };
       header?: never;
