@@ -199,10 +199,10 @@ export const presentUsage = (r: UsageReport) => ({
   groups_truncated: r.groupsTruncated,
 });
 
-/** A policy in the contract's shape; after a change, with the org's policy_version it produced. */
-export const presentPolicy = (p: Policy, policyVersion?: number) => ({
+/** A policy in the contract's shape, with the org's policy_version (after a change, or when read). */
+export const presentPolicy = (p: Policy, policyVersion: number) => ({
   ...policyDocument(p),
-  ...(policyVersion !== undefined ? { policy_version: policyVersion } : {}),
+  policy_version: policyVersion,
 });
 
 const presentActor = (a: Actor) => ({ type: a.type, id: a.id });

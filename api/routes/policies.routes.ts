@@ -103,7 +103,7 @@ export const policyRoutes = [
         callOf(input),
         pageRequest(input.query, 'policies'),
       );
-      return pageReply(page, (p) => presentPolicy(p), 'policies');
+      return pageReply(page, (p) => presentPolicy(p, page.policyVersion), 'policies');
     },
   }),
   defineRoute({
@@ -114,8 +114,12 @@ export const policyRoutes = [
     access: read,
     responses: { 200: { description: 'the policy', schema: PolicyView }, 404: notFound },
     handle: async (input) => {
-      const policy = await getPolicy(policyDeps(input.infra), callOf(input), input.params.id ?? '');
-      return { status: 200, body: presentPolicy(policy) };
+      const { policy, policyVersion } = await getPolicy(
+        policyDeps(input.infra),
+        callOf(input),
+        input.params.id ?? '',
+      );
+      return { status: 200, body: presentPolicy(policy, policyVersion) };
     },
   }),
   defineRoute({

@@ -136,8 +136,11 @@ export const PolicyView = z
     policy_version: z
       .number()
       .int()
-      .optional()
-      .meta({ description: "On POST and PUT answers: the org's policy_version after the change." }),
+      .meta({
+        description:
+          "The org's policy_version (each policy change adds 1): on POST and PUT the version after the " +
+          'change; on GET, of one policy or a list, the current one, read in the same statement as the policies shown.',
+      }),
   })
   .meta({ description: 'A policy of the org.' });
 

@@ -3703,8 +3703,8 @@ export interface operations {
                * @description ISO 8601 UTC
                */
               updated_at: string;
-              /** @description On POST and PUT answers: the org's policy_version after the change. */
-              policy_version?: number;
+              /** @description The org's policy_version (each policy change adds 1): on POST and PUT the version after the change; on GET, of one policy or a list, the current one, read in the same statement as the policies shown. */
+              policy_version: number;
             }[];
             next_cursor: string | null;
           };
@@ -3955,8 +3955,8 @@ export interface operations {
              * @description ISO 8601 UTC
              */
             updated_at: string;
-            /** @description On POST and PUT answers: the org's policy_version after the change. */
-            policy_version?: number;
+            /** @description The org's policy_version (each policy change adds 1): on POST and PUT the version after the change; on GET, of one policy or a list, the current one, read in the same statement as the policies shown. */
+            policy_version: number;
           };
         };
       };
@@ -4350,8 +4350,8 @@ export interface operations {
              * @description ISO 8601 UTC
              */
             updated_at: string;
-            /** @description On POST and PUT answers: the org's policy_version after the change. */
-            policy_version?: number;
+            /** @description The org's policy_version (each policy change adds 1): on POST and PUT the version after the change; on GET, of one policy or a list, the current one, read in the same statement as the policies shown. */
+            policy_version: number;
           };
         };
       };
@@ -4611,8 +4611,8 @@ export interface operations {
              * @description ISO 8601 UTC
              */
             updated_at: string;
-            /** @description On POST and PUT answers: the org's policy_version after the change. */
-            policy_version?: number;
+            /** @description The org's policy_version (each policy change adds 1): on POST and PUT the version after the change; on GET, of one policy or a list, the current one, read in the same statement as the policies shown. */
+            policy_version: number;
           };
         };
       };

@@ -1,6 +1,11 @@
 import type { Page, PageRequest } from '../model';
 import type { Policy } from './policy';
 
+/** The policies a page shows and the org's policy_version they are at. */
+export interface PolicyPage extends Page<Policy> {
+  policyVersion: number;
+}
+
 /**
  * The org's policies inside a unit of work. Writers take the org's policy_version first (a row
  * lock held until the transaction ends), so policy changes of one org run one at a time and
@@ -13,7 +18,10 @@ export interface PolicyRepository {
   bumpVersion(orgId: string): Promise<number>;
   /** A live policy (deleted ones are not found). */
   get(orgId: string, id: string): Promise<Policy | null>;
-  list(orgId: string, page: PageRequest): Promise<Page<Policy>>;
+  /** A live policy, or null, and the org's policy_version, read in one statement. */
+  getWithVersion(orgId: string, id: string): Promise<{ policy: Policy | null; policyVersion: number }>;
+  /** A page of live policies and the org's policy_version, read in one statement. */
+  list(orgId: string, page: PageRequest): Promise<PolicyPage>;
   countLive(orgId: string): Promise<number>;
   insert(policy: Policy): Promise<void>;
   /** Writes every client field, version and updated_at of a live policy. */

@@ -3,11 +3,12 @@ import { sameValue } from '../same-value';
 import type { Clock } from '../clock';
 import { invalidField, notFound } from '../errors';
 import { newId } from '../ids';
-import type { Page, PageRequest } from '../model';
+import type { PageRequest } from '../model';
 import type { Tx, UnitOfWork } from '../ports';
 import { actorOf, type CallContext } from '../principal';
 import { MAX_POLICIES_PER_ORG } from './limits';
 import type { Policy } from './policy';
+import type { PolicyPage } from './policy-store.port';
 import { policyDocument } from './policy-document';
 
 export interface PolicyDeps {
@@ -21,8 +22,8 @@ export type PolicyFields = Pick<
   'name' | 'description' | 'enabled' | 'priority' | 'mode' | 'appliesTo' | 'rules'
 >;
 
-/** A policy after a change, with the org's policy_version that change produced. */
-export interface PolicyChange {
+/** A policy with the org's policy_version: after a change, the one it produced; on a read, the current one. */
+export interface VersionedPolicy {
   policy: Policy;
   policyVersion: number;
 }
@@ -67,10 +68,16 @@ async function loadPolicy(tx: Tx, ctx: CallContext, id: string): Promise<Policy>
   return policy;
 }
 
-export const getPolicy = (deps: PolicyDeps, ctx: CallContext, id: string): Promise<Policy> =>
-  deps.uow.read((tx) => loadPolicy(tx, ctx, id));
+/** Reads run outside a transaction: the version comes in the policy's own statement, to match it. */
+export async function getPolicy(deps: PolicyDeps, ctx: CallContext, id: string): Promise<VersionedPolicy> {
+  const { policy, policyVersion } = await deps.uow.read((tx) =>
+    tx.policies.getWithVersion(ctx.principal.orgId, id),
+  );
+  if (!policy) throw notFound('policy');
+  return { policy, policyVersion };
+}
 
-export const listPolicies = (deps: PolicyDeps, ctx: CallContext, page: PageRequest): Promise<Page<Policy>> =>
+export const listPolicies = (deps: PolicyDeps, ctx: CallContext, page: PageRequest): Promise<PolicyPage> =>
   deps.uow.read((tx) => tx.policies.list(ctx.principal.orgId, page));
 
 /** The org's version is bumped first: its row lock makes the count below exact under concurrency. */
@@ -78,7 +85,7 @@ export async function createPolicy(
   deps: PolicyDeps,
   ctx: CallContext,
   fields: PolicyFields,
-): Promise<PolicyChange> {
+): Promise<VersionedPolicy> {
   const orgId = ctx.principal.orgId;
   return deps.uow.transaction(async (tx) => {
     const policyVersion = await tx.policies.bumpVersion(orgId);
@@ -104,7 +111,7 @@ export async function replacePolicy(
   ctx: CallContext,
   id: string,
   fields: PolicyFields,
-): Promise<PolicyChange> {
+): Promise<VersionedPolicy> {
   const orgId = ctx.principal.orgId;
   return deps.uow.transaction(async (tx) => {
     const current = await tx.policies.lockVersion(orgId);
@@ -119,7 +126,7 @@ export async function replacePolicy(
   });
 }
 
-export async function deletePolicy(deps: PolicyDeps, ctx: CallContext, id: string): Promise<PolicyChange> {
+export async function deletePolicy(deps: PolicyDeps, ctx: CallContext, id: string): Promise<VersionedPolicy> {
   return deps.uow.transaction(async (tx) => {
     const policyVersion = await tx.policies.bumpVersion(ctx.principal.orgId);
     const old = await loadPolicy(tx, ctx, id);

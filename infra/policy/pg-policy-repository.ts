@@ -10,6 +10,29 @@ async function versionOf(em: EntityManager, sql: string, orgId: string): Promise
   return Number(row.policy_version);
 }
 
+type VersionedRow = { policy_version: string | number } & ({ id: null } | PolicyRow);
+
+/**
+ * The org's live policies that `tail` selects, each row with the org's policy_version, in one
+ * statement: reads run outside a transaction, and two statements could straddle a change. The org
+ * row always answers, so no policy is one row with a null id.
+ */
+const withVersion = (em: EntityManager, orgId: string, tail: string, values: unknown[]) =>
+  em.execute<VersionedRow[]>(
+    `select o.policy_version, p.* from orgs o left join lateral (
+       select ${POLICY_COLUMNS} from policies where org_id = o.id and deleted_at is null ${tail}
+     ) p on true where o.id = ? order by p.id desc`,
+    [...values, orgId],
+  );
+
+const policiesOf = (rows: VersionedRow[]) => rows.flatMap((r) => (r.id === null ? [] : [toPolicy(r)]));
+
+function versionIn(rows: VersionedRow[], orgId: string): number {
+  const row = rows[0];
+  if (!row) throw new Error(`org ${orgId} has no row to hold its policy_version`);
+  return Number(row.policy_version);
+}
+
 /** Policies through the unit of work's EntityManager, so they commit with its audit events. */
 export function policyRepository(em: EntityManager): PolicyRepository {
   return {
@@ -28,15 +51,20 @@ export function policyRepository(em: EntityManager): PolicyRepository {
       );
       return rows[0] ? toPolicy(rows[0]) : null;
     },
+    getWithVersion: async (orgId, id) => {
+      const rows = await withVersion(em, orgId, 'and id = ?', [id]);
+      return { policy: policiesOf(rows)[0] ?? null, policyVersion: versionIn(rows, orgId) };
+    },
     list: async (orgId, page) => {
       const after = page.after ? 'and id < ?' : '';
-      const rows: PolicyRow[] = await em.execute(
-        `select ${POLICY_COLUMNS} from policies where org_id = ? and deleted_at is null ${after}
-         order by id desc limit ?`,
-        page.after ? [orgId, page.after, page.limit + 1] : [orgId, page.limit + 1],
-      );
-      const items = rows.slice(0, page.limit).map(toPolicy);
-      return { items, nextAfter: rows.length > page.limit ? (items.at(-1)?.id ?? null) : null };
+      const rows = await withVersion(em, orgId, `${after} order by id desc limit ?`, [
+        ...(page.after ? [page.after] : []),
+        page.limit + 1,
+      ]);
+      const found = policiesOf(rows);
+      const items = found.slice(0, page.limit);
+      const nextAfter = found.length > page.limit ? (items.at(-1)?.id ?? null) : null;
+      return { items, nextAfter, policyVersion: versionIn(rows, orgId) };
     },
     countLive: async (orgId) => {
       const rows: { n: string }[] = await em.execute(

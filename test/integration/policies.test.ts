@@ -106,8 +106,7 @@ describe('policies CRUD', () => {
     expect(res.body.created_at).toMatch(/Z$/);
     expect(res.body.updated_at).toBe(res.body.created_at);
     expect(await orgVersion(org.orgId)).toBe(before + 1);
-    const { policy_version: _only, ...stored } = res.body;
-    expect((await get(res.body.id)).body).toEqual(stored);
+    expect((await get(res.body.id)).body).toEqual(res.body);
   });
 
   it('fills the defaults: enabled, priority 0, enforce, applies to everything, 1 approver for an hour', async () => {
@@ -147,6 +146,33 @@ describe('policies CRUD', () => {
     );
     expect(second.body.data.map((p) => p.id)).toEqual(ids.slice(0, 2).reverse());
     expect(second.body.next_cursor).toBeNull();
+  });
+
+  it("shows the org's current policy_version on get and list, and it moves with an update", async () => {
+    const fresh = await signupOrg(app.http, 'Versions');
+    const a = (await create(minimal, fresh.adminKey)).body;
+    const b = (await create({ ...minimal, name: 'b' }, fresh.adminKey)).body;
+    const listed = async () =>
+      (await app.http.get<{ data: PolicyBody[] }>('/v1/policies', fresh.adminKey)).body.data.map((p) => [
+        p.id,
+        p.policy_version,
+      ]);
+    expect(b.policy_version).toBe(2);
+    expect((await get(a.id, fresh.adminKey)).body).toMatchObject({ version: 1, policy_version: 2 });
+    expect(await listed()).toEqual([
+      [b.id, 2],
+      [a.id, 2],
+    ]);
+
+    const updated = (await put(a.id, { ...minimal, name: 'a2' }, fresh.adminKey)).body;
+    expect(updated.policy_version).toBe(3);
+    expect((await get(a.id, fresh.adminKey)).body).toEqual(updated);
+    expect((await get(b.id, fresh.adminKey)).body.policy_version).toBe(3);
+    expect(await listed()).toEqual([
+      [b.id, 3],
+      [a.id, 3],
+    ]);
+    expect(await orgVersion(fresh.orgId)).toBe(3);
   });
 
   it('replaces a policy on PUT: version + 1, policy_version + 1, absent optional fields back to defaults', async () => {
