@@ -60,7 +60,13 @@ export class ProviderRouter implements ProviderClient {
   async stream(request: CompletionRequest, onDelta: (delta: StreamDelta) => void): Promise<CompletionResult> {
     const client = this.clients[request.provider];
     const scrubber = this.scrubberFor(request);
-    const pieces = scrubber ? (d: StreamDelta) => onDelta(scrubber.delta(d)) : onDelta;
+    const scrub = scrubber?.stream() ?? null;
+    const pieces = scrub
+      ? (d: StreamDelta) => {
+          const sent = scrub.delta(d);
+          if (sent) onDelta(sent);
+        }
+      : onDelta;
     const result = await this.timed(request, () => {
       if (!request.trace) return client.stream(request, pieces);
       return inSpan(
@@ -71,6 +77,8 @@ export class ProviderRouter implements ProviderClient {
         { 'gen_ai.system': request.provider, 'gen_ai.request.model': request.model },
       );
     });
+    const held = scrub?.flush();
+    if (held) onDelta(held);
     return scrubber?.result(result) ?? result;
   }
 

@@ -5,7 +5,7 @@ const REDACTED = '[redacted]';
 const urlSafe = (b64: string) => b64.replace(/\+/g, '-').replace(/\//g, '_');
 
 /** ASCII letters folded to lower case, nothing else: the length stays, so indexes still match. */
-const foldAscii = (text: string) => text.replace(/[A-Z]/g, (c) => c.toLowerCase());
+export const foldAscii = (text: string) => text.replace(/[A-Z]/g, (c) => c.toLowerCase());
 
 /**
  * The ways a secret shows up in provider text: as is, URL-encoded, in hex, and in base64

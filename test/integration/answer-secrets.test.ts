@@ -28,7 +28,10 @@ beforeAll(async () => {
     if ((req.body as { stream?: boolean }).stream) {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       const event = (body: unknown) => res.write(`data: ${JSON.stringify(body)}\n\n`);
-      event({ choices: [{ index: 0, delta: { content: echoed } }] });
+      // Cut inside the secret: each piece alone holds only part of it.
+      const cut = echoed.indexOf(SECRET) + 7;
+      event({ choices: [{ index: 0, delta: { content: echoed.slice(0, cut) } }] });
+      event({ choices: [{ index: 0, delta: { content: echoed.slice(cut) } }] });
       event({
         choices: [{ index: 0, delta: {}, finish_reason: 'stop' }],
         usage: { prompt_tokens: 5, completion_tokens: 9 },
@@ -86,7 +89,7 @@ it('an answer that echoes the secret is stored and returned without it, to the c
   expect(JSON.stringify(stored)).not.toContain(SECRET);
 });
 
-it('a streamed answer that echoes the secret in a piece is streamed and stored without it', async () => {
+it('a streamed answer that echoes the secret split across two pieces is streamed and stored without it', async () => {
   const key = setup.org.adminKey;
   const session = await openSession(app.http, key, { agent_id: setup.agentId, max_cost_usd: 1 });
   const client = openaiClient(app.http.baseUrl, key, { 'X-Session-Id': session.id });

@@ -43,4 +43,44 @@ describe("a provider's answer, cleared of the secret it was sent", () => {
   it('leaves an answer alone when the secret is shorter than 8 characters', () => {
     expect(new AnswerScrubber('abc123').text('abc123 is the answer')).toBe('abc123 is the answer');
   });
+
+  describe('a streamed answer', () => {
+    /** Streams `text` cut at `cuts`, and gives back what the client received, piece by piece. */
+    function streamed(text: string, cuts: number[], field: 'content' | 'arguments' = 'content') {
+      const stream = scrub.stream();
+      if (!stream) throw new Error('no stream scrubber');
+      const bounds = [0, ...cuts, text.length];
+      const sent = bounds.slice(1).map((end, i) => {
+        const piece = text.slice(bounds[i], end);
+        const delta =
+          field === 'content' ? { content: piece } : { toolCalls: [{ index: 0, arguments: piece }] };
+        return stream.delta(delta);
+      });
+      sent.push(stream.flush());
+      const textOf = (d: (typeof sent)[number]) =>
+        (field === 'content' ? d?.content : d?.toolCalls?.[0]?.arguments) ?? '';
+      return { pieces: sent.map(textOf), whole: sent.map(textOf).join('') };
+    }
+
+    it('takes out a secret split across two pieces, wherever it is cut', () => {
+      const text = `the key is ${SECRET}, keep it`;
+      const start = text.indexOf(SECRET);
+      for (let cut = start; cut <= start + SECRET.length; cut++)
+        expect([cut, streamed(text, [cut]).whole]).toEqual([cut, 'the key is [redacted], keep it']);
+    });
+
+    it('takes it out of tool call arguments split across pieces, and in hex cut in three', () => {
+      const args = `{"token":"${SECRET}"}`;
+      expect(streamed(args, [12, 30], 'arguments').whole).toBe('{"token":"[redacted]"}');
+      const hex = `0x${Buffer.from(SECRET).toString('hex')}!`;
+      expect(streamed(hex, [10, 50, 90]).whole).toBe('0x[redacted]!');
+    });
+
+    it('sends text that cannot start the secret at once, holding back only what could', () => {
+      const { pieces } = streamed('Hello there. Go home', [6, 13]);
+      expect(pieces).toEqual(['Hello ', 'there. ', 'Go home', '']);
+      // "s" may start "sk-proj-...": it waits for the next piece, which shows it does not.
+      expect(streamed('yes sir', [3]).pieces).toEqual(['ye', 's sir', '']);
+    });
+  });
 });

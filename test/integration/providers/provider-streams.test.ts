@@ -99,7 +99,8 @@ describe('openai and openai_compatible, streamed', () => {
   });
 
   it('an abort through the signal stops the call: provider_aborted, delivery unknown', async () => {
-    stub.handler = (_req, res) => sse(res, [{ choices: [{ index: 0, delta: { content: 'a' } }] }], false);
+    // A piece that cannot start a form of the secret, so it is not held back (answer-secrets.ts).
+    stub.handler = (_req, res) => sse(res, [{ choices: [{ index: 0, delta: { content: 'x!' } }] }], false);
     const hangUp = new AbortController();
     const pieces: StreamDelta[] = [];
     const pending = router.stream(request({ signal: hangUp.signal }), (d) => {
@@ -109,7 +110,7 @@ describe('openai and openai_compatible, streamed', () => {
     await expect(pending).rejects.toMatchObject({
       code: 'provider_aborted',
       delivery: 'unknown',
-      streamed: { content: 'a' },
+      streamed: { content: 'x!' },
     });
   });
 
