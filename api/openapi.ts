@@ -205,7 +205,9 @@ export function buildOpenApi(routes: RouteDef[]) {
       version: '1.0.0',
       description: [
         'JSON in and out; request bodies are strict (unknown fields are a validation_error), and so are',
-        'query strings. Lists are newest first with `limit` (1..100, default 20) and an opaque `cursor`.',
+        'the query strings of routes that read query parameters (a route that reads none ignores its query',
+        'string). A query parameter given no value (`?status=`) is as if left out.',
+        'Lists are newest first with `limit` (1..100, default 20) and an opaque `cursor`.',
         "Another org's resource answers 404.",
         REQUEST_ID_RULE,
         UNSTORABLE_INPUT_RULE,

@@ -22,6 +22,13 @@ async function applyRateLimit(ctx: Context, infra: Infra, principal: Principal |
 }
 
 /**
+ * The query parameters given a value: `?status=` (an empty form field, say) is as if left out,
+ * on every route, rather than a filter on the empty string on some and a 400 on others.
+ */
+const givenValues = (query: Context['query']) =>
+  Object.fromEntries(Object.entries(query).filter(([, value]) => value !== ''));
+
+/**
  * Reads the body and checks what the route reads: first the one rule for unstorable input (path,
  * query, body), then the body schema. The query schema runs in the handler's turn.
  */
@@ -71,7 +78,7 @@ function pipeline(
     const handle = () =>
       route.handle({
         body,
-        query: parseInput(query, ctx.query, 'query'),
+        query: parseInput(query, givenValues(ctx.query), 'query'),
         params: ctx.params as Record<string, string>,
         principal,
         requestId: ctx.state.requestId as string,
