@@ -15,6 +15,11 @@ export interface RecordedInvocation {
   offeredTools?: string[];
   /** The worst case reserved for the call, which cost rules judge. */
   reserveMicros: number;
+  /**
+   * The agent record itself refused it (suspended, a model or credential outside its lists): the
+   * guardian decides that before any policy, so no policy changes its verdict.
+   */
+  refusedByAgent: boolean;
 }
 
 /** Where a page of history ends: it is read oldest first by (created_at, id). */

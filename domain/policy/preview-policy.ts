@@ -113,6 +113,10 @@ class Tally {
   ) {}
 
   replay(r: RecordedInvocation): void {
+    if (r.refusedByAgent) {
+      this.replayed += 1;
+      return;
+    }
     const action = recordedAction(r);
     const context = { agentId: r.agentId, sessionId: r.sessionId };
     const before = evaluatePolicies(this.current, action, context).verdict;
@@ -133,7 +137,8 @@ class Tally {
  * differ, for at most PREVIEW_MAX_ACTIONS actions and PREVIEW_MAX_MS of replaying (`truncated`
  * beyond either). Reads pages keyed on (created_at, id), one more row than it replays to know
  * whether the window held more. Writes nothing. Verdicts are the engine's (a require_approval is reported as
- * such), and only the org's policies are replayed, not the agent record's built-in checks.
+ * such), and only the org's policies are replayed, not the agent record's built-in checks: a call
+ * the agent record refused when it ran is counted unchanged, as the guardian refuses it first.
  */
 export async function previewPolicy(
   deps: PreviewDeps,

@@ -19,12 +19,18 @@ interface HistoryRow {
   tool: StoredRequest['tool'] | null;
   tools: StoredRequest['tools'] | null;
   reserve_micros: Num;
+  refused_by_agent: boolean;
 }
 
-/** Only what the engine judges: the request's messages, max_tokens, tool and tools (not its metadata). */
+/**
+ * Only what the engine judges: the request's messages, max_tokens, tool and tools (not its
+ * metadata); and whether the agent record refused it (a denial with a reason of no policy).
+ */
 const COLUMNS = `id, created_at, agent_id, session_id, model, reserve_micros,
   request->'messages' as messages, request->'max_tokens' as max_tokens, request->'tool' as tool,
-  request->'tools' as tools`;
+  request->'tools' as tools,
+  coalesce(decision->>'verdict' = 'deny' and decision->'reasons' @> '[{"policy_id": null}]', false)
+    as refused_by_agent`;
 
 const toRecorded = (r: HistoryRow): RecordedInvocation => ({
   id: r.id,
@@ -37,6 +43,7 @@ const toRecorded = (r: HistoryRow): RecordedInvocation => ({
   ...(r.tool ? { tool: r.tool } : {}),
   ...(r.tools?.length ? { offeredTools: offeredToolNames(r.tools) } : {}),
   reserveMicros: Number(r.reserve_micros),
+  refusedByAgent: r.refused_by_agent,
 });
 
 /** The org's recorded invocations, oldest first, for the policy impact preview. */

@@ -147,6 +147,30 @@ describe('POST /v1/policies/preview', () => {
     expect(res.body).toMatchObject({ actions_replayed: 0, changed: { total: 0 } });
   });
 
+  it('counts no change for a call the agent record itself refused: the guardian refuses it before any policy', async () => {
+    const own = await setUpInvoking(app.http, { models: ['mock-1', 'mock-3'] });
+    await app.http.call('PATCH', `/v1/agents/${own.agentId}`, {
+      token: own.org.adminKey,
+      body: { allowed_models: ['mock-1'] },
+    });
+    const session = await openSession(app.http, own.org.adminKey, { agent_id: own.agentId, max_cost_usd: 1 });
+    const since = new Date(Date.now() - 1000).toISOString();
+    const ran = (model: string) => invoke(app.http, own.org.adminKey, invokeBody(session.id, { model }));
+    const refused = await ran('mock-3');
+    expect(refused.body).toMatchObject({ status: 'denied', decision: { reasons: [{ policy_id: null }] } });
+    const allowed = await ran('mock-1');
+    expect(allowed.body.status).toBe('succeeded');
+    const res = await preview(
+      { policy: draft([{ type: 'deny_models', models: ['mock-1', 'mock-3'] }]), since },
+      own.org.adminKey,
+    );
+    expect(res.body).toMatchObject({
+      actions_replayed: 2,
+      changed: { total: 1, by_verdict: { 'allow->deny': 1 } },
+    });
+    expect(res.body.examples.map((e) => e.invocation_id)).toEqual([allowed.body.id]);
+  });
+
   const clamp8 = draft([{ type: 'max_tokens', limit: 8 }]);
   const BAD: { label: string; body: Record<string, unknown>; field: string }[] = [
     {

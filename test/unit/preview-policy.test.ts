@@ -28,6 +28,7 @@ const history = (count: number, model = 'm-a', reserveMicros = 1000): RecordedIn
     messages: [{ role: 'user' as const, content: 'hello' }],
     maxTokens: 16,
     reserveMicros,
+    refusedByAgent: false,
   }));
 
 /** An ActionHistory over an array, as the PostgreSQL one reads it: keyset pages in (createdAt, id). */
