@@ -80,6 +80,22 @@ const recomputeWithForgery = async (orgId: string) => {
   await asSuperuser(`${sql} update audit_heads set hash = '${last?.hash}' where org_id = '${orgId}';`);
 };
 
+/** Runs `during` while the database refuses to seal the org's entries (a trigger), then lets it. */
+async function whileSealingRefused(orgId: string, during: () => Promise<void>): Promise<void> {
+  const name = `refuse_${orgId.toLowerCase()}`;
+  await superuserQuery(
+    app.db.url,
+    `create function ${name}() returns trigger language plpgsql as $$ begin
+       if new.org_id = '${orgId}' then raise exception 'refused'; end if; return new; end $$;
+     create trigger ${name} before insert on audit_entries for each row execute function ${name}();`,
+  );
+  try {
+    await during();
+  } finally {
+    await superuserQuery(app.db.url, `drop trigger ${name} on audit_entries; drop function ${name}();`);
+  }
+}
+
 describe('a truncated tail', () => {
   it('fails verify when the newest entries and their checkpoints are deleted', async () => {
     const org = await signupOrg(app.http);
@@ -180,21 +196,12 @@ describe('a head row changed behind the service', () => {
     const org = await signupOrg(app.http);
     await grow(org, 2);
     await superuserQuery(app.db.url, `update audit_heads set seq = seq - 1 where org_id = '${org.orgId}'`);
-    const name = `refuse_${org.orgId.toLowerCase()}`;
-    await superuserQuery(
-      app.db.url,
-      `create function ${name}() returns trigger language plpgsql as $$ begin
-         if new.org_id = '${org.orgId}' then raise exception 'refused'; end if; return new; end $$;
-       create trigger ${name} before insert on audit_entries for each row execute function ${name}();`,
-    );
-    try {
+    await whileSealingRefused(org.orgId, async () => {
       await mintKey(app.http, org.adminKey, ['audit:read']);
       for (let i = 0; i < 4; i++) await expect(app.infra.auditLog.seal(org.orgId)).rejects.toThrow('refused');
       const logged = app.logs.filter((l) => l.includes('head row does not match') && l.includes(org.orgId));
       expect(logged).toHaveLength(1);
-    } finally {
-      await superuserQuery(app.db.url, `drop trigger ${name} on audit_entries; drop function ${name}();`);
-    }
+    });
     await app.infra.auditLog.seal(org.orgId);
     expect(await pending(org.orgId)).toBe(0);
   });
@@ -204,22 +211,13 @@ describe('a head row changed behind the service', () => {
       a.orgId < b.orgId ? -1 : 1,
     ) as [SignedUpOrg, SignedUpOrg];
     await app.infra.auditLog.sealAll();
-    const name = `refuse_${first.orgId.toLowerCase()}`;
-    await superuserQuery(
-      app.db.url,
-      `create function ${name}() returns trigger language plpgsql as $$ begin
-         if new.org_id = '${first.orgId}' then raise exception 'refused'; end if; return new; end $$;
-       create trigger ${name} before insert on audit_entries for each row execute function ${name}();`,
-    );
-    try {
+    await whileSealingRefused(first.orgId, async () => {
       await mintKey(app.http, first.adminKey, ['audit:read']);
       await mintKey(app.http, second.adminKey, ['audit:read']);
       await expect(app.infra.auditLog.sealAll()).rejects.toThrow('refused');
       expect(await pending(first.orgId)).toBeGreaterThan(0);
       expect(await pending(second.orgId)).toBe(0);
-    } finally {
-      await superuserQuery(app.db.url, `drop trigger ${name} on audit_entries; drop function ${name}();`);
-    }
+    });
   });
 });
 
