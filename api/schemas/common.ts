@@ -169,15 +169,20 @@ export interface TimedPosition {
   id: string;
 }
 
+/** A time as `toISOString` writes one of years 0000-9999. */
+const WRITTEN_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
 export const encodeTimedCursor = (next: TimedPosition | null, list: ListName): string | null =>
   encodeCursor(next ? `${next.at.toISOString()}|${next.id}` : null, list);
 
 export function decodeTimedCursor(cursor: string | undefined, list: ListName): TimedPosition | null {
   const position = decodeCursor(cursor, 'string', list);
   if (position === null) return null;
-  const [at, id] = position.split('|');
-  const when = new Date(at ?? '');
-  if (Number.isNaN(when.getTime()) || !id) throw badCursor();
+  const [at = '', id] = position.split('|');
+  // As encodeTimedCursor writes it: a forged time outside years 0000-9999 (which Date takes and
+  // PostgreSQL does not) would be a database error, a 500.
+  const when = new Date(at);
+  if (!WRITTEN_TIME.test(at) || Number.isNaN(when.getTime()) || !id) throw badCursor();
   return { at: when, id };
 }
 

@@ -492,6 +492,20 @@ const HOSTILE_CASES: HostileCase[] = [
   ['a forged cursor holding 1.5', 'GET', `/v1/audit?cursor=${cursorOf('1.5')}`, undefined, 'cursor'],
   ['a forged cursor holding 1e308', 'GET', `/v1/audit?cursor=${cursorOf('1e308')}`, undefined, 'cursor'],
   [
+    'a forged time cursor before year 0 (a time PostgreSQL cannot hold)',
+    'GET',
+    `/v1/acs/decisions?cursor=${cursorOf('"-004714-11-23T00:00:00.000Z|dec_x"')}`,
+    undefined,
+    'cursor',
+  ],
+  [
+    'a forged time cursor past year 9999',
+    'GET',
+    `/v1/approvals?cursor=${cursorOf('"+275760-09-13T00:00:00.000Z|apr_x"')}`,
+    undefined,
+    'cursor',
+  ],
+  [
     'a forged cursor past a safe integer',
     'GET',
     `/v1/audit?cursor=${cursorOf('99999999999999999999')}`,
