@@ -12,6 +12,20 @@ import type { Action } from './policy';
  * take a tenth of it.
  */
 export const PATTERN_WORK_BUDGET = 100_000_000;
+/**
+ * What one rule may scan of it. Measured on the 2-core VM in a busy hour (2026-11-28) the costliest
+ * patterns took 35-48 ns a unit, not 17: a rule scanning the whole budget held the event loop about
+ * 5 s. A third of the budget (about 1.5 s at that rate) still lets a plain pattern scan the largest
+ * body a request may carry (1 MiB: about 3 × 10^7 units).
+ */
+export const RULE_WORK_BUDGET = 33_000_000;
+/**
+ * Time an evaluation may take before its next pattern rule: past it, that rule is not run and
+ * denies its policy, as a rule past the budget does. Only pathological pairs of patterns and
+ * prompts come near it (an org's ordinary evaluation takes tens of microseconds), so a verdict
+ * depends on the machine's speed only where the policy could hold the event loop for seconds.
+ */
+export const EVALUATION_MAX_MS = 500;
 /** What each character costs whatever the pattern (re2js's per-character work, in instructions). */
 export const PER_CHARACTER = 20;
 
@@ -29,6 +43,12 @@ function programSize(regex: RE2JS): number {
 /** The pattern matching one evaluation has left; each pattern rule spends from it before it scans. */
 export class PatternBudget {
   private left = PATTERN_WORK_BUDGET;
+  private readonly startedAt: number;
+
+  /** `now`: the clock the evaluation's time is read on, from when the budget is made. */
+  constructor(private readonly now: () => number = () => performance.now()) {
+    this.startedAt = now();
+  }
 
   /**
    * Spends what scanning the action's texts with `regex` can cost at worst (for a redaction, the
@@ -39,10 +59,16 @@ export class PatternBudget {
     const characters = scan === 'match' ? textLengthOf(action) : redactionLengthOf(action);
     const size = programSize(regex);
     const work = characters * (size + PER_CHARACTER);
-    if (work > this.left)
+    if (work > this.left || work > RULE_WORK_BUDGET)
       throw new Error(
         `a pattern of ${size} instructions over ${characters} characters is past what one evaluation ` +
           'may scan; shorten the prompt, or the pattern and its repetitions',
+      );
+    const took = this.now() - this.startedAt;
+    if (took > EVALUATION_MAX_MS)
+      throw new Error(
+        `the evaluation already took ${Math.round(took)} ms, past ${EVALUATION_MAX_MS} ms; this pattern ` +
+          "was not run: make the policies' patterns simpler, or the prompt shorter",
       );
     this.left -= work;
   }

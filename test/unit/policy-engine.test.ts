@@ -13,7 +13,13 @@ import {
   MAX_RULES_PER_POLICY,
   validatePattern,
 } from '../../domain/policy/limits';
-import { PATTERN_WORK_BUDGET, PER_CHARACTER } from '../../domain/policy/pattern-budget';
+import {
+  EVALUATION_MAX_MS,
+  PATTERN_WORK_BUDGET,
+  PatternBudget,
+  PER_CHARACTER,
+  RULE_WORK_BUDGET,
+} from '../../domain/policy/pattern-budget';
 import type { Action, EvaluationContext, Policy, PolicyDecision, Rule } from '../../domain/policy/policy';
 import type { Verdict } from '../../domain/policy/verdict';
 
@@ -242,8 +248,8 @@ describe('the policy engine: every rule type', () => {
     const rule = policy([{ type: 'redact_pattern', pattern, replacement: '#' }]);
     const say = (content: string) => action({ messages: [{ role: 'user', content }] });
     const unit = RE2JS.compile(pattern).matcher('').programSize() + PER_CHARACTER;
-    // Text as sent: a match and a rewrite, two scans, two thirds of the budget.
-    const n = Math.floor(PATTERN_WORK_BUDGET / (3 * unit));
+    // Text as sent: a match and a rewrite, two scans, two thirds of what one rule may scan.
+    const n = Math.floor(RULE_WORK_BUDGET / (3 * unit));
     expect(decide([rule], say('a'.repeat(n))).verdict).toBe('allow');
     // Accented: its folded form too, matched, found and rewritten: five scans, past the budget.
     expect(codes(decide([rule], say('é'.repeat(n))))).toEqual(['policy_evaluation_failed']);
@@ -699,17 +705,36 @@ describe('regexes that cannot stall a worker', () => {
       expect(PATTERN_WORK_BUDGET).toBe(100_000_000);
     });
 
-    it('is spent across the rules of every enforced policy: the second that no longer fits denies', () => {
-      const [first, second] = [policy([wide()], { priority: 1 }), policy([wide()])];
-      const d = decide([first, second], text(80_000)); // 8.2 × 10^7 each
-      expect(d.reasons.map((r) => [r.policyId, r.code])).toEqual([[second.id, 'policy_evaluation_failed']]);
+    it('is spent across the rules of every enforced policy: the fourth that no longer fits denies', () => {
+      const ps = [4, 3, 2, 1].map((priority) => policy([wide()], { priority }));
+      const d = decide(ps, text(30_000)); // 3.07 × 10^7 each
+      expect(d.reasons.map((r) => [r.policyId, r.code])).toEqual([[ps[3]?.id, 'policy_evaluation_failed']]);
     });
 
     it('shadow policies spend from a budget of their own, so they never change the verdict', () => {
-      const shadow = policy([wide()], { priority: 1, mode: 'shadow' });
-      const d = decide([shadow, policy([wide()])], text(80_000));
+      const shadows = [3, 2, 1].map((priority) => policy([wide()], { priority, mode: 'shadow' }));
+      const d = decide([...shadows, policy([wide()])], text(30_000)); // 1.23 × 10^8 in all
       expect(d.verdict).toBe('allow');
       expect(d.shadowReasons).toEqual([]);
+    });
+
+    it('one rule may scan at most a third of it, so no single scan holds the loop for the whole budget', () => {
+      const p = policy([wide()]);
+      const d = decide([p], text(40_000)); // 4.09 × 10^7: past a rule's share, within the budget
+      expect(d.reasons).toEqual([
+        expect.objectContaining({ policyId: p.id, code: 'policy_evaluation_failed' }),
+      ]);
+      expect(RULE_WORK_BUDGET).toBe(33_000_000);
+    });
+
+    it('a rule reached after the evaluation took past 500 ms is not run: it denies its policy', () => {
+      let now = 0;
+      const budget = new PatternBudget(() => now);
+      const regex = RE2JS.compile('secret');
+      const small = text(10);
+      expect(() => budget.spend(regex, small)).not.toThrow();
+      now = EVALUATION_MAX_MS + 1;
+      expect(() => budget.spend(regex, small)).toThrow(/took 501 ms, past 500 ms/);
     });
 
     it('ten plain patterns over a 200,000-character prompt fit, and judge it', () => {
