@@ -1,5 +1,6 @@
 import type { RE2JS } from 're2js';
 import { redactionLengthOf, textLengthOf } from './action-tools';
+import type { CompiledPolicySet } from './compile-policies';
 import type { Action } from './policy';
 
 /**
@@ -72,4 +73,15 @@ export class PatternBudget {
       );
     this.left -= work;
   }
+}
+
+/**
+ * The most the set's patterns could scan of the action, known before any is run (as each rule's
+ * spend is): what marks an evaluation that may be heavy (evaluation-time.ts).
+ */
+export function worstPatternWork(compiled: CompiledPolicySet, action: Action): number {
+  let sizes = 0;
+  for (const { rules } of compiled.policies)
+    for (const { regex } of rules) if (regex) sizes += programSize(regex) + PER_CHARACTER;
+  return sizes === 0 ? 0 : sizes * textLengthOf(action);
 }
