@@ -133,6 +133,7 @@ const runStage = (payload: InvocationJob, infra: Infra, job: JobInfo, loaded?: R
           sealer: infra.credentialSealer,
           signal: infra.signal,
           guardian: infra.guardian,
+          evaluationTurn: (orgId) => infra.evaluationTime.assertTurn(orgId),
           pieces: infra.completions,
           clock: infra.clock,
           providerTimeoutMs: infra.config.CP_PROVIDER_TIMEOUT_MS,

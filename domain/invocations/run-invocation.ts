@@ -27,7 +27,7 @@ import { PieceBatcher } from './piece-batcher';
 import type { CompletionSignal, PieceRelay } from './signals';
 import type { StageJob } from './evaluate-invocation';
 import type { Guardian } from '../policy/guardian';
-import { stoppedAfterWait } from './resume-checks';
+import { stoppedAfterWait, type Wait } from './resume-checks';
 
 export interface RunDeps {
   store: InvocationStore;
@@ -37,6 +37,11 @@ export interface RunDeps {
   signal: CompletionSignal;
   /** Decides again, before its first attempt, an invocation an approval resumed (resume-checks.ts). */
   guardian: Guardian;
+  /**
+   * Throws OrgAtCapacity while the org is past its share of evaluation time: asked before an
+   * invocation that waited reserves, since the check it then runs cannot wait (evaluation-time.ts).
+   */
+  evaluationTurn(orgId: string): void;
   /** Carries a streamed answer's pieces to the API, and its client's hang-up back. */
   pieces: PieceRelay;
   clock: Clock;
@@ -316,6 +321,8 @@ export async function runInvocation(
   const number = invocation.providerAttempts + 1;
   const run: AttemptRun = { deps, invocation, number, chargeId: chargeIdOf(invocation.id, number) };
   if (notAsApproved(view)) return refuseUnapproved(run);
+  // Before anything is reserved, the job may still go back to wait its org's turn.
+  if (waitOf(invocation) !== null) deps.evaluationTurn(invocation.orgId);
   const reserved = await reserveBudget(run);
   if (reserved.kind === 'settled') return 'skipped';
   if (reserved.kind === 'held') return endUnknown(run);
@@ -364,13 +371,17 @@ async function refuseOverCap(
  */
 async function stopAfterWait(run: AttemptRun): Promise<RunOutcome | null> {
   const { deps, invocation } = run;
-  const wait = invocation.providerAttempts > 0 ? 'retry' : invocation.approvalId !== null ? 'approval' : null;
+  const wait = waitOf(invocation);
   if (wait === null) return null;
   const stop = await stoppedAfterWait(deps, invocation, wait);
   if (!stop) return null;
   const release = () => deps.ledger.settle(invocation.sessionId, run.chargeId, NOTHING);
   return runOutcome(await endBeforeAttempt(run, stop.status, stop.error, release), 'failed');
 }
+
+/** What an invocation about to run waited for since it was admitted, if anything. */
+const waitOf = (invocation: Invocation): Wait | null =>
+  invocation.providerAttempts > 0 ? 'retry' : invocation.approvalId !== null ? 'approval' : null;
 
 /** The invocation ends without ending (or charging) an attempt; `release` returns what it reserved. */
 async function endBeforeAttempt(

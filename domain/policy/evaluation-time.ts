@@ -84,6 +84,14 @@ export class EvaluationTime {
     }
   }
 
+  /**
+   * Throws OrgAtCapacity while the org is in debt: for a job that will evaluate without waiting
+   * later (an approved run, a retry, once reserved), asked before it reserves anything.
+   */
+  assertTurn(orgId: string): void {
+    this.assertRoom(orgId, false);
+  }
+
   private assertRoom(orgId: string, heavy: boolean): void {
     const wait = this.waitMs(orgId, heavy);
     if (wait === 0) return;

@@ -101,3 +101,29 @@ it('the key that asked revoked meanwhile stops the retry: failed invalid_api_key
   expect(calls).toBe(1);
   expect(usage).toMatchObject({ calls: 1, reserved_usd: 0 });
 });
+
+it('a retry while its org is past its share of evaluation time waits its turn before it reserves, then runs', async () => {
+  const time = app.infra.evaluationTime;
+  const refusals: number[] = [];
+  const assertTurn = time.assertTurn.bind(time);
+  const spy = jest.spyOn(time, 'assertTurn').mockImplementation((orgId) => {
+    try {
+      assertTurn(orgId);
+    } catch (err) {
+      refusals.push(Date.now());
+      throw err;
+    }
+  });
+  try {
+    const { outcome, usage, calls } = await retriedAfter('in debt meanwhile', async () => {
+      time.charge(setup.org.orgId, 1_500); // half a second in debt at 250 ms a second: 2 s
+    });
+    expect(refusals.length).toBeGreaterThan(0);
+    expect(outcome.status).toBe('succeeded');
+    expect(calls).toBe(2);
+    // Waiting its turn is not an attempt, and held nothing: two calls charged, nothing reserved.
+    expect(usage).toMatchObject({ calls: 2, reserved_usd: 0 });
+  } finally {
+    spy.mockRestore();
+  }
+});
