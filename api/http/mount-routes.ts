@@ -13,11 +13,21 @@ import { parseInput, refuseUnstorable } from './validate';
 
 export const koaPath = (openApiPath: string): string => openApiPath.replace(/\{(\w+)\}/g, ':$1');
 
-/** Public routes are limited per IP; all others per key (or per human session user) and per org. */
-async function applyRateLimit(ctx: Context, infra: Infra, principal: Principal | null): Promise<void> {
-  const rate = principal
-    ? await consumeForCaller(infra.rateLimits, principal)
-    : await infra.rateLimits.perIp.consume(ctx.ip);
+/**
+ * Public routes are limited per IP; all others per key (or per human session user) and per org,
+ * but for the few outside the org's limit (revoking a key).
+ */
+async function applyRateLimit(
+  ctx: Context,
+  route: Pick<RouteDef, 'outsideOrgLimit'>,
+  infra: Infra,
+  principal: Principal | null,
+): Promise<void> {
+  const rate = !principal
+    ? await infra.rateLimits.perIp.consume(ctx.ip)
+    : route.outsideOrgLimit
+      ? await infra.rateLimits.perKey.consume(principal.id)
+      : await consumeForCaller(infra.rateLimits, principal);
   setRateHeaders(ctx, rate);
 }
 
@@ -72,7 +82,7 @@ function pipeline(
     if (yields(ctx)) return next();
     if (route.errorShape) ctx.state.errorShape = route.errorShape;
     const principal = await authenticate(ctx, route.access, infra);
-    if (!route.unlimited) await applyRateLimit(ctx, infra, principal);
+    if (!route.unlimited) await applyRateLimit(ctx, route, infra, principal);
     requireScope(principal, route.access, infra);
     const { raw, body } = await readInput(ctx, route, infra);
     const handle = () =>
@@ -119,10 +129,10 @@ export function mountRoutes(routes: RouteDef[], infra: Infra, checkReply?: Reply
 
 /**
  * A request no route answered (a 404 or 405 follows) still counts against the
- * per-key limit of a token that authenticates, with the `RateLimit-*` headers, so a key cannot
+ * per-key and per-org limits of a token that authenticates, with the `RateLimit-*` headers, so a key cannot
  * probe without limit. Without such a token nothing is counted, as before.
  */
 export async function limitUnrouted(infra: Infra, ctx: Context): Promise<void> {
   const principal = await authenticatedIfAny(ctx, infra);
-  if (principal) await applyRateLimit(ctx, infra, principal);
+  if (principal) await applyRateLimit(ctx, {}, infra, principal);
 }

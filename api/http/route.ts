@@ -58,6 +58,11 @@ export interface RouteDef<B extends z.ZodType = z.ZodType, Q extends z.ZodType =
   body?: B;
   /** Probes are not rate limited: they must answer load balancers, also while Redis is down. */
   unlimited?: boolean;
+  /**
+   * Limited per key only, not per org: revoking a key must work while the org's other keys have
+   * spent its limit (the key being revoked, say).
+   */
+  outsideOrgLimit?: boolean;
   /** Honours `Idempotency-Key` (authenticated routes only). */
   idempotent?: boolean;
   /** When true a body is optional (a missing body validates as `{}`). */

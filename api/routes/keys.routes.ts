@@ -100,6 +100,7 @@ export const keyRoutes = [
     summary: 'Revoke a key at once (revoking twice is fine)',
     tag: 'keys',
     access: admin,
+    outsideOrgLimit: true,
     responses: { 200: { description: 'the revoked key', schema: Key }, 404: notFound },
     handle: async (input) => {
       const key = await revokeKey(keyDeps(input.infra), callOf(input), input.params.id ?? '');

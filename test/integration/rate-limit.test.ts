@@ -134,6 +134,14 @@ describe('per-org rate limit', () => {
     expectRateLimited(over, PER_ORG);
     expect(over.body.message).toContain("the org's rate limit of 8 requests a minute");
     expectRateLimited(await orgLimited.http.get('/v1/audit', await keyOf('third')), PER_ORG);
+    // Revoking a key is limited per key only: an admin can still stop a key that spent the org's limit.
+    const admin = (await mintKey(setup.http, tenant.adminKey, ['org:admin'], 'admin')).key;
+    const secondId = (
+      await setup.http.get<{ data: { id: string; name: string }[] }>('/v1/keys', tenant.adminKey)
+    ).body.data.find((k) => k.name === 'second')?.id;
+    const revoked = await orgLimited.http.delete(`/v1/keys/${secondId}`, admin);
+    expect(revoked.status).toBe(200);
+    expect(intHeader(revoked, 'ratelimit-limit')).toBe(PER_KEY);
 
     // Another org is not affected.
     const res = await orgLimited.http.get('/v1/audit', await freshKey('other org'));
