@@ -162,7 +162,7 @@ export const InvocationView = z
           'Why it failed or was denied: budget_exceeded, credential_not_found, session_not_open, guardian_denied, ' +
           'approval_rejected (a person rejected it), approval_expired (no decision before the approval timed out), ' +
           'approval_mismatch (the request changed after it was approved), ' +
-          'invalid_api_key (the key that asked for it was revoked before it reached the provider), ' +
+          'invalid_api_key or expired_api_key (the key that asked for it was revoked, or expired, before it reached the provider), ' +
           'provider_* (provider_timeout, provider_unavailable, provider_rate_limited, provider_rejected, ...), ' +
           'worker_lost, unavailable.',
       }),

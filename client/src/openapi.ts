@@ -1257,7 +1257,7 @@ export interface components {
       } | null;
       /** @description What the session was charged over all provider attempts. Every request the provider received counts against max_calls; an error status it answered costs nothing; an attempt whose outcome is unknown (timeout, lost connection, unreadable 2xx answer) costs its reservation, since the provider may bill it. */
       cost_usd: number;
-      /** @description Why it failed or was denied: budget_exceeded, credential_not_found, session_not_open, guardian_denied, approval_rejected (a person rejected it), approval_expired (no decision before the approval timed out), approval_mismatch (the request changed after it was approved), invalid_api_key (the key that asked for it was revoked before it reached the provider), provider_* (provider_timeout, provider_unavailable, provider_rate_limited, provider_rejected, ...), worker_lost, unavailable. */
+      /** @description Why it failed or was denied: budget_exceeded, credential_not_found, session_not_open, guardian_denied, approval_rejected (a person rejected it), approval_expired (no decision before the approval timed out), approval_mismatch (the request changed after it was approved), invalid_api_key or expired_api_key (the key that asked for it was revoked, or expired, before it reached the provider), provider_* (provider_timeout, provider_unavailable, provider_rate_limited, provider_rejected, ...), worker_lost, unavailable. */
       error: {
         error_code: string;
         message: string;

@@ -50,6 +50,8 @@ export interface GuardianView {
   credential: SealedCredential | null;
   /** When the API key that requested it is (or will be, after a rotation's grace) revoked; null for a user. */
   requesterRevokedAt: Date | null;
+  /** When that key expires; null for a user. */
+  requesterExpiresAt: Date | null;
 }
 
 /** A credential as the invoke worker needs it: sealed, opened only for the call. */

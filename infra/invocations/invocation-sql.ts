@@ -138,7 +138,7 @@ export const FINISH = statement(
  * $1 ids. With what the guardian decides on: the agent, the session's status and the org's
  * policy_version (so the compiled policies are those of this read, without a second query); the
  * sealed credential, so an invocation admitted in the invoke job runs without reading again; and
- * when the API key that requested it is revoked (revocation stops what has not been sent yet).
+ * when the API key that requested it is revoked or expires (either stops what has not been sent).
  */
 export const FOR_GUARDIAN = statement(
   'for_guardian',
@@ -148,7 +148,7 @@ export const FOR_GUARDIAN = statement(
     a.credential_refs as gate_credential_refs, o.policy_version as org_policy_version,
     c.ref as cred_ref, c.provider as cred_provider, c.base_url as cred_base_url,
     c.version as cred_version, c.sealed_secret as cred_sealed_secret, c.key_id as cred_key_id,
-    k.revoked_at as requester_revoked_at
+    k.revoked_at as requester_revoked_at, k.expires_at as requester_expires_at
   from invocations i
   join sessions s on s.id = i.session_id
   join orgs o on o.id = i.org_id

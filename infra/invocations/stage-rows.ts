@@ -47,6 +47,7 @@ export interface GuardianRow extends CredentialRow {
   gate_credential_refs: string[] | null;
   org_policy_version: number | string;
   requester_revoked_at: Date | string | null;
+  requester_expires_at: Date | string | null;
 }
 
 /** An invocation with its sealed credential's columns (null when it is gone). */
@@ -104,6 +105,7 @@ export const toGuardianView = (r: GuardianRow): GuardianView => ({
   policyVersion: Number(r.org_policy_version),
   credential: credentialOf(r),
   requesterRevokedAt: r.requester_revoked_at === null ? null : new Date(r.requester_revoked_at),
+  requesterExpiresAt: r.requester_expires_at === null ? null : new Date(r.requester_expires_at),
 });
 
 export const toRunView = (r: RunRow): RunView => ({

@@ -174,6 +174,22 @@ describe('a require_approval verdict pauses the invocation', () => {
     });
     expect(entries.filter((e) => e.action === 'approval.expired')).toHaveLength(1);
   });
+  it('a key expired while it waited: the approved request is not run, failed expired_api_key', async () => {
+    const { model: m } = await gated();
+    const session = await sessionFor(app.http, setup);
+    const scopes = ['llm:invoke', 'sessions:read', 'policies:read'];
+    const lapsing = await mintKey(app.http, setup.org.adminKey, scopes, 'expired while waiting');
+    const paused = await pausedInvoke(app.http, lapsing.key, body(session.id, m, 'marker-expired'));
+    await app.infra
+      .knex('api_keys')
+      .where({ id: lapsing.id })
+      .update({ expires_at: new Date(Date.now() - 1000) });
+    expect((await vote(app.http, approvers[0] as string, paused.approval.id, 'approve')).status).toBe(200);
+    const done = await finished(app.http, setup.org.adminKey, paused.invocation.id);
+    expect(done).toMatchObject({ status: 'failed', error: { error_code: 'expired_api_key' }, cost_usd: 0 });
+    expect(requestsFor('marker-expired')).toBe(0);
+  });
+
   it('a key revoked while it waited: the approved request is not run, failed invalid_api_key', async () => {
     const { model: m } = await gated();
     const session = await sessionFor(app.http, setup);

@@ -47,6 +47,7 @@ function fakes(
     policyVersion: 3,
     credential,
     requesterRevokedAt,
+    requesterExpiresAt: null,
   };
   const store = {
     forGuardian: async () => view,
