@@ -17,7 +17,7 @@ import type { DecisionSummary, Invocation, InvocationError, InvocationRequest } 
 import type { DecisionWrite, GuardianView, InvocationStore, RunView } from './invocation-store';
 import { statusesOf } from './lifecycle';
 import { endWithoutUsage, recordOutcome } from './outcomes';
-import { revokedRequester } from './revoked-requester';
+import { lapsedRequesterKey } from './requester-key';
 import type { CompletionSignal, StageQueue } from './signals';
 import type { InvocationJob } from '../jobs';
 
@@ -193,7 +193,7 @@ function stoppedWhileQueued(view: GuardianView, at: Date): InvocationError | nul
   const status = statusAt(view.session, at);
   if (status !== 'open')
     return { errorCode: 'session_not_open', message: `session ${view.invocation.sessionId} is ${status}` };
-  return revokedRequester(view, at, 'it was not run');
+  return lapsedRequesterKey(view, at, 'it was not run');
 }
 
 /** An invocation stopped while it was queued never runs. */

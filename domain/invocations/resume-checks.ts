@@ -4,7 +4,7 @@ import { statusAt } from '../sessions/session';
 import { guardianInput } from './evaluate-invocation';
 import type { Invocation, InvocationError } from './invocation';
 import type { InvocationStore } from './invocation-store';
-import { revokedRequester } from './revoked-requester';
+import { lapsedRequesterKey } from './requester-key';
 
 export interface ResumeCheckDeps {
   store: InvocationStore;
@@ -47,7 +47,7 @@ export async function stoppedAfterWait(
     const message = `session ${invocation.sessionId} is ${status}; ${NOT_SENT[wait]}`;
     return { status: 'failed', error: { errorCode: 'session_not_open', message } };
   }
-  const revoked = revokedRequester(view, at, NOT_SENT[wait]);
+  const revoked = lapsedRequesterKey(view, at, NOT_SENT[wait]);
   if (revoked) return { status: 'failed', error: revoked };
   const verdict = await deps.guardian.decide(guardianInput({ ...view, invocation }));
   if (verdict.verdict !== 'deny') return null;

@@ -5,11 +5,9 @@ import type { CompiledPolicies } from './compiled-policies';
 import type { CompiledPolicySet } from './compile-policies';
 import type { Decision } from './decision';
 import type { DecisionLog } from './decision-log.port';
-import { evaluatePolicies } from './evaluate-policies';
-import { HEAVY_WORK, type EvaluationTime } from './evaluation-time';
+import { evaluateInShare, type EvaluationTime } from './evaluation-time';
 import { actionJson, type EvaluationRelay, type EvaluationRequest } from './evaluation';
 import { agentCheck } from './guardian';
-import { worstPatternWork } from './pattern-budget';
 import type { PolicyDecision } from './policy';
 
 export interface EvaluateActionDeps {
@@ -30,10 +28,7 @@ async function decide(deps: EvaluateActionDeps, request: EvaluationRequest): Pro
   const { orgId, agentId, sessionId, action } = request;
   const refused = agentCheck(request.agent, action.model);
   const { compiled } = await deps.policies.forOrg(orgId, await deps.policyVersion(orgId));
-  if (!refused) {
-    const kind = { deferrable: true, heavy: worstPatternWork(compiled, action) > HEAVY_WORK };
-    return deps.time.run(orgId, kind, () => evaluatePolicies(compiled, action, { agentId, sessionId }));
-  }
+  if (!refused) return evaluateInShare(deps.time, true, compiled, action, { agentId, sessionId });
   const reasons = refused.reasons.map((r) => ({ ...r, ruleIndex: null }));
   return {
     ...refused,

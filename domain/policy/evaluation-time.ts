@@ -1,4 +1,8 @@
 import { OrgAtCapacity } from '../org-at-capacity';
+import type { CompiledPolicySet } from './compile-policies';
+import { evaluatePolicies } from './evaluate-policies';
+import { worstPatternWork } from './pattern-budget';
+import type { Action, EvaluationContext, PolicyDecision } from './policy';
 
 /** What an org may spend at once, in milliseconds, before it waits for its share to refill. */
 export const EVALUATION_BURST_MS = 1_000;
@@ -120,4 +124,20 @@ export class EvaluationTime {
     if (!last) return burst;
     return Math.min(burst, last.ms + ((this.now() - last.at) * rate) / 1000);
   }
+}
+
+/**
+ * The org's policies evaluated within its share of `time`: the one way the guardian and
+ * `POST /v1/acs/evaluate` run the engine. Nothing is awaited between the check of the share and
+ * the evaluation it allows.
+ */
+export function evaluateInShare(
+  time: EvaluationTime,
+  deferrable: boolean,
+  compiled: CompiledPolicySet,
+  action: Action,
+  context: EvaluationContext,
+): PolicyDecision {
+  const kind = { deferrable, heavy: worstPatternWork(compiled, action) > HEAVY_WORK };
+  return time.run(compiled.orgId, kind, () => evaluatePolicies(compiled, action, context));
 }

@@ -1,9 +1,7 @@
 import type { CompiledPolicies } from './compiled-policies';
 import type { CompiledPolicySet } from './compile-policies';
-import { evaluatePolicies } from './evaluate-policies';
-import { HEAVY_WORK, type EvaluationTime } from './evaluation-time';
+import { evaluateInShare, type EvaluationTime } from './evaluation-time';
 import type { GuardedAction, GuardianInput, GuardianVerdict, PolicyEngine } from './guardian';
-import { worstPatternWork } from './pattern-budget';
 import type { Action } from './policy';
 
 const toAction = (a: GuardedAction): Action => ({
@@ -44,12 +42,7 @@ export class OrgPolicyEngine implements PolicyEngine {
       ...(reestimate ? { reestimate: (a: Action) => reestimate(toGuarded(input.action, a)) } : {}),
     };
     const action = toAction(input.action);
-    // Nothing is awaited between the check of the org's share and the evaluation it allows.
-    const kind = {
-      deferrable: input.deferrable === true,
-      heavy: worstPatternWork(compiled, action) > HEAVY_WORK,
-    };
-    const decision = this.time.run(input.orgId, kind, () => evaluatePolicies(compiled, action, context));
+    const decision = evaluateInShare(this.time, input.deferrable === true, compiled, action, context);
     return {
       verdict: decision.verdict,
       reasons: decision.reasons,

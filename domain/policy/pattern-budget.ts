@@ -75,13 +75,26 @@ export class PatternBudget {
   }
 }
 
+/** Each compiled set's pattern rules, summed as a scan costs them a character: counted once per set. */
+const setCosts = new WeakMap<CompiledPolicySet, number>();
+
+function costPerCharacter(compiled: CompiledPolicySet): number {
+  let cost = setCosts.get(compiled);
+  if (cost === undefined) {
+    cost = 0;
+    for (const { rules } of compiled.policies)
+      for (const { regex } of rules) if (regex) cost += programSize(regex) + PER_CHARACTER;
+    setCosts.set(compiled, cost);
+  }
+  return cost;
+}
+
 /**
  * The most the set's patterns could scan of the action, known before any is run (as each rule's
- * spend is): what marks an evaluation that may be heavy (evaluation-time.ts).
+ * spend is): what marks an evaluation that may be heavy (evaluation-time.ts). Without pattern
+ * rules the action's texts are not even measured.
  */
 export function worstPatternWork(compiled: CompiledPolicySet, action: Action): number {
-  let sizes = 0;
-  for (const { rules } of compiled.policies)
-    for (const { regex } of rules) if (regex) sizes += programSize(regex) + PER_CHARACTER;
-  return sizes === 0 ? 0 : sizes * textLengthOf(action);
+  const cost = costPerCharacter(compiled);
+  return cost === 0 ? 0 : cost * textLengthOf(action);
 }

@@ -10,6 +10,12 @@ import type { RedisSignedHeads } from './redis-signed-heads';
 import type { Logger } from '../logger';
 
 const SEAL_BATCH = 500;
+
+/** $1 = $2 the org: its newest entry and its newest checkpoint, in one round trip. */
+const NEWEST_LINKS = `
+  (select 'entry' as kind, seq, hash from audit_entries where org_id = ? order by seq desc limit 1)
+  union all
+  (select 'checkpoint', seq, hash from audit_checkpoints where org_id = ? order by seq desc limit 1)`;
 const VERIFY_BATCH = 1000;
 
 /**
@@ -207,12 +213,11 @@ export class PgAuditLog implements AuditLog {
    * instead of colliding with it and waiting in the outbox for ever.
    */
   private async chainHead(trx: Knex.Transaction, orgId: string, recorded: ChainHead): Promise<ChainHead> {
-    const newest = (table: 'audit_entries' | 'audit_checkpoints') =>
-      trx(table)
-        .where({ org_id: orgId })
-        .orderBy('seq', 'desc')
-        .first<{ seq: string; hash: string } | undefined>('seq', 'hash');
-    const [entry, signed] = [await newest('audit_entries'), await newest('audit_checkpoints')];
+    const { rows } = await trx.raw<{ rows: { kind: string; seq: string; hash: string }[] }>(NEWEST_LINKS, [
+      orgId,
+      orgId,
+    ]);
+    const [entry, signed] = ['entry', 'checkpoint'].map((kind) => rows.find((r) => r.kind === kind));
     const last = { seq: Number(entry?.seq ?? 0), hash: entry?.hash ?? GENESIS_HASH };
     const head =
       signed && Number(signed.seq) > last.seq ? { seq: Number(signed.seq), hash: signed.hash } : last;

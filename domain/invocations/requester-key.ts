@@ -8,7 +8,7 @@ import type { GuardianView } from './invocation-store';
  * would now get; so does the key's expiry meanwhile (`expired_api_key`). A key rotated away is
  * revoked when its grace ends, not before.
  */
-export function revokedRequester(view: GuardianView, at: Date, notSent: string): InvocationError | null {
+export function lapsedRequesterKey(view: GuardianView, at: Date, notSent: string): InvocationError | null {
   const key = view.invocation.requestedBy.id;
   const { requesterRevokedAt: revokedAt, requesterExpiresAt: expiresAt } = view;
   if (revokedAt !== null && isRevoked({ revokedAt }, at))
