@@ -6,8 +6,7 @@ import {
 } from '../domain/invocations/evaluate-invocation';
 import { shareWaitMs, type OrgShares } from '../domain/invocations/org-shares';
 import { reapInvocations } from '../domain/invocations/reap-invocations';
-import { runInvocation } from '../domain/invocations/run-invocation';
-import type { RunView } from '../domain/invocations/invocation-store';
+import { runInvocation, type Admitted } from '../domain/invocations/run-invocation';
 import type { StageQueue } from '../domain/invocations/signals';
 import { submitJobId, type InvocationJob } from '../domain/jobs';
 import { expireSessions } from '../domain/sessions/session-use-cases';
@@ -62,9 +61,10 @@ export const evaluateProcessor = (payload: InvocationJob, infra: Infra) =>
 export async function runHere(
   decided: Decided,
   queue: StageQueue,
-): Promise<{ job: InvocationJob; run: RunView } | null> {
+): Promise<{ job: InvocationJob; admitted: Admitted } | null> {
   if (decided.outcome !== 'admitted') return null;
-  if (decided.run) return { job: decided.next, run: decided.run };
+  if (decided.run)
+    return { job: decided.next, admitted: { view: decided.run, decidedNow: decided.decidedNow } };
   await queue.enqueue('invocation.run', decided.next);
   return null;
 }
@@ -111,7 +111,7 @@ async function submitStages(payload: InvocationJob, infra: Infra, job: JobInfo) 
   const decided = await inGuardianSpan(payload, (stage) => decideInvocation(guardianDeps(infra), stage));
   const here = await runHere(decided, infra.queues.stages);
   if (!here) return decided.outcome;
-  const outcome = await runStage(here.job, infra, job, here.run);
+  const outcome = await runStage(here.job, infra, job, here.admitted);
   infra.logger.debug(
     { invocation_id: payload.invocation_id, outcome, attempt: job.attemptsMade + 1 },
     'invocation run',
@@ -119,7 +119,7 @@ async function submitStages(payload: InvocationJob, infra: Infra, job: JobInfo) 
   return outcome;
 }
 
-const runStage = (payload: InvocationJob, infra: Infra, job: JobInfo, loaded?: RunView) =>
+const runStage = (payload: InvocationJob, infra: Infra, job: JobInfo, admitted?: Admitted) =>
   inSpan(
     'invocation.run',
     'consumer',
@@ -141,7 +141,7 @@ const runStage = (payload: InvocationJob, infra: Infra, job: JobInfo, loaded?: R
         },
         stageJob(payload, span.carrier),
         { number: job.attemptsMade + 1, max: job.attempts },
-        loaded,
+        admitted,
       ),
     { 'invocation.id': payload.invocation_id, 'job.attempt': job.attemptsMade + 1 },
   );

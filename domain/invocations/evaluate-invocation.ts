@@ -45,10 +45,11 @@ export type EvaluateOutcome = 'admitted' | 'awaiting_approval' | 'denied' | 'fai
 /**
  * The guardian stage's result. An admitted invocation comes with the job that runs it next and,
  * when this stage (or an earlier attempt of its job) admitted it, the row to run it with; `run` is
- * null for one an approval resumed, which the approval's own invoke job runs.
+ * null for one an approval resumed, which the approval's own invoke job runs. `decidedNow` is
+ * false when an earlier attempt decided it: time passed since, which the run checks again.
  */
 export type Decided =
-  | { outcome: 'admitted'; next: InvocationJob; run: RunView | null }
+  | { outcome: 'admitted'; next: InvocationJob; run: RunView | null; decidedNow: boolean }
   | { outcome: Exclude<EvaluateOutcome, 'admitted'> };
 
 /** The statuses the guardian stage decides (lifecycle.ts). */
@@ -222,7 +223,7 @@ export async function decideInvocation(deps: DecideDeps, job: StageJob): Promise
     const run = invocation.approvalId
       ? null
       : { invocation, credential: view.credential, approvedDigest: null };
-    return { outcome: 'admitted', next: runJob(job), run };
+    return { outcome: 'admitted', next: runJob(job), run, decidedNow: false };
   }
   if (!EVALUATE_STATUSES.includes(invocation.status)) return { outcome: 'skipped' };
   const at = deps.clock.now();
@@ -233,7 +234,7 @@ export async function decideInvocation(deps: DecideDeps, job: StageJob): Promise
   const write = decisionWrite(invocation, verdict, at);
   if ((await deps.store.decide(write)) !== 'applied') return { outcome: 'skipped' };
   if (write.status === 'running')
-    return { outcome: 'admitted', next: runJob(job), run: admitted(view, write) };
+    return { outcome: 'admitted', next: runJob(job), run: admitted(view, write), decidedNow: true };
   if (write.approval) return { outcome: await awaitApproval(deps, write.approval) };
   await deps.signal.finished(denied(invocation, write));
   return { outcome: 'denied' };

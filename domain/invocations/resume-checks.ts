@@ -18,21 +18,33 @@ export interface StopAfterWait {
   error: InvocationError;
 }
 
-/** What the invocation waited for before this call: people's approval, or a retry's delay. */
-export type Wait = 'approval' | 'retry';
+/**
+ * What the invocation waited for before this call: people's approval, a retry's delay, or its run
+ * being started again (its job stopped after the decision, or the reaper enqueued it anew).
+ */
+export type Wait = 'approval' | 'retry' | 'restart';
 
 const NOT_SENT: Record<Wait, string> = {
   approval: 'the approved request was not run',
   retry: 'the call was not tried again',
+  restart: 'it was not run',
+};
+
+const SINCE: Record<Wait, string> = {
+  approval: 'after its approval',
+  retry: 'before its retry',
+  restart: 'before it was run',
 };
 
 /**
  * An invocation that waited (an approved one, for hours maybe; a retry, for up to a minute after
- * a provider's Retry-After) holds nothing meanwhile, so what operators did meanwhile still counts
- * before it reaches the provider again. A session closed or expired ends it as a queued one would
- * end (`session_not_open`); so does its key's revocation (`invalid_api_key`) and anything the guardian now denies (its agent suspended, a deny
- * policy added, a credential taken off the agent): deny beats an approval as it beats
- * require_approval. Any other verdict sends the request exactly as it was admitted.
+ * a provider's Retry-After; one whose run started again, after the reaper's few minutes) holds
+ * nothing meanwhile, so what operators did meanwhile still counts before it reaches the provider.
+ * A session closed or expired ends it as a queued one would end (`session_not_open`); so does its
+ * key's revocation or expiry (`invalid_api_key`, `expired_api_key`) and anything the guardian now
+ * denies (its agent suspended, a deny policy added, a credential taken off the agent): deny beats
+ * an approval as it beats require_approval. Any other verdict sends the request exactly as it was
+ * admitted.
  */
 export async function stoppedAfterWait(
   deps: ResumeCheckDeps,
@@ -51,7 +63,6 @@ export async function stoppedAfterWait(
   if (revoked) return { status: 'failed', error: revoked };
   const verdict = await deps.guardian.decide(guardianInput({ ...view, invocation }));
   if (verdict.verdict !== 'deny') return null;
-  const since = wait === 'approval' ? 'after its approval' : 'before its retry';
-  const message = `denied ${since}: ${verdict.reasons.map((r) => r.message).join('; ')}`;
+  const message = `denied ${SINCE[wait]}: ${verdict.reasons.map((r) => r.message).join('; ')}`;
   return { status: 'denied', error: { errorCode: 'guardian_denied', message } };
 }

@@ -67,6 +67,15 @@ export class RetryLater extends Error {
   }
 }
 
+/**
+ * The row the submit's job admitted, handed to its run so it is not read again. `decidedNow` is
+ * false when an earlier attempt of that job decided it (it stopped before the run): time passed.
+ */
+export interface Admitted {
+  view: RunView;
+  decidedNow: boolean;
+}
+
 /** `undecided`: the invocation still waits for the guardian stage, which this stage never runs. */
 export type RunOutcome = 'succeeded' | 'failed' | 'skipped' | 'undecided';
 
@@ -81,6 +90,8 @@ interface AttemptRun {
   /** 1-based: the attempts recorded so far, plus this one. */
   number: number;
   chargeId: string;
+  /** What it waited for since it was admitted (waitOf): such a run is checked again before its call. */
+  wait: Wait | null;
 }
 
 const amountsOf = (invocation: Invocation): CapAmounts => ({
@@ -305,24 +316,25 @@ async function recordSuccess(run: AttemptRun, result: CompletionResult): Promise
  * the decrypted credential, then record the result, usage and audit entry in one transaction and
  * settle at the real cost. Idempotent by invocation id and attempt: a finished invocation is
  * skipped, a settled charge is never taken again, and a charge an earlier run reserved and never
- * settled is charged at its reservation without calling the provider again. `loaded` is the row
- * as the guardian stage of this same job just wrote it, when it admitted the invocation.
+ * settled is charged at its reservation without calling the provider again. `admitted` is the row
+ * as the guardian stage of this same job left it, when that stage admitted the invocation.
  */
 export async function runInvocation(
   deps: RunDeps,
   job: StageJob,
   attempt: Attempt,
-  loaded?: RunView,
+  admitted?: Admitted,
 ): Promise<RunOutcome> {
-  const view = loaded ?? (await deps.store.forRun(job.invocationId));
+  const view = admitted?.view ?? (await deps.store.forRun(job.invocationId));
   if (view && EVALUATE_STATUSES.includes(view.invocation.status)) return 'undecided';
   if (!view || !RUN_STATUSES.includes(view.invocation.status)) return 'skipped';
   const { invocation } = view;
   const number = invocation.providerAttempts + 1;
-  const run: AttemptRun = { deps, invocation, number, chargeId: chargeIdOf(invocation.id, number) };
+  const wait = waitOf(invocation, admitted?.decidedNow === true);
+  const run: AttemptRun = { deps, invocation, number, chargeId: chargeIdOf(invocation.id, number), wait };
   if (notAsApproved(view)) return refuseUnapproved(run);
   // Before anything is reserved, the job may still go back to wait its org's turn.
-  if (waitOf(invocation) !== null) deps.evaluationTurn(invocation.orgId);
+  if (wait !== null) deps.evaluationTurn(invocation.orgId);
   const reserved = await reserveBudget(run);
   if (reserved.kind === 'settled') return 'skipped';
   if (reserved.kind === 'held') return endUnknown(run);
@@ -364,14 +376,15 @@ async function refuseOverCap(
 }
 
 /**
- * An approved invocation's first attempt, or any retry, once reserved (so an earlier run that may
- * have reached the provider was charged as `held` instead): ended, and the reservation returned,
- * if its session or the guardian now stops it (resume-checks.ts). A retry may come a minute after
- * the call before it: closing the session or suspending the agent stops it as it stops a new one.
+ * An approved invocation's first attempt, any retry, or a first attempt some time after its
+ * decision (its job stopped and was taken again, or the reaper enqueued it anew), once reserved
+ * (so an earlier run that may have reached the provider was charged as `held` instead): ended, and
+ * the reservation returned, if its session, its key or the guardian now stops it
+ * (resume-checks.ts). A retry may come a minute after the call before it: closing the session or
+ * suspending the agent stops it as it stops a new one.
  */
 async function stopAfterWait(run: AttemptRun): Promise<RunOutcome | null> {
-  const { deps, invocation } = run;
-  const wait = waitOf(invocation);
+  const { deps, invocation, wait } = run;
   if (wait === null) return null;
   const stop = await stoppedAfterWait(deps, invocation, wait);
   if (!stop) return null;
@@ -379,9 +392,15 @@ async function stopAfterWait(run: AttemptRun): Promise<RunOutcome | null> {
   return runOutcome(await endBeforeAttempt(run, stop.status, stop.error, release), 'failed');
 }
 
-/** What an invocation about to run waited for since it was admitted, if anything. */
-const waitOf = (invocation: Invocation): Wait | null =>
-  invocation.providerAttempts > 0 ? 'retry' : invocation.approvalId !== null ? 'approval' : null;
+/**
+ * What an invocation about to run waited for since it was admitted, if anything: only a first
+ * attempt that this job's guardian stage admitted just now waited for nothing.
+ */
+function waitOf(invocation: Invocation, decidedNow: boolean): Wait | null {
+  if (invocation.providerAttempts > 0) return 'retry';
+  if (invocation.approvalId !== null) return 'approval';
+  return decidedNow ? null : 'restart';
+}
 
 /** The invocation ends without ending (or charging) an attempt; `release` returns what it reserved. */
 async function endBeforeAttempt(

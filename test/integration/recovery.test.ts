@@ -14,6 +14,7 @@ import {
   type InvocationBody,
   type InvokeSetup,
 } from '../support/invoke-fixtures';
+import { mintKey } from '../support/factories';
 import { StubProvider } from '../support/stub-provider';
 import { startTestApp, type TestApp } from '../support/test-app';
 import { TEST_REDIS_URL } from '../support/test-db';
@@ -147,8 +148,8 @@ describe('the reaper', () => {
    * Runs the guardian stage in this process, as a guardian job would: the invocation is then
    * `running`, its invoke job waits, and the submit's job (no worker took it) is gone.
    */
-  async function admitted(sessionId: string): Promise<InvocationBody> {
-    const queued = await invoke(app.http, setup.org.adminKey, body(sessionId), 0);
+  async function admitted(sessionId: string, key = setup.org.adminKey): Promise<InvocationBody> {
+    const queued = await invoke(app.http, key, body(sessionId), 0);
     await app.infra.queues.queue('invoke').remove(submitJobId(queued.body.id));
     await evaluateProcessor({ invocation_id: queued.body.id, org_id: setup.org.orgId, trace: {} }, app.infra);
     const job = await app.infra.queues.queue('invoke').getJob(queued.body.id);
@@ -216,6 +217,44 @@ describe('the reaper', () => {
     } finally {
       await worker.stop();
     }
+  }, 60_000);
+
+  it('checks a requeued invocation again before its call: a key revoked or a session closed meanwhile stops it', async () => {
+    const scopes = ['llm:invoke', 'sessions:write', 'sessions:read'];
+    const agentKey = await mintKey(app.http, setup.org.adminKey, scopes, 'revoked while its job was lost');
+    const revokedSession = await openSession(app.http, agentKey.key, {
+      agent_id: setup.agentId,
+      max_cost_usd: 1,
+    });
+    const closedSession = await newSession();
+    const revoked = await admitted(revokedSession.id, agentKey.key);
+    const closed = await admitted(closedSession.id);
+    for (const { id } of [revoked, closed]) await app.infra.queues.queue('invoke').remove(id);
+    await app.http.call('DELETE', `/v1/keys/${agentKey.id}`, { token: setup.org.adminKey });
+    await app.http.post(`/v1/sessions/${closedSession.id}/close`, {}, setup.org.adminKey);
+    await app.infra
+      .knex('invocations')
+      .whereIn('id', [revoked.id, closed.id])
+      .update({ updated_at: new Date(Date.now() - 60_000) });
+    const calls = stub.requests.length;
+    expect((await reapInvocations(deps())).requeued).toBeGreaterThanOrEqual(2);
+    const worker = await startWorkerProcess(workerEnv());
+    try {
+      const admin = setup.org.adminKey;
+      expect(await finished(app.http, admin, revoked.id, 30_000)).toMatchObject({
+        status: 'failed',
+        error: { error_code: 'invalid_api_key', message: expect.stringContaining('it was not run') },
+      });
+      expect(await finished(app.http, admin, closed.id, 30_000)).toMatchObject({
+        status: 'failed',
+        error: { error_code: 'session_not_open' },
+      });
+    } finally {
+      await worker.stop();
+    }
+    expect(stub.requests.length).toBe(calls);
+    for (const session of [revokedSession, closedSession])
+      expect(await usageOf(session.id)).toMatchObject({ reserved_usd: 0, cost_usd: 0, calls: 0 });
   }, 60_000);
 
   /** A worker whose every attempt blows up: the job ends failed and the invocation is left running. */

@@ -128,6 +128,7 @@ describe('the guardian stage', () => {
         credential,
         approvedDigest: null,
       },
+      decidedNow: true,
     });
   });
 
@@ -188,6 +189,7 @@ describe('the guardian stage', () => {
       outcome: 'admitted',
       next,
       run: { invocation: { ...invocation, ...running }, credential, approvedDigest: null },
+      decidedNow: false,
     });
   });
 
@@ -197,7 +199,12 @@ describe('the guardian stage', () => {
     expect(await evaluateInvocation(deps, job)).toBe('admitted');
     expect(decisions).toEqual([]);
     expect(enqueued).toEqual(['invocation.run']);
-    expect(await decideInvocation(deps, job)).toEqual({ outcome: 'admitted', next, run: null });
+    expect(await decideInvocation(deps, job)).toEqual({
+      outcome: 'admitted',
+      next,
+      run: null,
+      decidedNow: false,
+    });
   });
 
   it('fails a queued invocation whose key was revoked meanwhile (invalid_api_key), deciding nothing', async () => {

@@ -22,14 +22,20 @@ const loaded = { approvedDigest: null } as RunView;
 describe("the submit job's hand-over to the run stage", () => {
   it('keeps a hand-over with the row this job wrote, to run it in this job', async () => {
     const { queue, sent } = recordingQueue();
-    const decided: Decided = { outcome: 'admitted', next: job, run: loaded };
-    expect(await runHere(decided, queue)).toEqual({ job, run: loaded });
+    const decided: Decided = { outcome: 'admitted', next: job, run: loaded, decidedNow: true };
+    expect(await runHere(decided, queue)).toEqual({ job, admitted: { view: loaded, decidedNow: true } });
     expect(sent).toEqual([]);
+  });
+
+  it('says when an earlier attempt of the job decided it, so the run checks it again', async () => {
+    const { queue } = recordingQueue();
+    const decided: Decided = { outcome: 'admitted', next: job, run: loaded, decidedNow: false };
+    expect(await runHere(decided, queue)).toEqual({ job, admitted: { view: loaded, decidedNow: false } });
   });
 
   it("sends one without a row (an approval's invocation) to the queue, where the approval's job has its id", async () => {
     const { queue, sent } = recordingQueue();
-    const decided: Decided = { outcome: 'admitted', next: job, run: null };
+    const decided: Decided = { outcome: 'admitted', next: job, run: null, decidedNow: false };
     expect(await runHere(decided, queue)).toBeNull();
     expect(sent).toEqual([['invocation.run', 'inv_1']]);
   });
