@@ -37,6 +37,7 @@ import { PgInvocationStore } from './invocations/pg-invocation-store';
 import { PgDecisionLog } from './decisions/pg-decision-log';
 import { PgActionHistory } from './policy/pg-action-history';
 import { PgPolicySetReader } from './policy/pg-policy-set-reader';
+import { PolicyThread } from './policy/policy-thread';
 import { RedisEvaluationRelay } from './policy/redis-evaluation-relay';
 import { PgSessionStore } from './sessions/pg-session-store';
 import { PgUsageStats } from './stats/pg-usage-stats';
@@ -45,6 +46,7 @@ import { PreparedPool } from './db/prepared-pool';
 import { compilePolicies, type CompiledPolicySet } from '../domain/policy/compile-policies';
 import { CompiledPolicies } from '../domain/policy/compiled-policies';
 import { Guardian } from '../domain/policy/guardian';
+import { EvaluationRunner } from '../domain/policy/evaluation-runner';
 import { EvaluationTime } from '../domain/policy/evaluation-time';
 import { OrgPolicyEngine } from '../domain/policy/org-policy-engine';
 import { OrgShares } from '../domain/invocations/org-shares';
@@ -101,6 +103,8 @@ export interface Infra {
   webhookSlots: OrgDeliverySlots;
   /** Each org's share of this process's policy evaluation time (CP_ORG_EVALUATION_MS_PER_SECOND). */
   evaluationTime: EvaluationTime;
+  /** Runs the engine within those shares, the evaluations that may be heavy in a thread of their own. */
+  evaluationRunner: EvaluationRunner;
   guardian: Guardian;
   /** Each org's policy_version and policy set, read in one snapshot (for the compiled-policy cache). */
   policySets: PgPolicySetReader;
@@ -172,6 +176,8 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
   const webhookSender = new HttpWebhookSender(config.CP_ALLOW_PRIVATE_PROVIDER_HOSTS);
   const compiledPolicies = new CompiledPolicies(policySets, compilePolicies, systemClock);
   const evaluationTime = new EvaluationTime(config.CP_ORG_EVALUATION_MS_PER_SECOND);
+  const policyThread = new PolicyThread((message, fields) => logger.warn(fields, message));
+  const evaluationRunner = new EvaluationRunner(evaluationTime, policyThread);
   return {
     config,
     urls,
@@ -208,8 +214,9 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
       config.CP_WEBHOOK_ORG_CONCURRENCY,
       config.CP_WEBHOOK_TIMEOUT_MS + SLOT_MARGIN_MS,
     ),
-    guardian: new Guardian(new OrgPolicyEngine(compiledPolicies, evaluationTime)),
+    guardian: new Guardian(new OrgPolicyEngine(compiledPolicies, evaluationRunner)),
     evaluationTime,
+    evaluationRunner,
     policySets,
     actionHistory: new PgActionHistory(knex),
     compiledPolicies,
@@ -234,6 +241,7 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
         providers.close(),
         completions.close(),
         webhookSender.close(),
+        policyThread.close(),
       ]);
       redis.disconnect();
       await prepared.close().catch(() => undefined);

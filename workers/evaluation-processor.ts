@@ -17,7 +17,7 @@ export const evaluationProcessor = (payload: EvaluationJob, infra: Infra) =>
           policyVersion: (orgId) => infra.policySets.policyVersion(orgId),
           decisions: infra.decisionLog,
           announce: (id) => infra.completions.announce(id),
-          time: infra.evaluationTime,
+          runner: infra.evaluationRunner,
           clock: infra.clock,
         },
         payload.evaluation_id,

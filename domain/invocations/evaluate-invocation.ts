@@ -278,10 +278,7 @@ export const guardianInput = ({ invocation, agent, policyVersion }: GuardianView
   credentialRef: invocation.credentialRef,
   action: guardedAction(invocation),
   // As decisionWrite reserves for a modified request.
-  reestimate: (action) =>
-    microsToUsd(
-      worstCase(action.messages, action.maxTokens, invocation.price, invocation.request.tools).costMicros,
-    ),
+  costBasis: { price: invocation.price, tools: invocation.request.tools },
 });
 
 const summaryOf = ({ decision }: DecisionWrite): DecisionSummary => ({

@@ -5,7 +5,7 @@ import type { CompiledPolicies } from './compiled-policies';
 import type { CompiledPolicySet } from './compile-policies';
 import type { Decision } from './decision';
 import type { DecisionLog } from './decision-log.port';
-import { evaluateInShare, type EvaluationTime } from './evaluation-time';
+import type { EvaluationRunner } from './evaluation-runner';
 import { actionJson, type EvaluationRelay, type EvaluationRequest } from './evaluation';
 import { agentCheck } from './guardian';
 import type { PolicyDecision } from './policy';
@@ -18,8 +18,8 @@ export interface EvaluateActionDeps {
   decisions: DecisionLog;
   /** Tells the waiting API process that the evaluation is answered. */
   announce(id: string): Promise<void>;
-  /** The org's share of this process's evaluation time: past it, the job waits its turn. */
-  time: EvaluationTime;
+  /** Runs the engine within the org's share of this process's evaluation time: past it, the job waits its turn. */
+  runner: EvaluationRunner;
   clock: Clock;
 }
 
@@ -28,7 +28,7 @@ async function decide(deps: EvaluateActionDeps, request: EvaluationRequest): Pro
   const { orgId, agentId, sessionId, action } = request;
   const refused = agentCheck(request.agent, action.model);
   const { compiled } = await deps.policies.forOrg(orgId, await deps.policyVersion(orgId));
-  if (!refused) return evaluateInShare(deps.time, true, compiled, action, { agentId, sessionId });
+  if (!refused) return deps.runner.evaluate(compiled, action, { agentId, sessionId }, true);
   const reasons = refused.reasons.map((r) => ({ ...r, ruleIndex: null }));
   return {
     ...refused,

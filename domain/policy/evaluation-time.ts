@@ -1,8 +1,4 @@
 import { OrgAtCapacity } from '../org-at-capacity';
-import type { CompiledPolicySet } from './compile-policies';
-import { evaluatePolicies } from './evaluate-policies';
-import { worstPatternWork } from './pattern-budget';
-import type { Action, EvaluationContext, PolicyDecision } from './policy';
 
 /** What an org may spend at once, in milliseconds, before it waits for its share to refill. */
 export const EVALUATION_BURST_MS = 1_000;
@@ -79,13 +75,21 @@ export class EvaluationTime {
    * reservation) evaluates and is charged all the same.
    */
   run<T>(orgId: string, kind: EvaluationKind, evaluate: () => T): T {
-    if (kind.deferrable) this.assertRoom(orgId, kind.heavy);
+    this.admit(orgId, kind);
     const started = this.now();
     try {
       return evaluate();
     } finally {
       this.charge(orgId, this.now() - started, kind.heavy);
     }
+  }
+
+  /**
+   * What `run` asks before it evaluates, for an evaluation run elsewhere (and charged after): a
+   * deferrable one is refused with OrgAtCapacity while its org, or the heavy ones, are in debt.
+   */
+  admit(orgId: string, kind: EvaluationKind): void {
+    if (kind.deferrable) this.assertRoom(orgId, kind.heavy);
   }
 
   /**
@@ -124,20 +128,4 @@ export class EvaluationTime {
     if (!last) return burst;
     return Math.min(burst, last.ms + ((this.now() - last.at) * rate) / 1000);
   }
-}
-
-/**
- * The org's policies evaluated within its share of `time`: the one way the guardian and
- * `POST /v1/acs/evaluate` run the engine. Nothing is awaited between the check of the share and
- * the evaluation it allows.
- */
-export function evaluateInShare(
-  time: EvaluationTime,
-  deferrable: boolean,
-  compiled: CompiledPolicySet,
-  action: Action,
-  context: EvaluationContext,
-): PolicyDecision {
-  const kind = { deferrable, heavy: worstPatternWork(compiled, action) > HEAVY_WORK };
-  return time.run(compiled.orgId, kind, () => evaluatePolicies(compiled, action, context));
 }

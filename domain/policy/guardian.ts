@@ -1,5 +1,6 @@
 import type { AgentStatus } from '../model';
 import type { ChatMessage } from '../providers';
+import type { CostBasis } from './cost-basis';
 import type { ApprovalRequirement, ShadowReason } from './policy';
 import type { DecisionReason, Verdict } from './verdict';
 
@@ -33,8 +34,8 @@ export interface GuardianInput {
   action: GuardedAction;
   /** The org's policy_version when the caller read it with the action (skips a version check). */
   policyVersion?: number;
-  /** The worst case in USD of the action as a policy modified it (see evaluatePolicies). */
-  reestimate?: (action: GuardedAction) => number;
+  /** What prices the action again once a policy modified it (see evaluatePolicies). */
+  costBasis?: CostBasis;
   /**
    * The caller's job can wait: while the org is past its share of evaluation time, the engine
    * throws OrgAtCapacity instead of evaluating (evaluation-time.ts). Unset, it always evaluates.

@@ -1,6 +1,6 @@
 import type { CompiledPolicies } from './compiled-policies';
 import type { CompiledPolicySet } from './compile-policies';
-import { evaluateInShare, type EvaluationTime } from './evaluation-time';
+import type { EvaluationRunner } from './evaluation-runner';
 import type { GuardedAction, GuardianInput, GuardianVerdict, PolicyEngine } from './guardian';
 import type { Action } from './policy';
 
@@ -25,24 +25,23 @@ const toGuarded = (original: GuardedAction, modified: Action): GuardedAction => 
 /**
  * The org's own policies behind the guardian's port: the compiled set of the org's current
  * policy_version (or of the version the caller read with the action), evaluated by the pure engine
- * within the org's share of this process's evaluation time.
+ * within the org's share of this process's evaluation time (evaluation-runner.ts).
  */
 export class OrgPolicyEngine implements PolicyEngine {
   constructor(
     private readonly policies: CompiledPolicies<CompiledPolicySet>,
-    private readonly time: EvaluationTime,
+    private readonly runner: EvaluationRunner,
   ) {}
 
   async evaluate(input: GuardianInput): Promise<GuardianVerdict> {
     const { compiled } = await this.policies.forOrg(input.orgId, input.policyVersion);
-    const { reestimate } = input;
     const context = {
       agentId: input.agent?.id ?? null,
       sessionId: input.sessionId,
-      ...(reestimate ? { reestimate: (a: Action) => reestimate(toGuarded(input.action, a)) } : {}),
+      ...(input.costBasis ? { costBasis: input.costBasis } : {}),
     };
     const action = toAction(input.action);
-    const decision = evaluateInShare(this.time, input.deferrable === true, compiled, action, context);
+    const decision = await this.runner.evaluate(compiled, action, context, input.deferrable === true);
     return {
       verdict: decision.verdict,
       reasons: decision.reasons,

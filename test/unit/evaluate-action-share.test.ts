@@ -4,6 +4,7 @@ import { compilePolicies, type CompiledPolicySet } from '../../domain/policy/com
 import type { Decision } from '../../domain/policy/decision';
 import { evaluateAction, type EvaluateActionDeps } from '../../domain/policy/evaluate-action';
 import type { EvaluationRequest } from '../../domain/policy/evaluation';
+import { EvaluationRunner } from '../../domain/policy/evaluation-runner';
 import { EVALUATION_BURST_MS, EvaluationTime } from '../../domain/policy/evaluation-time';
 
 /** `POST /v1/acs/evaluate`'s job within the org's share of evaluation time (evaluation-time.ts). */
@@ -37,7 +38,7 @@ function deps(time: EvaluationTime) {
       record: async (decision: Decision) => void recorded.push(decision),
     } as unknown as EvaluateActionDeps['decisions'],
     announce: async () => undefined,
-    time,
+    runner: new EvaluationRunner(time, null),
     clock: { now: () => new Date('2026-11-28T12:00:00Z') },
   };
   return { deps: d, recorded };

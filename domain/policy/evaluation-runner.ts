@@ -1,0 +1,75 @@
+import type { CompiledPolicySet } from './compile-policies';
+import { reestimateWith, type CostBasis } from './cost-basis';
+import { evaluatePolicies } from './evaluate-policies';
+import { HEAVY_WORK, type EvaluationTime } from './evaluation-time';
+import { worstPatternWork } from './pattern-budget';
+import type { Action, EvaluationContext, PolicyDecision, PolicySet } from './policy';
+
+/** An evaluation's context as data (it may cross to another thread): the invoke's cost basis, not a function. */
+export interface PlainContext {
+  agentId: string | null;
+  sessionId: string | null;
+  /** Set for an invoke, whose modified action can be priced again (cost-basis.ts). */
+  costBasis?: CostBasis;
+}
+
+/** One evaluation taken off this event loop: the org's policies as stored, the action, its context. */
+export interface OffLoopEvaluation {
+  set: PolicySet;
+  action: Action;
+  context: PlainContext;
+}
+
+/**
+ * Runs evaluations somewhere other than this process's event loop (a worker thread). Never
+ * rejects: an evaluation it cannot finish (past its time, its thread lost) is a deny saying so.
+ */
+export interface OffLoopEvaluator {
+  evaluate(evaluation: OffLoopEvaluation): Promise<{ decision: PolicyDecision; ms: number }>;
+}
+
+/** The engine's context for an evaluation in this thread. */
+export const contextOf = (context: PlainContext, action: Action): EvaluationContext => ({
+  agentId: context.agentId,
+  sessionId: context.sessionId,
+  ...(context.costBasis ? { reestimate: reestimateWith(context.costBasis, action) } : {}),
+});
+
+/** The stored set a compiled one was made from (compiling keeps only the enabled policies). */
+const setOf = (compiled: CompiledPolicySet): PolicySet => ({
+  orgId: compiled.orgId,
+  policyVersion: compiled.policyVersion,
+  policies: compiled.policies.map((p) => p.policy),
+});
+
+/**
+ * The one way the guardian and `POST /v1/acs/evaluate` run the engine: within the org's share of
+ * this process's evaluation time, and, for an evaluation that may be heavy (its worst-case
+ * pattern work is known before it runs: HEAVY_WORK), off the event loop. A heavy evaluation takes
+ * up to about 2 s of a core (pattern-budget.ts); on the event loop it held every other request
+ * of the process that long, the API's too under `npm start`. Ordinary evaluations (tens of
+ * microseconds) stay here: a hand-over to a thread would cost more than they do.
+ */
+export class EvaluationRunner {
+  constructor(
+    private readonly time: EvaluationTime,
+    private readonly offLoop: OffLoopEvaluator | null,
+  ) {}
+
+  /** `deferrable`: the caller's job can wait its org's turn (evaluation-time.ts). */
+  async evaluate(
+    compiled: CompiledPolicySet,
+    action: Action,
+    context: PlainContext,
+    deferrable: boolean,
+  ): Promise<PolicyDecision> {
+    const kind = { deferrable, heavy: worstPatternWork(compiled, action) > HEAVY_WORK };
+    const { orgId } = compiled;
+    if (!kind.heavy || !this.offLoop)
+      return this.time.run(orgId, kind, () => evaluatePolicies(compiled, action, contextOf(context, action)));
+    this.time.admit(orgId, kind);
+    const { decision, ms } = await this.offLoop.evaluate({ set: setOf(compiled), action, context });
+    this.time.charge(orgId, ms, true);
+    return decision;
+  }
+}

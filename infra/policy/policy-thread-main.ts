@@ -1,0 +1,39 @@
+/**
+ * The policy thread's script (policy-thread.ts starts it): evaluates what it is sent with the same
+ * pure engine the event loop runs, each set compiled once per policy_version, and posts back the
+ * decision and the time it took. One evaluation at a time; nothing here touches a database.
+ */
+import { parentPort } from 'node:worker_threads';
+import { compilePolicies, type CompiledPolicySet } from '../../domain/policy/compile-policies';
+import { evaluatePolicies } from '../../domain/policy/evaluate-policies';
+import { contextOf, type OffLoopEvaluation } from '../../domain/policy/evaluation-runner';
+import type { PolicySet } from '../../domain/policy/policy';
+import { THREAD_READY, type ThreadAnswer } from './policy-thread';
+
+/** Compiled sets kept, by org: the orgs whose evaluations are heavy are few. */
+const KEEP_SETS = 64;
+const compiledSets = new Map<string, CompiledPolicySet>();
+
+function compiledOf(set: PolicySet): CompiledPolicySet {
+  const kept = compiledSets.get(set.orgId);
+  if (kept && kept.policyVersion === set.policyVersion) return kept;
+  const compiled = compilePolicies(set);
+  compiledSets.delete(set.orgId);
+  compiledSets.set(set.orgId, compiled);
+  // A Map iterates in insertion order: the first key is the set used longest ago.
+  if (compiledSets.size > KEEP_SETS) compiledSets.delete(compiledSets.keys().next().value as string);
+  return compiled;
+}
+
+function answer({ set, action, context }: OffLoopEvaluation): ThreadAnswer {
+  const started = performance.now();
+  try {
+    const decision = evaluatePolicies(compiledOf(set), action, contextOf(context, action));
+    return { decision, ms: performance.now() - started };
+  } catch (err) {
+    return { error: err instanceof Error ? err.message : String(err), ms: performance.now() - started };
+  }
+}
+
+parentPort?.on('message', (evaluation: OffLoopEvaluation) => parentPort?.postMessage(answer(evaluation)));
+parentPort?.postMessage(THREAD_READY);

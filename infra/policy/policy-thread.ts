@@ -1,0 +1,155 @@
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import type { OffLoopEvaluation, OffLoopEvaluator } from '../../domain/policy/evaluation-runner';
+import type { PolicyDecision } from '../../domain/policy/policy';
+
+/**
+ * Past this, an evaluation in the thread is abandoned and the thread ended: five times the worst
+ * an evaluation may take (about 2 s, pattern-budget.ts), for a slow hour on a slow machine.
+ */
+export const THREAD_EVALUATION_LIMIT_MS = 10_000;
+/** The thread's heap: a 1 MiB prompt redacted by many patterns needs tens of megabytes. */
+const THREAD_HEAP_MB = 256;
+
+/** What the thread posts back for one evaluation, and how long it took there. */
+export type ThreadAnswer = { decision: PolicyDecision; ms: number } | { error: string; ms: number };
+/** What the thread posts once, when its code is loaded. */
+export const THREAD_READY = 'ready';
+
+interface Pending {
+  evaluation: OffLoopEvaluation;
+  resolve(answer: { decision: PolicyDecision; ms: number }): void;
+  startedAt: number;
+  timer?: NodeJS.Timeout;
+}
+
+/** Run from source (tests, `npm run dev`), the thread compiles its TypeScript as tsx does here. */
+const SCRIPT = join(__dirname, `policy-thread-main${__filename.endsWith('.ts') ? '.ts' : '.js'}`);
+const execArgv = () => (SCRIPT.endsWith('.ts') ? ['--require', require.resolve('tsx/cjs')] : []);
+
+/** Fail closed: an evaluation the thread could not finish denies, saying why. */
+const denied = (evaluation: OffLoopEvaluation, why: string): PolicyDecision => ({
+  verdict: 'deny',
+  reasons: [
+    {
+      policyId: null,
+      ruleIndex: null,
+      code: 'policy_evaluation_failed',
+      message: `the org's policies could not be evaluated (${why}); denied`,
+    },
+  ],
+  shadowReasons: [],
+  modifiedAction: null,
+  approval: null,
+  policyVersion: evaluation.set.policyVersion,
+});
+
+/**
+ * One worker thread per process for the evaluations that may be heavy (evaluation-runner.ts),
+ * started on first use. They run one at a time, in the order asked; the org shares of
+ * evaluation time already bound how much of it each org takes. An evaluation that outlives
+ * `limitMs`, or a thread that fails, denies it; the thread is ended and a new one started for
+ * the next.
+ */
+export class PolicyThread implements OffLoopEvaluator {
+  private worker: Worker | null = null;
+  /** The thread's code is loaded: an evaluation's time limit runs from then, not from its start. */
+  private ready = false;
+  private current: Pending | null = null;
+  private readonly waiting: Pending[] = [];
+
+  constructor(
+    private readonly warn: (message: string, fields: Record<string, unknown>) => void,
+    private readonly limitMs = THREAD_EVALUATION_LIMIT_MS,
+  ) {}
+
+  evaluate(evaluation: OffLoopEvaluation): Promise<{ decision: PolicyDecision; ms: number }> {
+    return new Promise((resolve) => {
+      this.waiting.push({ evaluation, resolve, startedAt: 0 });
+      this.next();
+    });
+  }
+
+  /** Ends the thread; evaluations still waiting are denied. */
+  async close(): Promise<void> {
+    for (const pending of this.waiting.splice(0)) this.finish(pending, { error: 'the process is stopping' });
+    if (this.current) this.finish(this.current, { error: 'the process is stopping' });
+    this.current = null;
+    await this.end();
+  }
+
+  private next(): void {
+    if (this.current) return;
+    const pending = this.waiting.shift();
+    if (!pending) return;
+    this.current = pending;
+    this.started().postMessage(pending.evaluation);
+    if (this.ready) this.startClock(pending);
+  }
+
+  private startClock(pending: Pending): void {
+    pending.startedAt = performance.now();
+    pending.timer = setTimeout(() => this.abandon(`it took more than ${this.limitMs} ms`), this.limitMs);
+  }
+
+  private started(): Worker {
+    if (this.worker) return this.worker;
+    const worker = new Worker(SCRIPT, {
+      execArgv: execArgv(),
+      resourceLimits: { maxOldGenerationSizeMb: THREAD_HEAP_MB },
+    });
+    // A process that is otherwise done does not wait for an idle thread.
+    worker.unref();
+    // Only this thread's answers: one ended a moment ago may still have posted one.
+    worker.on('message', (answer: ThreadAnswer | typeof THREAD_READY) => {
+      if (this.worker !== worker) return;
+      if (answer !== THREAD_READY) return this.answered(answer);
+      this.ready = true;
+      if (this.current) this.startClock(this.current);
+    });
+    worker.on('error', (err) => this.abandon(`its thread failed: ${err.message}`));
+    worker.on('exit', () => {
+      if (this.worker === worker) this.abandon('its thread stopped');
+    });
+    this.worker = worker;
+    return worker;
+  }
+
+  private answered(answer: ThreadAnswer): void {
+    const pending = this.current;
+    if (!pending) return;
+    this.current = null;
+    this.finish(pending, answer);
+    this.next();
+  }
+
+  /** The evaluation in the thread is given up: denied, and the thread replaced for the next. */
+  private abandon(why: string): void {
+    const pending = this.current;
+    this.current = null;
+    void this.end();
+    if (pending) {
+      this.warn('a policy evaluation was abandoned in its thread; it was denied', {
+        org_id: pending.evaluation.set.orgId,
+        policy_version: pending.evaluation.set.policyVersion,
+        reason: why,
+      });
+      this.finish(pending, { error: why });
+    }
+    this.next();
+  }
+
+  private finish(pending: Pending, answer: ThreadAnswer | { error: string }): void {
+    clearTimeout(pending.timer);
+    const ms = 'ms' in answer ? answer.ms : pending.startedAt && performance.now() - pending.startedAt;
+    const decision = 'decision' in answer ? answer.decision : denied(pending.evaluation, answer.error);
+    pending.resolve({ decision, ms });
+  }
+
+  private async end(): Promise<void> {
+    const worker = this.worker;
+    this.worker = null;
+    this.ready = false;
+    if (worker) await worker.terminate();
+  }
+}

@@ -1,0 +1,122 @@
+import { OrgAtCapacity } from '../../domain/org-at-capacity';
+import { compilePolicies } from '../../domain/policy/compile-policies';
+import {
+  EvaluationRunner,
+  type OffLoopEvaluation,
+  type OffLoopEvaluator,
+} from '../../domain/policy/evaluation-runner';
+import { EVALUATION_BURST_MS, EvaluationTime } from '../../domain/policy/evaluation-time';
+import type { Action, PolicyDecision } from '../../domain/policy/policy';
+
+/** Which evaluations leave the event loop (evaluation-runner.ts), and what they are charged. */
+const policy = (pattern: string) => ({
+  id: 'pol_1',
+  orgId: 'org_1',
+  name: 'patterns',
+  description: null,
+  enabled: true,
+  priority: 0,
+  mode: 'enforce' as const,
+  appliesTo: {},
+  rules: [{ type: 'deny_pattern' as const, pattern }],
+  version: 1,
+  createdAt: new Date(0),
+  updatedAt: new Date(0),
+});
+const compiled = (pattern: string) =>
+  compilePolicies({ orgId: 'org_1', policyVersion: 3, policies: [policy(pattern)] });
+const say = (content: string): Action => ({
+  type: 'llm.invoke',
+  model: 'm',
+  messages: [{ role: 'user', content }],
+  maxTokens: 10,
+  estimatedCostUsd: 0.01,
+});
+/** Plain: a few thousand units of pattern work. Heavy: about 2.4 million (HEAVY_WORK is 2 million). */
+const PLAIN = compiled('secret');
+const HEAVY = compiled('(?:\\w*a){400}[^\\w]');
+const context = {
+  agentId: null,
+  sessionId: null,
+  costBasis: { price: { inputMicrosPerMtok: 1, outputMicrosPerMtok: 1 } },
+};
+
+/** A thread that answers what it is told and records what it was sent. */
+function fakeThread(ms = 40) {
+  const sent: OffLoopEvaluation[] = [];
+  const decision: PolicyDecision = {
+    verdict: 'deny',
+    reasons: [
+      { policyId: null, ruleIndex: null, code: 'policy_evaluation_failed', message: 'from the thread' },
+    ],
+    shadowReasons: [],
+    modifiedAction: null,
+    approval: null,
+    policyVersion: 3,
+  };
+  const thread: OffLoopEvaluator = {
+    evaluate: async (evaluation) => {
+      sent.push(evaluation);
+      return { decision, ms };
+    },
+  };
+  return { thread, sent };
+}
+
+function setUp(ms?: number) {
+  let now = 0;
+  const time = new EvaluationTime(250, () => now);
+  const { thread, sent } = fakeThread(ms);
+  return {
+    time,
+    sent,
+    runner: new EvaluationRunner(time, thread),
+    advance: (by: number) => void (now += by),
+  };
+}
+
+it('sends an evaluation that may be heavy to the thread, as data, and charges the time it took there', async () => {
+  const { time, sent, runner } = setUp(1_200);
+  const action = say('a'.repeat(2_000));
+  const decision = await runner.evaluate(HEAVY, action, context, true);
+  expect(decision.reasons[0]?.message).toBe('from the thread');
+  expect(sent).toEqual([
+    {
+      set: { orgId: 'org_1', policyVersion: 3, policies: [policy('(?:\\w*a){400}[^\\w]')] },
+      action,
+      context,
+    },
+  ]);
+  // 1,200 ms charged against a 1,000-ms burst: 200 ms in debt, 0.8 s at 250 ms a second.
+  expect(time.waitMs('org_1')).toBe(800);
+  // Charged to every org's heavy ones too (twice an org's balance): 800 ms of it left for another org.
+  expect(time.waitMs('org_2', true)).toBe(0);
+  time.charge('org_2', 1_000, true);
+  expect(time.waitMs('org_3', true)).toBeGreaterThan(0);
+});
+
+it('evaluates an ordinary one here: the thread is not asked', async () => {
+  const { sent, runner } = setUp();
+  const decision = await runner.evaluate(PLAIN, say('my secret'), context, true);
+  expect(decision.reasons.map((r) => r.code)).toEqual(['pattern_denied']);
+  expect(sent).toEqual([]);
+});
+
+it('puts a deferrable heavy one back while its org is in debt, before sending it; one that cannot wait goes', async () => {
+  const { time, sent, runner, advance } = setUp();
+  time.charge('org_1', EVALUATION_BURST_MS + 500);
+  const action = say('a'.repeat(2_000));
+  await expect(runner.evaluate(HEAVY, action, context, true)).rejects.toBeInstanceOf(OrgAtCapacity);
+  expect(sent).toEqual([]);
+  await runner.evaluate(HEAVY, action, context, false);
+  expect(sent).toHaveLength(1);
+  advance(10_000);
+  await runner.evaluate(HEAVY, action, context, true);
+  expect(sent).toHaveLength(2);
+});
+
+it('without a thread, evaluates even a heavy one here', async () => {
+  const runner = new EvaluationRunner(new EvaluationTime(250), null);
+  const decision = await runner.evaluate(HEAVY, say('a'.repeat(2_000)), context, true);
+  expect(decision.verdict).toBe('allow');
+});

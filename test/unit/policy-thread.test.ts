@@ -1,0 +1,165 @@
+import { compilePolicies } from '../../domain/policy/compile-policies';
+import { evaluatePolicies } from '../../domain/policy/evaluate-policies';
+import { contextOf, type OffLoopEvaluation, type PlainContext } from '../../domain/policy/evaluation-runner';
+import type { Action, Policy, PolicySet, Rule } from '../../domain/policy/policy';
+import { PolicyThread } from '../../infra/policy/policy-thread';
+
+/** The policy thread (infra/policy/policy-thread.ts): a real worker thread, started by each test's PolicyThread. */
+let seq = 0;
+const policy = (rules: Rule[]): Policy => {
+  seq += 1;
+  return {
+    id: `pol_${seq}`,
+    orgId: 'org_1',
+    name: `policy ${seq}`,
+    description: null,
+    enabled: true,
+    priority: 0,
+    mode: 'enforce',
+    appliesTo: {},
+    rules,
+    version: 1,
+    createdAt: new Date(0),
+    updatedAt: new Date(0),
+  };
+};
+
+/** Each set a version of its own: the thread keeps what it compiled by org and policy_version. */
+let versions = 100;
+const setOf = (rules: Rule[][], policyVersion = ++versions): PolicySet => ({
+  orgId: 'org_1',
+  policyVersion,
+  policies: rules.map(policy),
+});
+
+const action = (content: string): Action => ({
+  type: 'llm.invoke',
+  model: 'gpt-4o',
+  messages: [{ role: 'user', content }],
+  maxTokens: 100,
+  estimatedCostUsd: 0.01,
+});
+
+const context: PlainContext = { agentId: 'agt_1', sessionId: 'ses_1' };
+/** $10 per million input tokens: 20,000 bytes of prompt are worth $0.2 at worst. */
+const costBasis = { price: { inputMicrosPerMtok: 10_000_000, outputMicrosPerMtok: 10_000_000 } };
+
+/** An accepted pattern that never matches a run of `a` and takes long to find out (about 0.5-1.5 s here). */
+const SLOW = [{ type: 'deny_pattern' as const, pattern: '(?:\\w*a){400}[^\\w]' }];
+const slowAction = action('a'.repeat(24_000));
+
+const warnings: string[] = [];
+let thread: PolicyThread;
+const start = (limitMs?: number) => {
+  thread = new PolicyThread((message) => void warnings.push(message), limitMs);
+  return thread;
+};
+afterEach(async () => {
+  await thread.close();
+  warnings.length = 0;
+});
+
+/** The same evaluation on this event loop, for comparison. */
+const here = ({ set, action: a, context: c }: OffLoopEvaluation) =>
+  evaluatePolicies(compilePolicies(set), a, contextOf(c, a));
+
+it('decides as the engine on the event loop does: a denied pattern, a redaction, its new price', async () => {
+  start();
+  const cases: OffLoopEvaluation[] = [
+    { set: setOf([[{ type: 'deny_pattern', pattern: 'sk-[a-z]+' }]]), action: action('key sk-abc'), context },
+    {
+      set: setOf([[{ type: 'redact_pattern', pattern: '\\d{4}', replacement: '#' }]]),
+      action: action('card 4111 1111'),
+      context,
+    },
+    {
+      // The redaction lengthens the prompt past the cost cap: priced again from the cost basis, denied.
+      set: setOf([
+        [{ type: 'redact_pattern', pattern: '\\d{4}', replacement: 'Z'.repeat(5_000) }],
+        [{ type: 'max_cost_per_call_usd', limit: 0.05 }],
+      ]),
+      action: action('card 4111 1111 1111 1111'),
+      context: { ...context, costBasis },
+    },
+  ];
+  const decisions = [];
+  for (const evaluation of cases) {
+    const { decision, ms } = await thread.evaluate(evaluation);
+    expect(decision).toEqual(here(evaluation));
+    expect(ms).toBeGreaterThanOrEqual(0);
+    decisions.push(decision);
+  }
+  expect(decisions.map((d) => [d.verdict, d.reasons.map((r) => r.code)])).toEqual([
+    ['deny', ['pattern_denied']],
+    ['modify', ['redacted']],
+    ['deny', ['cost_per_call_exceeded']],
+  ]);
+});
+
+it('keeps the event loop free while a slow evaluation runs, and says how long it took there', async () => {
+  start();
+  await thread.evaluate({ set: setOf([[]]), action: action('warm'), context }); // the thread is up
+  let lastTick = performance.now();
+  let worstLag = 0;
+  const ticks = setInterval(() => {
+    const now = performance.now();
+    worstLag = Math.max(worstLag, now - lastTick);
+    lastTick = now;
+  }, 10);
+  try {
+    const { decision, ms } = await thread.evaluate({ set: setOf([SLOW]), action: slowAction, context });
+    expect(decision.verdict).toBe('allow');
+    // On the event loop, the loop would have stood still for all of `ms`.
+    expect(ms).toBeGreaterThan(150);
+    expect(worstLag).toBeLessThan(ms / 2);
+  } finally {
+    clearInterval(ticks);
+  }
+});
+
+it('denies an evaluation that outlives its limit, says so, and starts a new thread for the next', async () => {
+  start(50);
+  const { decision } = await thread.evaluate({ set: setOf([SLOW], 7), action: slowAction, context });
+  expect(decision).toMatchObject({
+    verdict: 'deny',
+    reasons: [{ policyId: null, code: 'policy_evaluation_failed' }],
+    modifiedAction: null,
+    policyVersion: 7,
+  });
+  expect(decision.reasons[0]?.message).toContain('took more than 50 ms');
+  expect(warnings).toEqual(['a policy evaluation was abandoned in its thread; it was denied']);
+  const next = await thread.evaluate({
+    set: setOf([[{ type: 'deny_pattern', pattern: 'sk-' }]]),
+    action: action('sk-1'),
+    context,
+  });
+  expect(next.decision.verdict).toBe('deny');
+  expect(next.decision.reasons.map((r) => r.code)).toEqual(['pattern_denied']);
+});
+
+it("runs evaluations one at a time in the order asked, each with its own org's version", async () => {
+  start();
+  const older = setOf([[{ type: 'deny_pattern', pattern: 'one' }]], 1);
+  const newer = setOf([[{ type: 'deny_pattern', pattern: 'two' }]], 2);
+  const answers = await Promise.all([
+    thread.evaluate({ set: older, action: action('one'), context }),
+    thread.evaluate({ set: newer, action: action('one'), context }),
+    thread.evaluate({ set: older, action: action('two'), context }),
+  ]);
+  expect(answers.map((a) => [a.decision.verdict, a.decision.policyVersion])).toEqual([
+    ['deny', 1],
+    ['allow', 2],
+    ['allow', 1],
+  ]);
+});
+
+it('denies what still waits when it is closed', async () => {
+  start();
+  const first = thread.evaluate({ set: setOf([SLOW]), action: slowAction, context });
+  const second = thread.evaluate({ set: setOf([[]]), action: action('hello'), context });
+  await thread.close();
+  for (const { decision } of await Promise.all([first, second])) {
+    expect(decision.verdict).toBe('deny');
+    expect(decision.reasons[0]?.message).toContain('the process is stopping');
+  }
+});
