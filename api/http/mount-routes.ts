@@ -134,5 +134,5 @@ export function mountRoutes(routes: RouteDef[], infra: Infra, checkReply?: Reply
  */
 export async function limitUnrouted(infra: Infra, ctx: Context): Promise<void> {
   const principal = await authenticatedIfAny(ctx, infra);
-  if (principal) await applyRateLimit(ctx, {}, infra, principal);
+  if (principal) await applyRateLimit(ctx, { outsideOrgLimit: false }, infra, principal);
 }

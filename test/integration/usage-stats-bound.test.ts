@@ -2,25 +2,7 @@ import { microsToUsd } from '../../domain/pricing/cost';
 import { MAX_USAGE_GROUPS } from '../../domain/stats/usage-stats';
 import { signupOrg, type SignedUpOrg } from '../support/factories';
 import { startTestApp, type TestApp } from '../support/test-app';
-
-interface Figures {
-  calls: number;
-  succeeded: number;
-  failed: number;
-  denied: number;
-  cancelled: number;
-  input_tokens: number;
-  output_tokens: number;
-  cost_usd: number;
-}
-
-type Group = Figures & { key: string };
-
-interface Usage {
-  totals: Figures;
-  groups: Group[];
-  groups_truncated: boolean;
-}
+import type { Figures, UsageGroup as Group, UsageBody as Usage } from '../support/usage-stats-body';
 
 /** A finished invocation as the stats read it; written straight to the table. */
 interface Row {

@@ -9,25 +9,7 @@ import {
   type SessionBody,
 } from '../support/invoke-fixtures';
 import { startTestApp, type TestApp } from '../support/test-app';
-
-interface Figures {
-  calls: number;
-  succeeded: number;
-  failed: number;
-  denied: number;
-  cancelled: number;
-  input_tokens: number;
-  output_tokens: number;
-  cost_usd: number;
-}
-
-interface Usage {
-  from: string;
-  to: string;
-  totals: Figures;
-  groups: (Figures & { key: string })[];
-  groups_truncated: boolean;
-}
+import type { Figures, UsageBody as Usage } from '../support/usage-stats-body';
 
 interface ErrorBody {
   error_code: string;
