@@ -37,7 +37,13 @@ export const acsRoutes = [
           'invalid_json or validation_error (with details), also when agent_id is not the agent of session_id',
       },
       404: { description: 'the agent or session is not in this org' },
-      503: { description: 'no guardian worker decided in time; retry' },
+      503: {
+        description:
+          'no guardian worker decided within 10 s: the request was withdrawn, so nothing was recorded and ' +
+          'the evaluation can be retried. Rarely (a worker took the request, then died while recording it) ' +
+          'the message names the decision id instead: it may still be recorded later, so look it up in the ' +
+          'decision log before retrying',
+      },
     },
     handle: async (input) => {
       const { agent_id, session_id, action } = input.body;

@@ -6988,7 +6988,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description no guardian worker decided in time; retry; unavailable: the database or Redis is unreachable */
+      /** @description no guardian worker decided within 10 s: the request was withdrawn, so nothing was recorded and the evaluation can be retried. Rarely (a worker took the request, then died while recording it) the message names the decision id instead: it may still be recorded later, so look it up in the decision log before retrying; unavailable: the database or Redis is unreachable */
       503: {
         headers: {
           [name: string]: unknown;

@@ -6,7 +6,7 @@ import type { CompiledPolicySet } from './compile-policies';
 import type { Decision } from './decision';
 import type { DecisionLog } from './decision-log.port';
 import type { EvaluationRunner } from './evaluation-runner';
-import { actionJson, type EvaluationRelay, type EvaluationRequest } from './evaluation';
+import { actionJson, type Claim, type EvaluationRelay, type EvaluationRequest } from './evaluation';
 import { agentCheck } from './guardian';
 import type { PolicyDecision } from './policy';
 
@@ -58,21 +58,11 @@ const decisionEvent = (request: EvaluationRequest, decision: Decision) =>
     },
   });
 
-/**
- * The `acs.evaluate` job: decide the action with the same engine that decides every invoke, log
- * the decision with its audit entry, and hand the answer back. Safe to run twice: an answered
- * evaluation is only announced again.
- */
-export async function evaluateAction(deps: EvaluateActionDeps, id: string): Promise<'decided' | 'skipped'> {
-  if (await deps.relay.answered(id)) {
-    await deps.announce(id);
-    return 'skipped';
-  }
-  const request = await deps.relay.request(id);
-  if (!request) return 'skipped';
+/** The decision on the request, not yet recorded: the engine's verdict under the evaluation's id. */
+async function decisionOf(deps: EvaluateActionDeps, request: EvaluationRequest): Promise<Decision> {
   const result = await decide(deps, request);
-  const decision: Decision = {
-    id,
+  return {
+    id: request.id,
     orgId: request.orgId,
     invocationId: null,
     sessionId: request.sessionId,
@@ -85,8 +75,47 @@ export async function evaluateAction(deps: EvaluateActionDeps, id: string): Prom
     actionDigest: actionDigest(actionJson(request.action)),
     evaluatedAt: deps.clock.now(),
   };
+}
+
+/**
+ * Records the decision with its audit entry, unless an earlier attempt of this job claimed the
+ * request, recorded, and died (or lost Redis) before answering: the decision of record is then the
+ * answer, as the log keeps it (its modified action without messages), never a second one.
+ */
+async function recordOnce(
+  deps: EvaluateActionDeps,
+  request: EvaluationRequest,
+  decision: Decision,
+  claim: Claim,
+) {
+  const earlier = claim === 'again' ? await deps.decisions.get(request.orgId, decision.id) : null;
+  if (earlier) return earlier;
   await deps.decisions.record(decision, decisionEvent(request, decision));
-  await deps.relay.answer(id, decision);
+  return decision;
+}
+
+/**
+ * The `acs.evaluate` job: decide the action with the same engine that decides every invoke, log
+ * the decision with its audit entry, and hand the answer back. Safe to run twice: an answered
+ * evaluation is only announced again.
+ *
+ * The request is claimed after the engine ran (a job past its org's share goes back to the queue
+ * from inside the engine, and must not hold a claim while it waits) and before anything is
+ * recorded. A claim is refused once the API withdrew the request (its caller was told 503 and may
+ * ask again), so nothing is recorded for it; a retry of the job that claimed it (its worker died
+ * between the claim and the answer) claims it again and finishes the same evaluation.
+ */
+export async function evaluateAction(deps: EvaluateActionDeps, id: string): Promise<'decided' | 'skipped'> {
+  if (await deps.relay.answered(id)) {
+    await deps.announce(id);
+    return 'skipped';
+  }
+  const request = await deps.relay.request(id);
+  if (!request) return 'skipped';
+  const decision = await decisionOf(deps, request);
+  const claim = await deps.relay.claim(id);
+  if (!claim) return 'skipped';
+  await deps.relay.answer(id, await recordOnce(deps, request, decision, claim));
   await deps.announce(id);
   return 'decided';
 }

@@ -17,12 +17,27 @@ export interface EvaluationRequest {
 }
 
 /**
+ * How a worker's claim went: taken now; taken `again` (an earlier attempt of the same job took it
+ * and did not answer: crashed, or its write failed); or refused (null: withdrawn by the API, or
+ * answered, or expired).
+ */
+export type Claim = 'taken' | 'again' | null;
+
+/**
  * Hands an evaluation from the API to a guardian worker and its answer back. Requests and answers
  * hold prompt text, so they live briefly (minutes) outside the job payload and the database.
+ * A decision is recorded only by the worker that claimed its request, and the API withdraws a
+ * request nobody claimed when it stops waiting: claim and withdrawal exclude each other, so a
+ * caller told 503 has nothing recorded under its evaluation.
  */
 export interface EvaluationRelay {
   put(request: EvaluationRequest): Promise<void>;
+  /** The request, claimed or not (a retried job reads the one it claimed). */
   request(id: string): Promise<EvaluationRequest | null>;
+  /** Takes the request before its decision is recorded; refused once it was withdrawn. */
+  claim(id: string): Promise<Claim>;
+  /** Deletes the request unless a worker claimed it: true when it was deleted (and can never be claimed). */
+  withdraw(id: string): Promise<boolean>;
   answer(id: string, decision: Decision): Promise<void>;
   answered(id: string): Promise<Decision | null>;
 }

@@ -29,6 +29,8 @@ function deps(time: EvaluationTime) {
     relay: {
       put: async () => undefined,
       request: async () => request,
+      claim: async () => 'taken',
+      withdraw: async () => true,
       answer: async () => undefined,
       answered: async () => null,
     },
