@@ -1,9 +1,13 @@
+import { OrgAtCapacity } from '../org-at-capacity';
 import type { CompiledPolicySet } from './compile-policies';
 import { reestimateWith, type CostBasis } from './cost-basis';
 import { evaluatePolicies } from './evaluate-policies';
 import { HEAVY_WORK, type EvaluationTime } from './evaluation-time';
 import { worstPatternWork } from './pattern-budget';
 import type { Action, EvaluationContext, PolicyDecision, PolicySet } from './policy';
+
+/** How long a job whose org already has a heavy evaluation in the thread waits before it is taken again. */
+const IN_THREAD_WAIT_MS = 250;
 
 /** An evaluation's context as data (it may cross to another thread): the invoke's cost basis, not a function. */
 export interface PlainContext {
@@ -51,6 +55,9 @@ const setOf = (compiled: CompiledPolicySet): PolicySet => ({
  * microseconds) stay here: a hand-over to a thread would cost more than they do.
  */
 export class EvaluationRunner {
+  /** Each org's heavy evaluations sent to the thread and not yet answered. */
+  private readonly inThread = new Map<string, number>();
+
   constructor(
     private readonly time: EvaluationTime,
     private readonly offLoop: OffLoopEvaluator | null,
@@ -67,9 +74,32 @@ export class EvaluationRunner {
     const { orgId } = compiled;
     if (!kind.heavy || !this.offLoop)
       return this.time.run(orgId, kind, () => evaluatePolicies(compiled, action, contextOf(context, action)));
+    if (deferrable) this.assertNoneInThread(orgId);
     this.time.admit(orgId, kind);
-    const { decision, ms } = await this.offLoop.evaluate({ set: setOf(compiled), action, context });
-    this.time.charge(orgId, ms, true);
-    return decision;
+    this.inThread.set(orgId, (this.inThread.get(orgId) ?? 0) + 1);
+    try {
+      const { decision, ms } = await this.offLoop.evaluate({ set: setOf(compiled), action, context });
+      this.time.charge(orgId, ms, true);
+      return decision;
+    } finally {
+      const left = (this.inThread.get(orgId) ?? 1) - 1;
+      if (left > 0) this.inThread.set(orgId, left);
+      else this.inThread.delete(orgId);
+    }
+  }
+
+  /**
+   * An org's share is charged once an evaluation is answered, so without this a burst of its jobs
+   * would all be admitted before the first was charged and queue up to a minute of work in the
+   * thread ahead of every other org's. One heavy evaluation of an org at a time: its next job
+   * waits its turn in the queue (not an attempt), as one past its share does.
+   */
+  private assertNoneInThread(orgId: string): void {
+    if (!this.inThread.has(orgId)) return;
+    throw new OrgAtCapacity(
+      IN_THREAD_WAIT_MS,
+      () => Promise.resolve(!this.inThread.has(orgId)),
+      'a heavy policy evaluation in this process still running',
+    );
   }
 }

@@ -57,6 +57,8 @@ export class PolicyThread implements OffLoopEvaluator {
   private ready = false;
   private current: Pending | null = null;
   private readonly waiting: Pending[] = [];
+  /** Closed: no thread is started again (a job finishing during shutdown is denied instead). */
+  private closed = false;
 
   constructor(
     private readonly warn: (message: string, fields: Record<string, unknown>) => void,
@@ -65,13 +67,16 @@ export class PolicyThread implements OffLoopEvaluator {
 
   evaluate(evaluation: OffLoopEvaluation): Promise<{ decision: PolicyDecision; ms: number }> {
     return new Promise((resolve) => {
-      this.waiting.push({ evaluation, resolve, startedAt: 0 });
+      const pending = { evaluation, resolve, startedAt: 0 };
+      if (this.closed) return this.finish(pending, { error: 'the process is stopping' });
+      this.waiting.push(pending);
       this.next();
     });
   }
 
   /** Ends the thread; evaluations still waiting are denied. */
   async close(): Promise<void> {
+    this.closed = true;
     for (const pending of this.waiting.splice(0)) this.finish(pending, { error: 'the process is stopping' });
     if (this.current) this.finish(this.current, { error: 'the process is stopping' });
     this.current = null;

@@ -120,3 +120,41 @@ it('without a thread, evaluates even a heavy one here', async () => {
   const decision = await runner.evaluate(HEAVY, say('a'.repeat(2_000)), context, true);
   expect(decision.verdict).toBe('allow');
 });
+
+it("sends one heavy evaluation of an org at a time: the org's next deferrable one waits its turn, another org's goes", async () => {
+  const sent: string[] = [];
+  const pending: (() => void)[] = [];
+  /** The thread answers everything sent so far. */
+  const answer = () => pending.splice(0).forEach((resolve) => resolve());
+  const thread: OffLoopEvaluator = {
+    evaluate: (evaluation) =>
+      new Promise((resolve) => {
+        sent.push(evaluation.set.orgId);
+        pending.push(() => resolve({ decision: {} as PolicyDecision, ms: 1 }));
+      }),
+  };
+  const runner = new EvaluationRunner(new EvaluationTime(250), thread);
+  const action = say('a'.repeat(2_000));
+  const other = compilePolicies({
+    orgId: 'org_2',
+    policyVersion: 1,
+    policies: [{ ...policy('(?:\\w*a){400}[^\\w]'), orgId: 'org_2' }],
+  });
+  const first = runner.evaluate(HEAVY, action, context, true);
+  const refused = await runner.evaluate(HEAVY, action, context, true).catch((err: unknown) => err);
+  expect(refused).toBeInstanceOf(OrgAtCapacity);
+  expect(await (refused as OrgAtCapacity).owed()).toBe(false);
+  // One that cannot wait (a retry, an approved run: it holds a reservation) still goes.
+  const atOnce = runner.evaluate(HEAVY, action, context, false);
+  const otherOrg = runner.evaluate(other, action, context, true);
+  await new Promise((r) => setImmediate(r));
+  expect(sent).toEqual(['org_1', 'org_1', 'org_2']);
+  answer();
+  await Promise.all([first, atOnce, otherOrg]);
+  expect(await (refused as OrgAtCapacity).owed()).toBe(true);
+  const next = runner.evaluate(HEAVY, action, context, true);
+  await new Promise((r) => setImmediate(r));
+  expect(sent).toHaveLength(4);
+  answer();
+  await next;
+});

@@ -153,12 +153,13 @@ it("runs evaluations one at a time in the order asked, each with its own org's v
   ]);
 });
 
-it('denies what still waits when it is closed', async () => {
+it('denies what still waits when it is closed, and what comes after', async () => {
   start();
   const first = thread.evaluate({ set: setOf([SLOW]), action: slowAction, context });
   const second = thread.evaluate({ set: setOf([[]]), action: action('hello'), context });
   await thread.close();
-  for (const { decision } of await Promise.all([first, second])) {
+  const after = thread.evaluate({ set: setOf([[]]), action: action('hello'), context });
+  for (const { decision } of await Promise.all([first, second, after])) {
     expect(decision.verdict).toBe('deny');
     expect(decision.reasons[0]?.message).toContain('the process is stopping');
   }
