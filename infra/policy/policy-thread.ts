@@ -8,6 +8,8 @@ import type { PolicyDecision } from '../../domain/policy/policy';
  * an evaluation may take (about 2 s, pattern-budget.ts), for a slow hour on a slow machine.
  */
 export const THREAD_EVALUATION_LIMIT_MS = 10_000;
+/** What a new thread may take to load its code (about 50 ms compiled, 0.3 s from source) before its first evaluation's limit. */
+const THREAD_START_MS = 10_000;
 /** The thread's heap: a 1 MiB prompt redacted by many patterns needs tens of megabytes. */
 const THREAD_HEAP_MB = 256;
 
@@ -88,13 +90,21 @@ export class PolicyThread implements OffLoopEvaluator {
     const pending = this.waiting.shift();
     if (!pending) return;
     this.current = pending;
-    this.started().postMessage(pending.evaluation);
-    if (this.ready) this.startClock(pending);
+    try {
+      this.started().postMessage(pending.evaluation);
+    } catch (err) {
+      // Nothing was sent (a value that cannot be copied, a thread that cannot start): deny this one alone.
+      this.current = null;
+      this.finish(pending, { error: `it could not be sent to its thread: ${(err as Error).message}` });
+      return this.next();
+    }
+    this.startClock(pending, this.ready ? this.limitMs : this.limitMs + THREAD_START_MS);
   }
 
-  private startClock(pending: Pending): void {
+  private startClock(pending: Pending, limitMs = this.limitMs): void {
+    clearTimeout(pending.timer);
     pending.startedAt = performance.now();
-    pending.timer = setTimeout(() => this.abandon(`it took more than ${this.limitMs} ms`), this.limitMs);
+    pending.timer = setTimeout(() => this.abandon(`it took more than ${this.limitMs} ms`), limitMs);
   }
 
   private started(): Worker {
@@ -146,7 +156,7 @@ export class PolicyThread implements OffLoopEvaluator {
 
   private finish(pending: Pending, answer: ThreadAnswer | { error: string }): void {
     clearTimeout(pending.timer);
-    const ms = 'ms' in answer ? answer.ms : pending.startedAt && performance.now() - pending.startedAt;
+    const ms = 'ms' in answer ? answer.ms : performance.now() - (pending.startedAt || performance.now());
     const decision = 'decision' in answer ? answer.decision : denied(pending.evaluation, answer.error);
     pending.resolve({ decision, ms });
   }

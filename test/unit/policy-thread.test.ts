@@ -164,3 +164,17 @@ it('denies what still waits when it is closed, and what comes after', async () =
     expect(decision.reasons[0]?.message).toContain('the process is stopping');
   }
 });
+
+it('denies an evaluation that cannot be sent to the thread, alone: the next is evaluated', async () => {
+  start();
+  const uncopyable = { ...action('x'), tool: { name: 'f', arguments: () => 1 } } as unknown as Action;
+  const { decision } = await thread.evaluate({ set: setOf([[]]), action: uncopyable, context });
+  expect(decision.verdict).toBe('deny');
+  expect(decision.reasons[0]?.message).toContain('could not be sent to its thread');
+  const next = await thread.evaluate({
+    set: setOf([[{ type: 'deny_pattern', pattern: 'sk-' }]]),
+    action: action('sk-1'),
+    context,
+  });
+  expect(next.decision.reasons.map((r) => r.code)).toEqual(['pattern_denied']);
+});
