@@ -6,8 +6,13 @@ import { HEAVY_WORK, type EvaluationTime } from './evaluation-time';
 import { worstPatternWork } from './pattern-budget';
 import type { Action, EvaluationContext, PolicyDecision, PolicySet } from './policy';
 
-/** How long a job whose org already has a heavy evaluation in the thread waits before it is taken again. */
+/** How long a job refused a place in the thread (assertRoomInThread) waits before it is taken again. */
 const IN_THREAD_WAIT_MS = 250;
+/**
+ * Deferrable evaluations in the thread at once, of every org: the one running and one ready to
+ * follow. Each takes up to about 2 s, so none waits in the thread more than about 4 s.
+ */
+export const MAX_IN_THREAD = 2;
 
 /** An evaluation's context as data (it may cross to another thread): the invoke's cost basis, not a function. */
 export interface PlainContext {
@@ -57,6 +62,8 @@ const setOf = (compiled: CompiledPolicySet): PolicySet => ({
 export class EvaluationRunner {
   /** Each org's heavy evaluations sent to the thread and not yet answered. */
   private readonly inThread = new Map<string, number>();
+  /** The deferrable ones among them, of every org. */
+  private deferrableInThread = 0;
 
   constructor(
     private readonly time: EvaluationTime,
@@ -74,32 +81,45 @@ export class EvaluationRunner {
     const { orgId } = compiled;
     if (!kind.heavy || !this.offLoop)
       return this.time.run(orgId, kind, () => evaluatePolicies(compiled, action, contextOf(context, action)));
-    if (deferrable) this.assertNoneInThread(orgId);
+    if (deferrable) this.assertRoomInThread(orgId);
     this.time.admit(orgId, kind);
-    this.inThread.set(orgId, (this.inThread.get(orgId) ?? 0) + 1);
+    this.enter(orgId, deferrable);
     try {
       const { decision, ms } = await this.offLoop.evaluate({ set: setOf(compiled), action, context });
       this.time.charge(orgId, ms, true);
       return decision;
     } finally {
-      const left = (this.inThread.get(orgId) ?? 1) - 1;
-      if (left > 0) this.inThread.set(orgId, left);
-      else this.inThread.delete(orgId);
+      this.leave(orgId, deferrable);
     }
   }
 
   /**
-   * An org's share is charged once an evaluation is answered, so without this a burst of its jobs
-   * would all be admitted before the first was charged and queue up to a minute of work in the
-   * thread ahead of every other org's. One heavy evaluation of an org at a time: its next job
-   * waits its turn in the queue (not an attempt), as one past its share does.
+   * The shares are charged once an evaluation is answered, so without this a burst of jobs would
+   * all be admitted before the first was charged and queue minutes of work in the thread ahead of
+   * every other org's (QA: one org's 60 heavy invokes at once held another's 106 s). So a
+   * deferrable heavy evaluation goes to the thread only while its org has none there and fewer
+   * than MAX_IN_THREAD of every org are: otherwise its job waits its turn in the queue (not an
+   * attempt), as one past its share does. The checks before a retry or an approved run cannot
+   * wait (they hold a reservation), and always go.
    */
-  private assertNoneInThread(orgId: string): void {
-    if (!this.inThread.has(orgId)) return;
+  private assertRoomInThread(orgId: string): void {
+    if (!this.inThread.has(orgId) && this.deferrableInThread < MAX_IN_THREAD) return;
     throw new OrgAtCapacity(
       IN_THREAD_WAIT_MS,
-      () => Promise.resolve(!this.inThread.has(orgId)),
-      'a heavy policy evaluation in this process still running',
+      () => Promise.resolve(!this.inThread.has(orgId) && this.deferrableInThread < MAX_IN_THREAD),
+      'a heavy policy evaluation in this process still running, or the policy thread is full',
     );
+  }
+
+  private enter(orgId: string, deferrable: boolean): void {
+    this.inThread.set(orgId, (this.inThread.get(orgId) ?? 0) + 1);
+    if (deferrable) this.deferrableInThread++;
+  }
+
+  private leave(orgId: string, deferrable: boolean): void {
+    const left = (this.inThread.get(orgId) ?? 1) - 1;
+    if (left > 0) this.inThread.set(orgId, left);
+    else this.inThread.delete(orgId);
+    if (deferrable) this.deferrableInThread--;
   }
 }
