@@ -18,6 +18,7 @@ import type { DecisionWrite, GuardianView, InvocationStore, RunView } from './in
 import { statusesOf } from './lifecycle';
 import { endWithoutUsage, recordOutcome } from './outcomes';
 import { lapsedRequesterKey } from './requester-key';
+import { decideFresh } from './slow-decision';
 import type { CompletionSignal, StageQueue } from './signals';
 import type { InvocationJob } from '../jobs';
 
@@ -226,12 +227,15 @@ export async function decideInvocation(deps: DecideDeps, job: StageJob): Promise
     return { outcome: 'admitted', next: runJob(job), run, decidedNow: false };
   }
   if (!EVALUATE_STATUSES.includes(invocation.status)) return { outcome: 'skipped' };
-  const at = deps.clock.now();
-  const stopped = stoppedWhileQueued(view, at);
-  if (stopped) return failQueued(deps, view, stopped, at);
+  const readAt = deps.clock.now();
+  const stopped = stoppedWhileQueued(view, readAt);
+  if (stopped) return failQueued(deps, view, stopped, readAt);
   // Deferrable: nothing is written or reserved yet, so the job may go back to wait its org's turn.
-  const verdict = await deps.guardian.decide({ ...guardianInput(view), deferrable: true });
-  const write = decisionWrite(invocation, verdict, at);
+  const decided = await decideFresh(deps, view, { ...guardianInput(view), deferrable: true });
+  // A slow decision read the session and key again: what changed while it waited counts too.
+  const stoppedMeanwhile = stoppedWhileQueued(decided.view, decided.at);
+  if (stoppedMeanwhile) return failQueued(deps, decided.view, stoppedMeanwhile, decided.at);
+  const write = decisionWrite(invocation, decided.verdict, decided.at);
   if ((await deps.store.decide(write)) !== 'applied') return { outcome: 'skipped' };
   if (write.status === 'running')
     return { outcome: 'admitted', next: runJob(job), run: admitted(view, write), decidedNow: true };

@@ -3,8 +3,9 @@ import type { Guardian } from '../policy/guardian';
 import { statusAt } from '../sessions/session';
 import { guardianInput } from './evaluate-invocation';
 import type { Invocation, InvocationError } from './invocation';
-import type { InvocationStore } from './invocation-store';
+import type { GuardianView, InvocationStore } from './invocation-store';
 import { lapsedRequesterKey } from './requester-key';
+import { decideFresh } from './slow-decision';
 
 export interface ResumeCheckDeps {
   store: InvocationStore;
@@ -53,16 +54,22 @@ export async function stoppedAfterWait(
 ): Promise<StopAfterWait | null> {
   const view = await deps.store.forGuardian(invocation.id);
   if (!view) return null;
-  const at = deps.clock.now();
+  const before = lapsed(view, deps.clock.now(), wait);
+  if (before) return before;
+  const decided = await decideFresh(deps, view, guardianInput({ ...view, invocation }));
+  const { verdict } = decided;
+  if (verdict.verdict !== 'deny') return lapsed(decided.view, decided.at, wait);
+  const message = `denied ${SINCE[wait]}: ${verdict.reasons.map((r) => r.message).join('; ')}`;
+  return { status: 'denied', error: { errorCode: 'guardian_denied', message } };
+}
+
+/** The invocation's session is no longer open, or the key that asked for it lapsed: it fails. */
+function lapsed(view: GuardianView, at: Date, wait: Wait): StopAfterWait | null {
   const status = statusAt(view.session, at);
   if (status !== 'open') {
-    const message = `session ${invocation.sessionId} is ${status}; ${NOT_SENT[wait]}`;
+    const message = `session ${view.invocation.sessionId} is ${status}; ${NOT_SENT[wait]}`;
     return { status: 'failed', error: { errorCode: 'session_not_open', message } };
   }
   const revoked = lapsedRequesterKey(view, at, NOT_SENT[wait]);
-  if (revoked) return { status: 'failed', error: revoked };
-  const verdict = await deps.guardian.decide(guardianInput({ ...view, invocation }));
-  if (verdict.verdict !== 'deny') return null;
-  const message = `denied ${SINCE[wait]}: ${verdict.reasons.map((r) => r.message).join('; ')}`;
-  return { status: 'denied', error: { errorCode: 'guardian_denied', message } };
+  return revoked ? { status: 'failed', error: revoked } : null;
 }

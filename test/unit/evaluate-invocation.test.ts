@@ -15,6 +15,7 @@ import type {
   SealedCredential,
 } from '../../domain/invocations/invocation-store';
 import type { InvocationStage } from '../../domain/invocations/signals';
+import { SLOW_DECISION_MS } from '../../domain/invocations/slow-decision';
 import { invocationRow } from '../support/invocation-row';
 
 const now = new Date('2026-11-22T12:00:00Z');
@@ -214,6 +215,58 @@ describe('the guardian stage', () => {
     expect(decisions).toEqual([]);
     expect(enqueued).toEqual([]);
     expect(finishes[0]).toMatchObject({ status: 'failed', error: { errorCode: 'invalid_api_key' } });
+  });
+
+  /**
+   * A guardian that takes `ms` on the clock (a heavy evaluation waiting for its thread) while
+   * `meanwhile` changes what the store answers next.
+   */
+  function slowGuardian(deps: EvaluateDeps, ms: number, meanwhile: (view: GuardianView) => GuardianView) {
+    let at = now.getTime();
+    const reads: GuardianView[] = [];
+    const store = deps.store as { forGuardian: (id: string) => Promise<GuardianView | null> };
+    const read = store.forGuardian.bind(store);
+    let changed = false;
+    store.forGuardian = async (id) => {
+      const view = (await read(id)) as GuardianView;
+      const answer = changed ? meanwhile(view) : view;
+      reads.push(answer);
+      return answer;
+    };
+    deps.clock = { now: () => new Date(at) };
+    deps.guardian = new Guardian({
+      evaluate: async () => {
+        at += ms;
+        changed = true;
+        return allow;
+      },
+    });
+    return reads;
+  }
+
+  it('reads the session and key again after a slow decision: a key revoked meanwhile fails it, deciding nothing', async () => {
+    const { deps, decisions, finishes, enqueued } = fakes(allow);
+    const reads = slowGuardian(deps, SLOW_DECISION_MS, (v) => ({
+      ...v,
+      requesterRevokedAt: new Date(now.getTime() + 1),
+    }));
+    expect(await evaluateInvocation(deps, job)).toBe('failed');
+    expect(reads).toHaveLength(2);
+    expect(decisions).toEqual([]);
+    expect(enqueued).toEqual([]);
+    expect(finishes[0]).toMatchObject({ status: 'failed', error: { errorCode: 'invalid_api_key' } });
+  });
+
+  it('a session closed during a slow decision fails it session_not_open; a fast one is not read again', async () => {
+    const slow = fakes(allow);
+    slowGuardian(slow.deps, 5_000, (v) => ({ ...v, session: { ...v.session, status: 'closed' } }));
+    expect(await evaluateInvocation(slow.deps, job)).toBe('failed');
+    expect(slow.finishes[0]).toMatchObject({ status: 'failed', error: { errorCode: 'session_not_open' } });
+
+    const fast = fakes(allow);
+    const reads = slowGuardian(fast.deps, SLOW_DECISION_MS - 1, (v) => ({ ...v, requesterRevokedAt: now }));
+    expect(await evaluateInvocation(fast.deps, job)).toBe('admitted');
+    expect(reads).toHaveLength(1);
   });
 
   it('decides one whose key was rotated and is still in its grace (revoked later): the old key still works', async () => {
