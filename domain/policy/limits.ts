@@ -1,4 +1,5 @@
 import { RE2JS } from 're2js';
+import type { Rule } from './policy';
 
 /** Size limits of a policy and of an org's policy set (documented in the OpenAPI description). */
 export const MAX_PATTERN_LENGTH = 1000;
@@ -18,6 +19,15 @@ export const MAX_REPEAT_TOTAL = 1000;
  * `(?:\w*a){999}[^\w]` compiles to 3,000 and took 5 s over 100 KB; `x{999}` compiles to 1,001.
  */
 export const MAX_PATTERN_PROGRAM = 1500;
+
+/**
+ * Instructions the patterns of an org's enabled policies may have together. Each process keeps
+ * every org's compiled set, and compiles a new one on the event loop at each policy_version: at
+ * 200 policies of 50 of the largest patterns that was about 2 GB and 14 s per change (QA,
+ * 2026-11-28). This much (about 65 of the largest patterns, or thousands of plain ones) compiles
+ * in about a tenth of a second into about 13 MB.
+ */
+export const MAX_ORG_PATTERN_PROGRAM = 100_000;
 
 const countedRepeats = (pattern: string): number =>
   [...pattern.matchAll(/\{(\d+)(?:,(\d*))?\}/g)].reduce(
@@ -100,3 +110,18 @@ export const validateRedaction = (pattern: string): string | null =>
       ? 'matches empty text, so the replacement would be inserted everywhere: make it match at least one character'
       : null,
   );
+
+/** The instructions of a policy's patterns, compiled (a pattern that does not compile counts none: the store refuses it). */
+export function patternProgramOf(rules: readonly Rule[]): number {
+  let total = 0;
+  for (const rule of rules) {
+    if (rule.type !== 'deny_pattern' && rule.type !== 'redact_pattern') continue;
+    try {
+      const flags = rule.type === 'deny_pattern' ? rule.flags : undefined;
+      total += compilePattern(rule.pattern, flags).matcher('').programSize();
+    } catch {
+      // Refused by the rule's own validation.
+    }
+  }
+  return total;
+}

@@ -1,5 +1,5 @@
 import type { Page, PageRequest } from '../model';
-import type { Policy } from './policy';
+import type { Policy, Rule } from './policy';
 
 /** The policies a page shows and the org's policy_version they are at. */
 export interface PolicyPage extends Page<Policy> {
@@ -23,6 +23,8 @@ export interface PolicyRepository {
   /** A page of live policies and the org's policy_version, read in one statement. */
   list(orgId: string, page: PageRequest): Promise<PolicyPage>;
   countLive(orgId: string): Promise<number>;
+  /** The rules of the org's enabled live policies, by policy id: what the org's compiled set holds. */
+  enabledRules(orgId: string): Promise<{ id: string; rules: Rule[] }[]>;
   insert(policy: Policy): Promise<void>;
   /** Writes every client field, version and updated_at of a live policy. */
   replace(policy: Policy): Promise<void>;

@@ -6,7 +6,7 @@ import { newId } from '../ids';
 import type { PageRequest } from '../model';
 import type { Tx, UnitOfWork } from '../ports';
 import { actorOf, type CallContext } from '../principal';
-import { MAX_POLICIES_PER_ORG } from './limits';
+import { MAX_ORG_PATTERN_PROGRAM, MAX_POLICIES_PER_ORG, patternProgramOf } from './limits';
 import type { Policy } from './policy';
 import type { PolicyPage } from './policy-store.port';
 import { policyDocument } from './policy-document';
@@ -80,6 +80,33 @@ export async function getPolicy(deps: PolicyDeps, ctx: CallContext, id: string):
 export const listPolicies = (deps: PolicyDeps, ctx: CallContext, page: PageRequest): Promise<PolicyPage> =>
   deps.uow.read((tx) => tx.policies.list(ctx.principal.orgId, page));
 
+const programOf = (p: Pick<Policy, 'enabled' | 'rules'> | null) =>
+  p?.enabled ? patternProgramOf(p.rules) : 0;
+
+/**
+ * Refuses a change that takes the patterns of the org's enabled policies past
+ * MAX_ORG_PATTERN_PROGRAM instructions together (a 400 naming the sizes). A change that does not
+ * add to them is taken even above it (a set from before the limit can still shrink). Asked under
+ * the org's version lock, so two writers cannot pass it together.
+ */
+async function assertPatternRoom(
+  tx: Tx,
+  orgId: string,
+  old: Policy | null,
+  fields: PolicyFields,
+): Promise<void> {
+  const added = programOf(fields) - programOf(old);
+  if (added <= 0) return;
+  const others = (await tx.policies.enabledRules(orgId)).filter((p) => p.id !== old?.id);
+  const total = others.reduce((sum, p) => sum + patternProgramOf(p.rules), 0) + programOf(fields);
+  if (total > MAX_ORG_PATTERN_PROGRAM)
+    throw invalidField(
+      'rules',
+      `the patterns of the org's enabled policies would compile to ${total} instructions together, ` +
+        `more than ${MAX_ORG_PATTERN_PROGRAM}: use fewer or simpler patterns, or disable a policy`,
+    );
+}
+
 /** The org's version is bumped first: its row lock makes the count below exact under concurrency. */
 export async function createPolicy(
   deps: PolicyDeps,
@@ -94,6 +121,7 @@ export async function createPolicy(
         'body',
         `the org already has ${MAX_POLICIES_PER_ORG} policies, the most it may have: delete one first`,
       );
+    await assertPatternRoom(tx, orgId, null, fields);
     const now = deps.clock.now();
     const policy: Policy = { id: newId('pol'), orgId, ...fields, version: 1, createdAt: now, updatedAt: now };
     await tx.policies.insert(policy);
@@ -117,6 +145,7 @@ export async function replacePolicy(
     const current = await tx.policies.lockVersion(orgId);
     const old = await loadPolicy(tx, ctx, id);
     if (FIELDS.every((k) => sameValue(old[k], fields[k]))) return { policy: old, policyVersion: current };
+    await assertPatternRoom(tx, orgId, old, fields);
     const policyVersion = await tx.policies.bumpVersion(orgId);
     const now = deps.clock.now();
     const policy: Policy = { ...old, ...fields, version: old.version + 1, updatedAt: now };

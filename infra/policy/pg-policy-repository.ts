@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { PolicyRef } from '../../domain/ports';
+import type { Rule } from '../../domain/policy/policy';
 import type { PolicyRepository } from '../../domain/policy/policy-store.port';
 import { POLICY_COLUMNS, policyValues, toPolicy, type PolicyRow } from './policy-rows';
 
@@ -66,6 +67,11 @@ export function policyRepository(em: EntityManager): PolicyRepository {
       const nextAfter = found.length > page.limit ? (items.at(-1)?.id ?? null) : null;
       return { items, nextAfter, policyVersion: versionIn(rows, orgId) };
     },
+    enabledRules: (orgId) =>
+      em.execute<{ id: string; rules: Rule[] }[]>(
+        'select id, rules from policies where org_id = ? and deleted_at is null and enabled',
+        [orgId],
+      ),
     countLive: async (orgId) => {
       const rows: { n: string }[] = await em.execute(
         'select count(*) as n from policies where org_id = ? and deleted_at is null',

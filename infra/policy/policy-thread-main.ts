@@ -10,8 +10,13 @@ import { contextOf, type OffLoopEvaluation } from '../../domain/policy/evaluatio
 import type { PolicySet } from '../../domain/policy/policy';
 import { THREAD_READY, type ThreadAnswer } from './policy-thread';
 
-/** Compiled sets kept, by org: the orgs whose evaluations are heavy are few. */
-const KEEP_SETS = 64;
+/**
+ * Compiled sets kept, by org: the orgs whose evaluations are heavy are few. A set is at most about
+ * 13 MB (MAX_ORG_PATTERN_PROGRAM), so these fit the thread's heap with room for the evaluation's
+ * own work (QA: 64 of the sets allowed before that limit ran the thread out of memory, and one
+ * org's verdict then depended on which others' sets were kept).
+ */
+const KEEP_SETS = 16;
 const compiledSets = new Map<string, CompiledPolicySet>();
 
 function compiledOf(set: PolicySet): CompiledPolicySet {

@@ -10,8 +10,11 @@ import type { PolicyDecision } from '../../domain/policy/policy';
 export const THREAD_EVALUATION_LIMIT_MS = 10_000;
 /** What a new thread may take to load its code (about 50 ms compiled, 0.3 s from source) before its first evaluation's limit. */
 const THREAD_START_MS = 10_000;
-/** The thread's heap: a 1 MiB prompt redacted by many patterns needs tens of megabytes. */
-const THREAD_HEAP_MB = 256;
+/**
+ * The thread's heap: the compiled sets it keeps (at most about 200 MB, policy-thread-main.ts) and
+ * an evaluation's work (a 1 MiB prompt redacted by many patterns needs tens of megabytes).
+ */
+const THREAD_HEAP_MB = 512;
 
 /** What the thread posts back for one evaluation, and how long it took there. */
 export type ThreadAnswer = { decision: PolicyDecision; ms: number } | { error: string; ms: number };

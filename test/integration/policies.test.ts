@@ -1,5 +1,6 @@
 import {
   MAX_LIST_ITEMS,
+  MAX_ORG_PATTERN_PROGRAM,
   MAX_PATTERN_LENGTH,
   MAX_POLICIES_PER_ORG,
   MAX_RULES_PER_POLICY,
@@ -590,4 +591,32 @@ describe('bad policy bodies', () => {
     expect((await remove(last.body.id, fresh.adminKey)).status).toBe(204);
     expect((await create(minimal, fresh.adminKey)).status).toBe(201);
   });
+
+  it(`refuses patterns past ${MAX_ORG_PATTERN_PROGRAM} instructions across the org's enabled policies, changing nothing`, async () => {
+    const fresh = await signupOrg(app.http, 'Many patterns');
+    // 1,203 instructions each: 50 of them are 60,150, two such policies past the limit.
+    const rules = Array.from({ length: MAX_RULES_PER_POLICY }, (_, i) => ({
+      type: 'deny_pattern',
+      pattern: `(?:\\w*${String.fromCharCode(97 + (i % 26))}){400}[^\\w]`,
+    }));
+    const first = await create({ name: 'big one', rules }, fresh.adminKey);
+    expect(first.status).toBe(201);
+    const versionBefore = await orgVersion(fresh.orgId);
+    const over = await app.http.post<ErrorBody>('/v1/policies', { name: 'big two', rules }, fresh.adminKey);
+    expect(over.status).toBe(400);
+    expect(over.body).toMatchObject({ error_code: 'validation_error', details: [{ path: 'rules' }] });
+    expect(over.body.details[0]?.message).toContain(
+      `120300 instructions together, more than ${MAX_ORG_PATTERN_PROGRAM}`,
+    );
+    expect(await orgVersion(fresh.orgId)).toBe(versionBefore);
+    // Disabled, it compiles to nothing; enabling it is refused; a change that adds nothing is taken.
+    const disabled = await create({ name: 'big two', rules, enabled: false }, fresh.adminKey);
+    expect(disabled.status).toBe(201);
+    expect((await put(disabled.body.id, { name: 'big two', rules }, fresh.adminKey)).status).toBe(400);
+    expect((await put(first.body.id, { name: 'renamed', rules }, fresh.adminKey)).status).toBe(200);
+    // Half the patterns off the first makes room for the second.
+    const half = { name: 'renamed', rules: rules.slice(0, 25) };
+    expect((await put(first.body.id, half, fresh.adminKey)).status).toBe(200);
+    expect((await put(disabled.body.id, { name: 'big two', rules }, fresh.adminKey)).status).toBe(200);
+  }, 60_000);
 });
