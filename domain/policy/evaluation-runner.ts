@@ -30,8 +30,9 @@ export interface OffLoopEvaluation {
 }
 
 /**
- * Runs evaluations somewhere other than this process's event loop (a worker thread). Never
- * rejects: an evaluation it cannot finish (past its time, its thread lost) is a deny saying so.
+ * Runs evaluations somewhere other than this process's event loop (a worker thread). An
+ * evaluation it cannot finish (past its time, its thread lost) is a deny saying so; it rejects
+ * only once the process is stopping, so that the job is decided again elsewhere.
  */
 export interface OffLoopEvaluator {
   evaluate(evaluation: OffLoopEvaluation): Promise<{ decision: PolicyDecision; ms: number }>;

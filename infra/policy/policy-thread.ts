@@ -24,6 +24,7 @@ export const THREAD_READY = 'ready';
 interface Pending {
   evaluation: OffLoopEvaluation;
   resolve(answer: { decision: PolicyDecision; ms: number }): void;
+  reject(err: Error): void;
   startedAt: number;
   timer?: NodeJS.Timeout;
 }
@@ -31,6 +32,8 @@ interface Pending {
 /** Run from source (tests, `npm run dev`), the thread compiles its TypeScript as tsx does here. */
 const SCRIPT = join(__dirname, `policy-thread-main${__filename.endsWith('.ts') ? '.ts' : '.js'}`);
 const execArgv = () => (SCRIPT.endsWith('.ts') ? ['--require', require.resolve('tsx/cjs')] : []);
+
+const stopping = () => new Error('the process is stopping: the policy evaluation was not run');
 
 /** Fail closed: an evaluation the thread could not finish denies, saying why. */
 const denied = (evaluation: OffLoopEvaluation, why: string): PolicyDecision => ({
@@ -71,20 +74,26 @@ export class PolicyThread implements OffLoopEvaluator {
   ) {}
 
   evaluate(evaluation: OffLoopEvaluation): Promise<{ decision: PolicyDecision; ms: number }> {
-    return new Promise((resolve) => {
-      const pending = { evaluation, resolve, startedAt: 0 };
-      if (this.closed) return this.finish(pending, { error: 'the process is stopping' });
+    return new Promise((resolve, reject) => {
+      const pending = { evaluation, resolve, reject, startedAt: 0 };
+      if (this.closed) return reject(stopping());
       this.waiting.push(pending);
       this.next();
     });
   }
 
-  /** Ends the thread; evaluations still waiting are denied. */
+  /**
+   * Ends the thread. Evaluations not answered yet are rejected, not denied: their jobs fail this
+   * attempt and are decided again by a worker that goes on, instead of recording a deny.
+   */
   async close(): Promise<void> {
     this.closed = true;
-    for (const pending of this.waiting.splice(0)) this.finish(pending, { error: 'the process is stopping' });
-    if (this.current) this.finish(this.current, { error: 'the process is stopping' });
+    const unanswered = [...(this.current ? [this.current] : []), ...this.waiting.splice(0)];
     this.current = null;
+    for (const pending of unanswered) {
+      clearTimeout(pending.timer);
+      pending.reject(stopping());
+    }
     await this.end();
   }
 
