@@ -3,9 +3,9 @@ import type { OrgDeliverySlots, SlotClaim } from '../../domain/webhooks/org-deli
 
 /**
  * KEYS: the org's deliveries in flight (job ids scored by when each started), its waiting line
- * (scored by when each waiter first asked) and when each waiter last asked, all by Redis's clock so
- * every process agrees. ARGV: job id, cap, how long a slot may stand, how long a waiter may go
- * without asking. Slots and waiters past those ages are dropped first (their worker died, or their
+ * (scored by when each waiter first asked, each after the one before) and when each waiter last
+ * asked, all by Redis's clock so every process agrees. ARGV: job id, cap, how long a slot may
+ * stand, how long a waiter may go without asking. Slots and waiters past those ages are dropped first (their worker died, or their
  * job ended unseen), a hundred waiters a call at most. When the job takes a slot: the slot's score,
  * which is its claim (a job taking again the slot it holds gets a new, higher one); else 0.
  */
@@ -19,7 +19,13 @@ for _, gone in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now - lapse, 
   redis.call('ZREM', KEYS[3], gone)
 end
 local holds = redis.call('ZSCORE', KEYS[1], job)
-redis.call('ZADD', KEYS[2], 'NX', now, job)
+if not redis.call('ZSCORE', KEYS[2], job) then
+  -- After the last in line, even if it asked in the same millisecond (ties would go by job id).
+  local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')[2]
+  local place = now
+  if last and tonumber(last) >= now then place = tonumber(last) + 1 end
+  redis.call('ZADD', KEYS[2], place, job)
+end
 local free = cap - redis.call('ZCARD', KEYS[1])
 if holds or (free > 0 and redis.call('ZRANK', KEYS[2], job) < free) then
   local claim = now

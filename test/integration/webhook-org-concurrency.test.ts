@@ -225,6 +225,19 @@ describe('webhooks: the per-org slots in Redis', () => {
     expect(await slots.take(org, 'other')).not.toBeNull();
   });
 
+  it('keeps the line in the order asked when many ask in the same millisecond (not by job id)', async () => {
+    const slots = new RedisOrgDeliverySlots(app.infra.redis, app.prefix, 1, 60_000);
+    const org = newOrg();
+    const jobs = asJobs(slots, org);
+    expect(await jobs.take('holder')).toBe(true);
+    // Sent back to back on one connection: Redis runs them in this order, most within one millisecond.
+    const asking = ['w9', 'w8', 'w7', 'w6', 'w5', 'w4', 'w3', 'w2', 'w1', 'w0'];
+    expect(await Promise.all(asking.map((job) => jobs.take(job)))).toEqual(asking.map(() => false));
+    await jobs.release('holder');
+    expect(await slots.owedTo(org)).toEqual(['w9']);
+    for (const job of asking) await slots.leave(org, job);
+  });
+
   it('gives a freed slot to the one that asked first, not to whoever asks next', async () => {
     const slots = new RedisOrgDeliverySlots(app.infra.redis, app.prefix, 1, 60_000);
     const org = newOrg();
