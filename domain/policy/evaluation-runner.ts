@@ -8,11 +8,6 @@ import type { Action, EvaluationContext, PolicyDecision, PolicySet } from './pol
 
 /** How long a job refused a place in the thread (assertRoomInThread) waits before it is taken again. */
 const IN_THREAD_WAIT_MS = 250;
-/**
- * Deferrable evaluations in the thread at once, of every org: the one running and one ready to
- * follow. Each takes up to about 2 s, so none waits in the thread more than about 4 s.
- */
-export const MAX_IN_THREAD = 2;
 
 /** An evaluation's context as data (it may cross to another thread): the invoke's cost basis, not a function. */
 export interface PlainContext {
@@ -61,10 +56,8 @@ const setOf = (compiled: CompiledPolicySet): PolicySet => ({
  * microseconds) stay here: a hand-over to a thread would cost more than they do.
  */
 export class EvaluationRunner {
-  /** Each org's heavy evaluations sent to the thread and not yet answered. */
+  /** Each org's deferrable heavy evaluations sent to the thread and not yet answered. */
   private readonly inThread = new Map<string, number>();
-  /** The deferrable ones among them, of every org. */
-  private deferrableInThread = 0;
 
   constructor(
     private readonly time: EvaluationTime,
@@ -82,45 +75,43 @@ export class EvaluationRunner {
     const { orgId } = compiled;
     if (!kind.heavy || !this.offLoop)
       return this.time.run(orgId, kind, () => evaluatePolicies(compiled, action, contextOf(context, action)));
+    // In the thread, only the org's own share: the heavy evaluations' common one (EvaluationTime)
+    // kept them off the event loop, and made every org's wait on whichever orgs spent it (QA: a
+    // victim waited 77 s behind eleven new orgs). The thread's turns keep orgs apart instead.
+    const own = { deferrable, heavy: false };
     if (deferrable) this.assertRoomInThread(orgId);
-    this.time.admit(orgId, kind);
-    this.enter(orgId, deferrable);
+    this.time.admit(orgId, own);
+    if (deferrable) this.inThread.set(orgId, (this.inThread.get(orgId) ?? 0) + 1);
     try {
       const { decision, ms } = await this.offLoop.evaluate({ set: setOf(compiled), action, context });
-      this.time.charge(orgId, ms, true);
+      this.time.charge(orgId, ms, false);
       return decision;
     } finally {
-      this.leave(orgId, deferrable);
+      if (deferrable) this.leave(orgId);
     }
   }
 
   /**
-   * The shares are charged once an evaluation is answered, so without this a burst of jobs would
-   * all be admitted before the first was charged and queue minutes of work in the thread ahead of
-   * every other org's (QA: one org's 60 heavy invokes at once held another's 106 s). So a
-   * deferrable heavy evaluation goes to the thread only while its org has none there and fewer
-   * than MAX_IN_THREAD of every org are: otherwise its job waits its turn in the queue (not an
-   * attempt), as one past its share does. The checks before a retry or an approved run cannot
-   * wait (they hold a reservation), and always go.
+   * The share is charged once an evaluation is answered, so without this a burst of an org's jobs
+   * would all be admitted before the first was charged (QA: one org's 60 heavy invokes at once held
+   * another's 106 s), each holding a worker's slot while it waits its turn in the thread. So a
+   * deferrable heavy evaluation goes to the thread only while its org has none there: otherwise
+   * its job waits in the queue (not an attempt), as one past its share does. The checks before a
+   * retry or an approved run cannot wait (they hold a reservation), and always go; the thread's
+   * turns keep them from holding other orgs back.
    */
   private assertRoomInThread(orgId: string): void {
-    if (!this.inThread.has(orgId) && this.deferrableInThread < MAX_IN_THREAD) return;
+    if (!this.inThread.has(orgId)) return;
     throw new OrgAtCapacity(
       IN_THREAD_WAIT_MS,
-      () => Promise.resolve(!this.inThread.has(orgId) && this.deferrableInThread < MAX_IN_THREAD),
-      'a heavy policy evaluation in this process still running, or the policy thread is full',
+      () => Promise.resolve(!this.inThread.has(orgId)),
+      'a heavy policy evaluation in this process still running',
     );
   }
 
-  private enter(orgId: string, deferrable: boolean): void {
-    this.inThread.set(orgId, (this.inThread.get(orgId) ?? 0) + 1);
-    if (deferrable) this.deferrableInThread++;
-  }
-
-  private leave(orgId: string, deferrable: boolean): void {
+  private leave(orgId: string): void {
     const left = (this.inThread.get(orgId) ?? 1) - 1;
     if (left > 0) this.inThread.set(orgId, left);
     else this.inThread.delete(orgId);
-    if (deferrable) this.deferrableInThread--;
   }
 }

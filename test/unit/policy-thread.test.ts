@@ -137,6 +137,21 @@ it('denies an evaluation that outlives its limit, says so, and starts a new thre
   expect(next.decision.reasons.map((r) => r.code)).toEqual(['pattern_denied']);
 });
 
+it('lets orgs take turns: one asking for many has one evaluated per round', async () => {
+  start();
+  await thread.evaluate({ set: setOf([[]]), action: action('warm'), context }); // the thread is up
+  const setFor = (orgId: string): PolicySet => ({ ...setOf([[]]), orgId });
+  const answered: string[] = [];
+  const ask = (orgId: string, n: number) =>
+    thread
+      .evaluate({ set: setFor(orgId), action: action('hello'), context })
+      .then(() => void answered.push(`${orgId}#${n}`));
+  // org_a's first is sent at once; of the rest, org_a's turn came first (its second asked before
+  // org_b's), then org_b's, and only then org_a's third: not all of org_a's before org_b's.
+  await Promise.all([ask('org_a', 1), ask('org_a', 2), ask('org_a', 3), ask('org_b', 1)]);
+  expect(answered).toEqual(['org_a#1', 'org_a#2', 'org_b#1', 'org_a#3']);
+});
+
 it("runs evaluations one at a time in the order asked, each with its own org's version", async () => {
   start();
   const older = setOf([[{ type: 'deny_pattern', pattern: 'one' }]], 1);
