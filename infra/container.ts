@@ -43,7 +43,8 @@ import { PgSessionStore } from './sessions/pg-session-store';
 import { PgUsageStats } from './stats/pg-usage-stats';
 import { installTelemetry } from './telemetry';
 import { PreparedPool } from './db/prepared-pool';
-import { compilePolicies, type CompiledPolicySet } from '../domain/policy/compile-policies';
+import { compiledWeight, compilePolicies, type CompiledPolicySet } from '../domain/policy/compile-policies';
+import { COMPILED_SETS_BUDGET } from '../domain/policy/limits';
 import { CompiledPolicies } from '../domain/policy/compiled-policies';
 import { Guardian } from '../domain/policy/guardian';
 import { EvaluationRunner } from '../domain/policy/evaluation-runner';
@@ -174,7 +175,10 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
   const policySets = new PgPolicySetReader(knex);
   const webhookStore = new PgWebhookStore(knex);
   const webhookSender = new HttpWebhookSender(config.CP_ALLOW_PRIVATE_PROVIDER_HOSTS);
-  const compiledPolicies = new CompiledPolicies(policySets, compilePolicies, systemClock);
+  const compiledPolicies = new CompiledPolicies(policySets, compilePolicies, systemClock, {
+    weigh: compiledWeight,
+    budget: COMPILED_SETS_BUDGET,
+  });
   const evaluationTime = new EvaluationTime(config.CP_ORG_EVALUATION_MS_PER_SECOND);
   const policyThread = new PolicyThread((message, fields) => logger.warn(fields, message));
   const evaluationRunner = new EvaluationRunner(evaluationTime, policyThread);

@@ -55,3 +55,13 @@ export function compilePolicies(set: PolicySet): CompiledPolicySet {
   enabled.sort((a, b) => b.priority - a.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   return { orgId: set.orgId, policyVersion: set.policyVersion, policies: enabled.map(compilePolicy) };
 }
+
+/**
+ * What a compiled set weighs in memory, roughly: its patterns' instructions (about 130 bytes
+ * each, measured by QA) and one for each rule, so many small sets count too.
+ */
+export const compiledWeight = (set: CompiledPolicySet): number =>
+  set.policies.reduce(
+    (sum, p) => sum + p.rules.reduce((n, r) => n + 1 + (r.regex ? r.regex.matcher('').programSize() : 0), 0),
+    0,
+  );

@@ -15,6 +15,14 @@ interface Entry<C> {
   version: number;
   compiled: C;
   checkedAt: number;
+  /** What the compiled set weighs (`weigh`): what it counts against the cache's budget. */
+  weight: number;
+}
+
+/** How much a cache may keep, by the weight of its sets; the one used longest ago goes first. */
+export interface CacheBudget<C> {
+  weigh(compiled: C): number;
+  budget: number;
 }
 
 /**
@@ -25,18 +33,26 @@ interface Entry<C> {
  * reads it with the invocation) skips the check.
  */
 export class CompiledPolicies<C> {
+  /** By org, the one used longest ago first (a Map keeps insertion order; a use moves it last). */
   private readonly entries = new Map<string, Entry<C>>();
   private readonly loading = new Map<string, Promise<Entry<C>>>();
+  private weight = 0;
 
+  /**
+   * `limit`: without one, every org's set is kept for good, and memory grew with every org that
+   * evaluated once (QA: about 13 MB a set at the org's pattern limit, 300 such orgs past the heap).
+   */
   constructor(
     private readonly reader: PolicySetReader,
     private readonly compile: (set: PolicySet) => C,
     private readonly clock: Clock,
+    private readonly limit: CacheBudget<C> | null = null,
   ) {}
 
   async forOrg(orgId: string, knownVersion?: number): Promise<{ version: number; compiled: C }> {
     const now = this.clock.now().getTime();
     const entry = this.entries.get(orgId);
+    if (entry) this.touch(orgId, entry);
     if (entry && knownVersion === entry.version) return entry;
     if (entry && knownVersion === undefined && now - entry.checkedAt < VERSION_CHECK_MS) return entry;
     const version = knownVersion ?? (await this.reader.policyVersion(orgId));
@@ -47,6 +63,32 @@ export class CompiledPolicies<C> {
     return this.load(orgId);
   }
 
+  /** The sets kept, and what they weigh together. */
+  get kept(): { sets: number; weight: number } {
+    return { sets: this.entries.size, weight: this.weight };
+  }
+
+  private touch(orgId: string, entry: Entry<C>): void {
+    if (!this.limit) return;
+    this.entries.delete(orgId);
+    this.entries.set(orgId, entry);
+  }
+
+  private keep(orgId: string, entry: Entry<C>): void {
+    const old = this.entries.get(orgId);
+    if (old) this.weight -= old.weight;
+    this.entries.delete(orgId);
+    this.entries.set(orgId, entry);
+    this.weight += entry.weight;
+    if (!this.limit) return;
+    // The set just kept stays, whatever it weighs: it is the one in use.
+    for (const [id, oldest] of this.entries) {
+      if (this.weight <= this.limit.budget || id === orgId) break;
+      this.entries.delete(id);
+      this.weight -= oldest.weight;
+    }
+  }
+
   /** One load per org at a time: a burst after a change compiles the new version once. */
   private load(orgId: string): Promise<Entry<C>> {
     const pending = this.loading.get(orgId);
@@ -54,14 +96,16 @@ export class CompiledPolicies<C> {
     const load = this.reader
       .loadPolicySet(orgId)
       .then((set) => {
+        const compiled = this.compile(set);
         const entry = {
           version: set.policyVersion,
-          compiled: this.compile(set),
+          compiled,
           checkedAt: this.clock.now().getTime(),
+          weight: this.limit?.weigh(compiled) ?? 0,
         };
         const current = this.entries.get(orgId);
         // A slower load of an older version never replaces a newer one.
-        if (!current || current.version <= entry.version) this.entries.set(orgId, entry);
+        if (!current || current.version <= entry.version) this.keep(orgId, entry);
         return entry;
       })
       .finally(() => this.loading.delete(orgId));

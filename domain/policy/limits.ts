@@ -29,6 +29,13 @@ export const MAX_PATTERN_PROGRAM = 1500;
  */
 export const MAX_ORG_PATTERN_PROGRAM = 100_000;
 
+/**
+ * The weight (compile-policies.ts: instructions and rules) of the compiled sets a process keeps:
+ * about 260 MB at most, twenty orgs at their pattern limit or thousands of ordinary ones. A set
+ * left out is compiled again when next used (a tenth of a second at the limit).
+ */
+export const COMPILED_SETS_BUDGET = 2_000_000;
+
 const countedRepeats = (pattern: string): number =>
   [...pattern.matchAll(/\{(\d+)(?:,(\d*))?\}/g)].reduce(
     (sum, m) => sum + Math.max(Number(m[1]), Number(m[2] || 0)),

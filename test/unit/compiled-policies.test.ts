@@ -1,5 +1,6 @@
 import { CompiledPolicies, type PolicySetReader } from '../../domain/policy/compiled-policies';
-import type { PolicySet } from '../../domain/policy/policy';
+import { compiledWeight, compilePolicies } from '../../domain/policy/compile-policies';
+import type { Policy, PolicySet, Rule } from '../../domain/policy/policy';
 
 /** A reader over one org whose version a test moves, counting what it is asked. */
 function fakeReader() {
@@ -63,4 +64,61 @@ describe('the compiled policy cache', () => {
     await Promise.all(Array.from({ length: 20 }, () => cache.forOrg('org_1', 1)));
     expect(state.loads).toBe(1);
   });
+});
+
+describe('the compiled policy cache under a budget', () => {
+  /** Sets that weigh what their org's name says (`org_w40` weighs 40). */
+  function weighed(budget: number) {
+    const { state, reader } = fakeReader();
+    const compiles: string[] = [];
+    const compile = (set: PolicySet) => (compiles.push(set.orgId), Number(set.orgId.split('_w')[1]));
+    const cache = new CompiledPolicies(
+      reader,
+      compile,
+      { now: () => new Date(0) },
+      { weigh: (w) => w, budget },
+    );
+    return { state, cache, compiles };
+  }
+
+  it('lets the set used longest ago go once the sets kept weigh more than the budget', async () => {
+    const { cache, compiles } = weighed(100);
+    await cache.forOrg('a_w40', 1);
+    await cache.forOrg('b_w40', 1);
+    await cache.forOrg('a_w40', 1); // used again: now b's is the oldest
+    await cache.forOrg('c_w40', 1);
+    expect(cache.kept).toEqual({ sets: 2, weight: 80 });
+    await cache.forOrg('a_w40', 1);
+    expect(compiles).toEqual(['a_w40', 'b_w40', 'c_w40']);
+    await cache.forOrg('b_w40', 1); // let go: compiled again
+    expect(compiles).toEqual(['a_w40', 'b_w40', 'c_w40', 'b_w40']);
+  });
+
+  it('keeps the set in use even when it alone weighs more than the budget, and counts a new version once', async () => {
+    const { state, cache } = weighed(100);
+    await cache.forOrg('a_w40', 1);
+    await cache.forOrg('big_w500', 1);
+    expect(cache.kept).toEqual({ sets: 1, weight: 500 });
+    state.version = 2;
+    await cache.forOrg('big_w500', 2);
+    expect(cache.kept).toEqual({ sets: 1, weight: 500 });
+  });
+});
+
+it("weighs a compiled set by its patterns' instructions and its rules", () => {
+  const policy = (rules: Rule[]): Policy => ({
+    ...{ id: 'pol_1', orgId: 'org_1', name: 'p', description: null, enabled: true, priority: 0 },
+    ...{ mode: 'enforce', appliesTo: {}, rules, version: 1, createdAt: new Date(0), updatedAt: new Date(0) },
+  });
+  const set = compilePolicies({
+    orgId: 'org_1',
+    policyVersion: 1,
+    policies: [
+      policy([
+        { type: 'deny_pattern', pattern: '(?:\\w*a){400}[^\\w]' },
+        { type: 'max_tokens', limit: 5 },
+      ]),
+    ],
+  });
+  expect(compiledWeight(set)).toBe(1_203 + 2);
 });
