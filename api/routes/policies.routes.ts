@@ -67,7 +67,8 @@ export const policyRoutes = [
       'without a draft policy and count the verdicts that would change; writes nothing. Modified ' +
       'invocations replay as modified (the original request is not kept). At most 10,000 actions and 5 s of ' +
       'replaying (truncated beyond either); one preview per org, and two in all, run at once per API ' +
-      'process: one more is a 429 rate_limited with Retry-After: 1',
+      'process: one more is a 429 rate_limited with Retry-After: 1. A draft that would take the ' +
+      "org's enabled patterns past their limit (as on create) is a 400 validation_error naming policy.rules",
     tag: 'policies',
     access: read,
     body: PolicyPreviewBody,

@@ -362,7 +362,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Impact preview: replay the org's recorded invocations of a window through its policies with and without a draft policy and count the verdicts that would change; writes nothing. Modified invocations replay as modified (the original request is not kept). At most 10,000 actions and 5 s of replaying (truncated beyond either); one preview per org, and two in all, run at once per API process: one more is a 429 rate_limited with Retry-After: 1 */
+    /** Impact preview: replay the org's recorded invocations of a window through its policies with and without a draft policy and count the verdicts that would change; writes nothing. Modified invocations replay as modified (the original request is not kept). At most 10,000 actions and 5 s of replaying (truncated beyond either); one preview per org, and two in all, run at once per API process: one more is a 429 rate_limited with Retry-After: 1. A draft that would take the org's enabled patterns past their limit (as on create) is a 400 validation_error naming policy.rules */
     post: operations['postV1PoliciesPreview'];
     delete?: never;
     options?: never;

@@ -52,16 +52,31 @@ function compilePolicy(policy: Policy): CompiledPolicy {
  */
 export function compilePolicies(set: PolicySet): CompiledPolicySet {
   const enabled = set.policies.filter((p) => p.enabled);
-  enabled.sort((a, b) => b.priority - a.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  enabled.sort(inOrder);
   return { orgId: set.orgId, policyVersion: set.policyVersion, policies: enabled.map(compilePolicy) };
 }
+
+/** Evaluation order: highest priority first, then by id. */
+const inOrder = (a: Policy, b: Policy) => b.priority - a.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+/** A compiled set with one more policy, compiling only that one (the preview's draft). */
+export function withPolicy(compiled: CompiledPolicySet, policy: Policy): CompiledPolicySet {
+  if (!policy.enabled) return compiled;
+  const policies = [...compiled.policies, compilePolicy(policy)];
+  policies.sort((a, b) => inOrder(a.policy, b.policy));
+  return { ...compiled, policies };
+}
+
+/** The instructions of a compiled set's patterns (what MAX_ORG_PATTERN_PROGRAM bounds), without compiling again. */
+export const patternInstructions = (set: CompiledPolicySet): number =>
+  set.policies.reduce(
+    (sum, p) => sum + p.rules.reduce((n, r) => n + (r.regex ? r.regex.matcher('').programSize() : 0), 0),
+    0,
+  );
 
 /**
  * What a compiled set weighs in memory, roughly: its patterns' instructions (about 130 bytes
  * each, measured by QA) and one for each rule, so many small sets count too.
  */
 export const compiledWeight = (set: CompiledPolicySet): number =>
-  set.policies.reduce(
-    (sum, p) => sum + p.rules.reduce((n, r) => n + 1 + (r.regex ? r.regex.matcher('').programSize() : 0), 0),
-    0,
-  );
+  patternInstructions(set) + set.policies.reduce((sum, p) => sum + p.rules.length, 0);

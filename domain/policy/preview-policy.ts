@@ -3,10 +3,11 @@ import { invalidField } from '../errors';
 import { microsToUsd } from '../pricing/cost';
 import type { CallContext } from '../principal';
 import type { ActionHistory, HistoryPosition, RecordedInvocation } from './action-history.port';
-import { compilePolicies, type CompiledPolicySet } from './compile-policies';
+import { compilePolicies, patternInstructions, withPolicy, type CompiledPolicySet } from './compile-policies';
+import { MAX_ORG_PATTERN_PROGRAM, patternProgramOf } from './limits';
 import type { PolicySetReader } from './compiled-policies';
 import { evaluatePolicies } from './evaluate-policies';
-import type { Action, Policy, PolicySet } from './policy';
+import type { Action, Policy } from './policy';
 import type { PolicyFields } from './policy-use-cases';
 import type { Verdict } from './verdict';
 
@@ -87,18 +88,31 @@ function windowOf(request: PreviewRequest, now: Date): { since: Date; until: Dat
     : invalidField('since', 'since must be in the past (until defaults to now)');
 }
 
-/** The org's set with the draft added, as a policy of its own that no stored one can shadow. */
-function withDraft(set: PolicySet, draft: PolicyFields, now: Date): PolicySet {
+/**
+ * The org's compiled set with the draft added, as a policy of its own that no stored one can
+ * shadow; only the draft is compiled again. A draft that the org's pattern limit would refuse
+ * on create is refused here too (400), before it is compiled.
+ */
+function withDraft(current: CompiledPolicySet, draft: PolicyFields, now: Date): CompiledPolicySet {
   const policy: Policy = {
     ...draft,
     id: DRAFT_POLICY_ID,
-    orgId: set.orgId,
+    orgId: current.orgId,
     version: 1,
     createdAt: now,
     updatedAt: now,
   };
-  return { ...set, policies: [...set.policies, policy] };
+  const total = patternInstructions(current) + programOf(policy);
+  if (programOf(policy) > 0 && total > MAX_ORG_PATTERN_PROGRAM)
+    throw invalidField(
+      'policy.rules',
+      `with the draft, the patterns of the org's enabled policies would compile to ${total} instructions ` +
+        `together, more than ${MAX_ORG_PATTERN_PROGRAM}: the draft could not be created as it is`,
+    );
+  return withPolicy(current, policy);
 }
+
+const programOf = (p: Policy) => (p.enabled ? patternProgramOf(p.rules) : 0);
 
 /** Counts the verdicts the draft changes over a stream of recorded invocations. */
 class Tally {
@@ -150,7 +164,8 @@ export async function previewPolicy(
   const now = deps.clock.now();
   const window = windowOf(request, now);
   const set = await deps.policySets.loadPolicySet(orgId);
-  const tally = new Tally(compilePolicies(set), compilePolicies(withDraft(set, request.draft, now)));
+  const current = compilePolicies(set);
+  const tally = new Tally(current, withDraft(current, request.draft, now));
   let after: HistoryPosition | null = null;
   let truncated = false;
   const started = performance.now();

@@ -205,6 +205,31 @@ describe('POST /v1/policies/preview', () => {
     expect(res.body.details.map((d) => d.path)).toContain(field);
   });
 
+  it("refuses a draft that would take the org's patterns past their limit, as creating it would (400 policy.rules)", async () => {
+    const org = await signupOrg(app.http, 'Patterns at the limit');
+    // 1,203 instructions each: 50 of them are 60,150; the stored one and the draft, 120,300.
+    const rules = Array.from({ length: 50 }, (_, i) => ({
+      type: 'deny_pattern',
+      pattern: `(?:\\w*${String.fromCharCode(97 + (i % 26))}){400}[^\\w]`,
+    }));
+    expect((await app.http.post('/v1/policies', { name: 'stored', rules }, org.adminKey)).status).toBe(201);
+    const since = new Date(Date.now() - 60_000).toISOString();
+    const res = await app.http.post<ErrorBody>(
+      '/v1/policies/preview',
+      { policy: draft(rules), since },
+      org.adminKey,
+    );
+    expect(res.status).toBe(400);
+    expect(res.body.details).toEqual([
+      {
+        path: 'policy.rules',
+        message: expect.stringContaining('120300 instructions together, more than 100000'),
+      },
+    ]);
+    const disabled = await preview({ policy: draft(rules, { enabled: false }), since }, org.adminKey);
+    expect(disabled.status).toBe(200);
+  }, 60_000);
+
   it('a window that ends before it starts is a 400 naming until', async () => {
     const res = await app.http.post<ErrorBody>(
       '/v1/policies/preview',

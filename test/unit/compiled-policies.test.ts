@@ -1,5 +1,5 @@
 import { CompiledPolicies, type PolicySetReader } from '../../domain/policy/compiled-policies';
-import { compiledWeight, compilePolicies } from '../../domain/policy/compile-policies';
+import { compiledWeight, compilePolicies, withPolicy } from '../../domain/policy/compile-policies';
 import type { Policy, PolicySet, Rule } from '../../domain/policy/policy';
 
 /** A reader over one org whose version a test moves, counting what it is asked. */
@@ -121,4 +121,25 @@ it("weighs a compiled set by its patterns' instructions and its rules", () => {
     ],
   });
   expect(compiledWeight(set)).toBe(1_203 + 2);
+});
+
+it('adds one policy to a compiled set in evaluation order, compiling only that one (the preview draft)', () => {
+  const policy = (id: string, priority: number, enabled = true): Policy => ({
+    ...{ id, orgId: 'org_1', name: id, description: null, enabled, priority, mode: 'enforce', appliesTo: {} },
+    ...{
+      rules: [{ type: 'max_tokens', limit: 5 }],
+      version: 1,
+      createdAt: new Date(0),
+      updatedAt: new Date(0),
+    },
+  });
+  const stored = [policy('pol_b', 5), policy('pol_a', 1), policy('pol_c', 5)];
+  const current = compilePolicies({ orgId: 'org_1', policyVersion: 1, policies: stored });
+  const draft = policy('pol_draft', 5);
+  const order = (set: typeof current) => set.policies.map((p) => p.policy.id);
+  expect(order(withPolicy(current, draft))).toEqual(
+    order(compilePolicies({ orgId: 'org_1', policyVersion: 1, policies: [...stored, draft] })),
+  );
+  expect(order(withPolicy(current, draft))).toEqual(['pol_b', 'pol_c', 'pol_draft', 'pol_a']);
+  expect(withPolicy(current, policy('pol_off', 9, false))).toBe(current);
 });
