@@ -34,10 +34,12 @@ export interface EvaluationKind {
  * invokes with heavy patterns held another org's invoke 18 s behind them on the same event loop.
  * So each org has a balance of milliseconds that refills at `msPerSecond` up to
  * EVALUATION_BURST_MS; every evaluation is charged what it took, and an org in debt waits (its job
- * goes back to the queue) until the balance is back to 0. New orgs cost nothing to make, so the
- * evaluations that may be heavy (HEAVY_WORK) of every org together also share a balance, twice an
- * org's: while it is in debt, those wait too. Cheap evaluations (tens of microseconds) never come
- * near either. Kept in the process's memory, as the org's share of a worker's slots is.
+ * goes back to the queue) until the balance is back to 0. New orgs cost nothing to make, so where
+ * the evaluations that may be heavy (HEAVY_WORK) run on the event loop, those of every org together
+ * also share a balance, twice an org's: while it is in debt, those wait too. In the policy thread
+ * orgs take turns instead, and only their own balance applies (evaluation-runner.ts). Cheap
+ * evaluations (tens of microseconds) never come near either. Kept in the process's memory, as the
+ * org's share of a worker's slots is.
  */
 export class EvaluationTime {
   private readonly balances = new Map<string, Balance>();
