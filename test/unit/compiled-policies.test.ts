@@ -1,6 +1,7 @@
 import { CompiledPolicies, type PolicySetReader } from '../../domain/policy/compiled-policies';
 import { compiledWeight, compilePolicies, withPolicy } from '../../domain/policy/compile-policies';
-import type { Policy, PolicySet, Rule } from '../../domain/policy/policy';
+import type { PolicySet } from '../../domain/policy/policy';
+import { testPolicy } from '../support/test-policy';
 
 /** A reader over one org whose version a test moves, counting what it is asked. */
 function fakeReader() {
@@ -106,15 +107,11 @@ describe('the compiled policy cache under a budget', () => {
 });
 
 it("weighs a compiled set by its patterns' instructions and its rules", () => {
-  const policy = (rules: Rule[]): Policy => ({
-    ...{ id: 'pol_1', orgId: 'org_1', name: 'p', description: null, enabled: true, priority: 0 },
-    ...{ mode: 'enforce', appliesTo: {}, rules, version: 1, createdAt: new Date(0), updatedAt: new Date(0) },
-  });
   const set = compilePolicies({
     orgId: 'org_1',
     policyVersion: 1,
     policies: [
-      policy([
+      testPolicy([
         { type: 'deny_pattern', pattern: '(?:\\w*a){400}[^\\w]' },
         { type: 'max_tokens', limit: 5 },
       ]),
@@ -124,15 +121,8 @@ it("weighs a compiled set by its patterns' instructions and its rules", () => {
 });
 
 it('adds one policy to a compiled set in evaluation order, compiling only that one (the preview draft)', () => {
-  const policy = (id: string, priority: number, enabled = true): Policy => ({
-    ...{ id, orgId: 'org_1', name: id, description: null, enabled, priority, mode: 'enforce', appliesTo: {} },
-    ...{
-      rules: [{ type: 'max_tokens', limit: 5 }],
-      version: 1,
-      createdAt: new Date(0),
-      updatedAt: new Date(0),
-    },
-  });
+  const policy = (id: string, priority: number, enabled = true) =>
+    testPolicy([{ type: 'max_tokens', limit: 5 }], { id, name: id, priority, enabled });
   const stored = [policy('pol_b', 5), policy('pol_a', 1), policy('pol_c', 5)];
   const current = compilePolicies({ orgId: 'org_1', policyVersion: 1, policies: stored });
   const draft = policy('pol_draft', 5);

@@ -7,22 +7,10 @@ import {
 } from '../../domain/policy/evaluation-runner';
 import { EVALUATION_BURST_MS, EvaluationTime } from '../../domain/policy/evaluation-time';
 import type { Action, PolicyDecision } from '../../domain/policy/policy';
+import { testPolicy } from '../support/test-policy';
 
 /** Which evaluations leave the event loop (evaluation-runner.ts), and what they are charged. */
-const policy = (pattern: string) => ({
-  id: 'pol_1',
-  orgId: 'org_1',
-  name: 'patterns',
-  description: null,
-  enabled: true,
-  priority: 0,
-  mode: 'enforce' as const,
-  appliesTo: {},
-  rules: [{ type: 'deny_pattern' as const, pattern }],
-  version: 1,
-  createdAt: new Date(0),
-  updatedAt: new Date(0),
-});
+const policy = (pattern: string) => testPolicy([{ type: 'deny_pattern', pattern }], { name: 'patterns' });
 const compiled = (pattern: string) =>
   compilePolicies({ orgId: 'org_1', policyVersion: 3, policies: [policy(pattern)] });
 const say = (content: string): Action => ({

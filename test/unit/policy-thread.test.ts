@@ -1,28 +1,13 @@
 import { compilePolicies } from '../../domain/policy/compile-policies';
 import { evaluatePolicies } from '../../domain/policy/evaluate-policies';
 import { contextOf, type OffLoopEvaluation, type PlainContext } from '../../domain/policy/evaluation-runner';
-import type { Action, Policy, PolicySet, Rule } from '../../domain/policy/policy';
+import type { Action, PolicySet, Rule } from '../../domain/policy/policy';
 import { PolicyThread } from '../../infra/policy/policy-thread';
+import { testPolicy } from '../support/test-policy';
 
 /** The policy thread (infra/policy/policy-thread.ts): a real worker thread, started by each test's PolicyThread. */
 let seq = 0;
-const policy = (rules: Rule[]): Policy => {
-  seq += 1;
-  return {
-    id: `pol_${seq}`,
-    orgId: 'org_1',
-    name: `policy ${seq}`,
-    description: null,
-    enabled: true,
-    priority: 0,
-    mode: 'enforce',
-    appliesTo: {},
-    rules,
-    version: 1,
-    createdAt: new Date(0),
-    updatedAt: new Date(0),
-  };
-};
+const policy = (rules: Rule[]) => testPolicy(rules, { id: `pol_${++seq}`, name: `policy ${seq}` });
 
 /** Each set a version of its own: the thread keeps what it compiled by org and policy_version. */
 let versions = 100;
