@@ -102,8 +102,10 @@ function withDraft(current: CompiledPolicySet, draft: PolicyFields, now: Date): 
     createdAt: now,
     updatedAt: now,
   };
-  const total = patternInstructions(current) + programOf(policy);
-  if (programOf(policy) > 0 && total > MAX_ORG_PATTERN_PROGRAM)
+  // Counting compiles the draft's patterns: once.
+  const drafted = programOf(policy);
+  const total = patternInstructions(current) + drafted;
+  if (drafted > 0 && total > MAX_ORG_PATTERN_PROGRAM)
     throw invalidField(
       'policy.rules',
       `with the draft, the patterns of the org's enabled policies would compile to ${total} instructions ` +
