@@ -78,7 +78,13 @@ export const policyRoutes = [
       const call = callOf(input);
       const preview = await previews.run(call.principal.orgId, () =>
         previewPolicy(
-          { policySets: infra.policySets, history: infra.actionHistory, clock: infra.clock },
+          {
+            versions: infra.policySets,
+            policies: infra.compiledPolicies,
+            evaluations: infra.evaluationRunner,
+            history: infra.actionHistory,
+            clock: infra.clock,
+          },
           call,
           {
             draft: toFields(body.policy),

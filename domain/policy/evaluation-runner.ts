@@ -40,10 +40,15 @@ export const contextOf = (context: PlainContext, action: Action): EvaluationCont
   ...(context.costBasis ? { reestimate: reestimateWith(context.costBasis, action) } : {}),
 });
 
+/** Whether the evaluation's worst-case pattern work, known before it runs, is past HEAVY_WORK. */
+const mayBeHeavy = (compiled: CompiledPolicySet, action: Action): boolean =>
+  worstPatternWork(compiled, action) > HEAVY_WORK;
+
 /** The stored set a compiled one was made from (compiling keeps only the enabled policies). */
 const setOf = (compiled: CompiledPolicySet): PolicySet => ({
   orgId: compiled.orgId,
   policyVersion: compiled.policyVersion,
+  ...(compiled.variant === undefined ? {} : { variant: compiled.variant }),
   policies: compiled.policies.map((p) => p.policy),
 });
 
@@ -71,7 +76,7 @@ export class EvaluationRunner {
     context: PlainContext,
     deferrable: boolean,
   ): Promise<PolicyDecision> {
-    const kind = { deferrable, heavy: worstPatternWork(compiled, action) > HEAVY_WORK };
+    const kind = { deferrable, heavy: mayBeHeavy(compiled, action) };
     const { orgId } = compiled;
     if (!kind.heavy || !this.offLoop)
       return this.time.run(orgId, kind, () => evaluatePolicies(compiled, action, contextOf(context, action)));
@@ -89,6 +94,17 @@ export class EvaluationRunner {
     } finally {
       if (deferrable) this.leave(orgId);
     }
+  }
+
+  /**
+   * An evaluation outside the org's share, for the impact preview: it has bounds of its own (one
+   * per org at a time, 5 s), and charging it would hold the org's invokes back for a what-if. One
+   * that may be heavy still runs in the thread, so that it never holds this event loop.
+   */
+  async replay(compiled: CompiledPolicySet, action: Action, context: PlainContext): Promise<PolicyDecision> {
+    if (!this.offLoop || !mayBeHeavy(compiled, action))
+      return evaluatePolicies(compiled, action, contextOf(context, action));
+    return (await this.offLoop.evaluate({ set: setOf(compiled), action, context })).decision;
   }
 
   /**

@@ -65,6 +65,11 @@ export interface Policy {
 export interface PolicySet {
   orgId: string;
   policyVersion: number;
+  /**
+   * Set on a set the org never stored (the preview's draft added to its policies): wherever sets
+   * are kept by policy_version, one with a variant is kept apart from the stored one.
+   */
+  variant?: string;
   policies: Policy[];
 }
 

@@ -1,12 +1,19 @@
+import { createHash } from 'node:crypto';
 import type { Clock } from '../clock';
 import { invalidField } from '../errors';
 import { microsToUsd } from '../pricing/cost';
 import type { CallContext } from '../principal';
 import type { ActionHistory, HistoryPosition, RecordedInvocation } from './action-history.port';
-import { compilePolicies, patternInstructions, withPolicy, type CompiledPolicySet } from './compile-policies';
-import { MAX_ORG_PATTERN_PROGRAM, patternProgramOf } from './limits';
-import type { PolicySetReader } from './compiled-policies';
-import { evaluatePolicies } from './evaluate-policies';
+import {
+  compilePolicyInTurns,
+  patternInstructions,
+  policyInstructions,
+  withCompiled,
+  type CompiledPolicySet,
+} from './compile-policies';
+import type { CompiledPolicies, PolicySetReader } from './compiled-policies';
+import type { EvaluationRunner, PlainContext } from './evaluation-runner';
+import { MAX_ORG_PATTERN_PROGRAM } from './limits';
 import type { Action, Policy } from './policy';
 import type { PolicyFields } from './policy-use-cases';
 import type { Verdict } from './verdict';
@@ -27,7 +34,15 @@ const YIELD_EVERY_MS = 10;
 export const DRAFT_POLICY_ID = 'pol_draft';
 
 export interface PreviewDeps {
-  policySets: Pick<PolicySetReader, 'loadPolicySet'>;
+  /**
+   * The org's policy_version, read for every preview: one made just after a policy change sees it
+   * (the compiled sets alone trust the version they read for up to a second).
+   */
+  versions: Pick<PolicySetReader, 'policyVersion'>;
+  /** The process's compiled sets, which the guardian uses too: the org's set is compiled once per version. */
+  policies: Pick<CompiledPolicies<CompiledPolicySet>, 'forOrg'>;
+  /** Runs the engine with heavy evaluations off the event loop (EvaluationRunner.replay). */
+  evaluations: Pick<EvaluationRunner, 'replay'>;
   history: ActionHistory;
   clock: Clock;
 }
@@ -90,10 +105,15 @@ function windowOf(request: PreviewRequest, now: Date): { since: Date; until: Dat
 
 /**
  * The org's compiled set with the draft added, as a policy of its own that no stored one can
- * shadow; only the draft is compiled again. A draft that the org's pattern limit would refuse
- * on create is refused here too (400), before it is compiled.
+ * shadow. Only the draft is compiled, a rule at a time between other requests' turns. A draft that
+ * the org's pattern limit would refuse on create is refused here too (400).
  */
-function withDraft(current: CompiledPolicySet, draft: PolicyFields, now: Date): CompiledPolicySet {
+async function withDraft(
+  current: CompiledPolicySet,
+  draft: PolicyFields,
+  now: Date,
+): Promise<CompiledPolicySet> {
+  if (!draft.enabled) return current;
   const policy: Policy = {
     ...draft,
     id: DRAFT_POLICY_ID,
@@ -102,8 +122,8 @@ function withDraft(current: CompiledPolicySet, draft: PolicyFields, now: Date): 
     createdAt: now,
     updatedAt: now,
   };
-  // Counting compiles the draft's patterns: once.
-  const drafted = programOf(policy);
+  const compiled = await compilePolicyInTurns(policy, nextTurn);
+  const drafted = policyInstructions(compiled);
   const total = patternInstructions(current) + drafted;
   if (drafted > 0 && total > MAX_ORG_PATTERN_PROGRAM)
     throw invalidField(
@@ -111,10 +131,12 @@ function withDraft(current: CompiledPolicySet, draft: PolicyFields, now: Date): 
       `with the draft, the patterns of the org's enabled policies would compile to ${total} instructions ` +
         `together, more than ${MAX_ORG_PATTERN_PROGRAM}: the draft could not be created as it is`,
     );
-  return withPolicy(current, policy);
+  return withCompiled(current, compiled, variantOf(draft));
 }
 
-const programOf = (p: Policy) => (p.enabled ? patternProgramOf(p.rules) : 0);
+/** Names a drafted set by its draft's content: the same draft previewed again is the same set. */
+const variantOf = (draft: PolicyFields): string =>
+  `draft:${createHash('sha256').update(JSON.stringify(draft)).digest('hex')}`;
 
 /** Counts the verdicts the draft changes over a stream of recorded invocations. */
 class Tally {
@@ -124,19 +146,20 @@ class Tally {
   readonly examples: VerdictChange[] = [];
 
   constructor(
+    private readonly evaluations: PreviewDeps['evaluations'],
     private readonly current: CompiledPolicySet,
     private readonly drafted: CompiledPolicySet,
   ) {}
 
-  replay(r: RecordedInvocation): void {
+  async replay(r: RecordedInvocation): Promise<void> {
     if (r.refusedByAgent) {
       this.replayed += 1;
       return;
     }
     const action = recordedAction(r);
-    const context = { agentId: r.agentId, sessionId: r.sessionId };
-    const before = evaluatePolicies(this.current, action, context).verdict;
-    const after = evaluatePolicies(this.drafted, action, context).verdict;
+    const context: PlainContext = { agentId: r.agentId, sessionId: r.sessionId };
+    const before = await this.verdictOf(this.current, action, context);
+    const after = await this.verdictOf(this.drafted, action, context);
     this.replayed += 1;
     if (before === after) return;
     const key = `${before}->${after}`;
@@ -145,6 +168,10 @@ class Tally {
     if (this.examples.length < PREVIEW_MAX_EXAMPLES)
       this.examples.push({ invocationId: r.id, before, after });
   }
+
+  private async verdictOf(set: CompiledPolicySet, action: Action, context: PlainContext): Promise<Verdict> {
+    return (await this.evaluations.replay(set, action, context)).verdict;
+  }
 }
 
 /**
@@ -152,9 +179,11 @@ class Tally {
  * its current policies and through the same policies plus the draft, and counts the verdicts that
  * differ, for at most PREVIEW_MAX_ACTIONS actions and PREVIEW_MAX_MS of replaying (`truncated`
  * beyond either). Reads pages keyed on (created_at, id), one more row than it replays to know
- * whether the window held more. Writes nothing. Verdicts are the engine's (a require_approval is reported as
- * such), and only the org's policies are replayed, not the agent record's built-in checks: a call
- * the agent record refused when it ran is counted unchanged, as the guardian refuses it first.
+ * whether the window held more. Writes nothing. Verdicts are the engine's (a require_approval is
+ * reported as such); an evaluation that may be heavy runs in the policy thread, so that the replay
+ * never holds the API's event loop for one (up to about 2 s each). Only the org's policies are
+ * replayed, not the agent record's built-in checks: a call the agent record refused when it ran
+ * is counted unchanged, as the guardian refuses it first.
  */
 export async function previewPolicy(
   deps: PreviewDeps,
@@ -165,9 +194,9 @@ export async function previewPolicy(
   const orgId = ctx.principal.orgId;
   const now = deps.clock.now();
   const window = windowOf(request, now);
-  const set = await deps.policySets.loadPolicySet(orgId);
-  const current = compilePolicies(set);
-  const tally = new Tally(current, withDraft(current, request.draft, now));
+  const version = await deps.versions.policyVersion(orgId);
+  const { compiled: current } = await deps.policies.forOrg(orgId, version);
+  const tally = new Tally(deps.evaluations, current, await withDraft(current, request.draft, now));
   let after: HistoryPosition | null = null;
   let truncated = false;
   const started = performance.now();
@@ -182,7 +211,7 @@ export async function previewPolicy(
         truncated = true;
         break;
       }
-      tally.replay(row);
+      await tally.replay(row);
       if (performance.now() - turnAt < YIELD_EVERY_MS) continue;
       await nextTurn();
       turnAt = performance.now();

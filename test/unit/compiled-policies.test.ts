@@ -1,5 +1,10 @@
 import { CompiledPolicies, type PolicySetReader } from '../../domain/policy/compiled-policies';
-import { compiledWeight, compilePolicies, withPolicy } from '../../domain/policy/compile-policies';
+import {
+  compiledWeight,
+  compilePolicies,
+  compilePolicyInTurns,
+  withCompiled,
+} from '../../domain/policy/compile-policies';
 import type { PolicySet } from '../../domain/policy/policy';
 import { testPolicy } from '../support/test-policy';
 
@@ -120,16 +125,42 @@ it("weighs a compiled set by its patterns' instructions and its rules", () => {
   expect(compiledWeight(set)).toBe(1_203 + 2);
 });
 
-it('adds one policy to a compiled set in evaluation order, compiling only that one (the preview draft)', () => {
+it('adds one compiled policy to a compiled set in evaluation order, as a named variant (the preview draft)', async () => {
   const policy = (id: string, priority: number, enabled = true) =>
     testPolicy([{ type: 'max_tokens', limit: 5 }], { id, name: id, priority, enabled });
   const stored = [policy('pol_b', 5), policy('pol_a', 1), policy('pol_c', 5)];
   const current = compilePolicies({ orgId: 'org_1', policyVersion: 1, policies: stored });
-  const draft = policy('pol_draft', 5);
+  const draft = await compilePolicyInTurns(policy('pol_draft', 5), async () => {});
   const order = (set: typeof current) => set.policies.map((p) => p.policy.id);
-  expect(order(withPolicy(current, draft))).toEqual(
-    order(compilePolicies({ orgId: 'org_1', policyVersion: 1, policies: [...stored, draft] })),
+  const drafted = withCompiled(current, draft, 'draft:1');
+  expect(order(drafted)).toEqual(
+    order(compilePolicies({ orgId: 'org_1', policyVersion: 1, policies: [...stored, draft.policy] })),
   );
-  expect(order(withPolicy(current, draft))).toEqual(['pol_b', 'pol_c', 'pol_draft', 'pol_a']);
-  expect(withPolicy(current, policy('pol_off', 9, false))).toBe(current);
+  expect(order(drafted)).toEqual(['pol_b', 'pol_c', 'pol_draft', 'pol_a']);
+  expect(drafted.variant).toBe('draft:1');
+  expect(current.variant).toBeUndefined();
+  const off = await compilePolicyInTurns(policy('pol_off', 9, false), async () => {});
+  expect(withCompiled(current, off, 'draft:2')).toBe(current);
+});
+
+it('compiles a policy a rule at a time, letting other work run between its rules', async () => {
+  const rules = [
+    { type: 'deny_pattern' as const, pattern: 'a+b' },
+    { type: 'max_tokens' as const, limit: 5 },
+    { type: 'redact_pattern' as const, pattern: 'c+d', replacement: 'x' },
+  ];
+  const seen: number[] = [];
+  const compiled = await compilePolicyInTurns(testPolicy(rules), async () => {
+    seen.push(seen.length);
+  });
+  expect(seen).toEqual([0, 1, 2]);
+  expect(compiled.rules.map((r) => r.regex !== null)).toEqual([true, false, true]);
+  expect(compiled).toEqual(
+    compilePolicies({ orgId: 'org_1', policyVersion: 1, policies: [testPolicy(rules)] }).policies[0],
+  );
+  const broken = await compilePolicyInTurns(
+    testPolicy([{ type: 'deny_pattern', pattern: '(' }]),
+    async () => {},
+  );
+  expect(broken.error).toMatch(/^rule 0: /);
 });

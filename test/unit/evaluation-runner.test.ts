@@ -145,3 +145,13 @@ it("sends one heavy evaluation of an org at a time: the org's next deferrable on
   answer();
   await next;
 });
+
+it("replays a preview's evaluation outside the org's share: heavy ones in the thread, nothing charged", async () => {
+  const { time, sent, runner } = setUp(1_200);
+  time.charge('org_1', EVALUATION_BURST_MS + 500); // in debt: an invoke would wait, a preview does not
+  const decision = await runner.replay(HEAVY, say('a'.repeat(2_000)), context);
+  expect(decision.reasons[0]?.message).toBe('from the thread');
+  expect((await runner.replay(PLAIN, say('my secret'), context)).verdict).toBe('deny');
+  expect(sent).toHaveLength(1);
+  expect(time.waitMs('org_1')).toBe(2_000); // the 500 ms owed at 250 ms a second, no more
+});

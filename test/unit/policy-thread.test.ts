@@ -153,6 +153,20 @@ it("runs evaluations one at a time in the order asked, each with its own org's v
   ]);
 });
 
+it("keeps a preview's drafted set apart from the org's stored set of the same version, and each draft apart", async () => {
+  start();
+  const stored = setOf([[{ type: 'deny_pattern', pattern: 'one' }]]);
+  const drafted = (pattern: string, variant: string): PolicySet => ({
+    ...stored,
+    variant,
+    policies: [...stored.policies, policy([{ type: 'deny_pattern', pattern }])],
+  });
+  const verdicts = [];
+  for (const set of [stored, drafted('two', 'draft:a'), stored, drafted('three', 'draft:b'), stored])
+    verdicts.push((await thread.evaluate({ set, action: action('two three'), context })).decision.verdict);
+  expect(verdicts).toEqual(['allow', 'deny', 'allow', 'deny', 'allow']);
+});
+
 it('rejects what is not answered when it is closed, and what comes after: the jobs are decided again elsewhere', async () => {
   start();
   const stopped = 'the process is stopping: the policy evaluation was not run';

@@ -4,10 +4,21 @@ import type {
   HistoryPosition,
   RecordedInvocation,
 } from '../../domain/policy/action-history.port';
-import type { Policy, Rule } from '../../domain/policy/policy';
+import { compilePolicies } from '../../domain/policy/compile-policies';
+import { CompiledPolicies } from '../../domain/policy/compiled-policies';
+import { evaluatePolicies } from '../../domain/policy/evaluate-policies';
+import { contextOf, EvaluationRunner, type OffLoopEvaluator } from '../../domain/policy/evaluation-runner';
+import { EvaluationTime } from '../../domain/policy/evaluation-time';
+import type { Policy, PolicySet, Rule } from '../../domain/policy/policy';
 import type { PolicyFields } from '../../domain/policy/policy-use-cases';
-import { PREVIEW_MAX_EXAMPLES, previewPolicy, type PreviewLimits } from '../../domain/policy/preview-policy';
+import {
+  DRAFT_POLICY_ID,
+  PREVIEW_MAX_EXAMPLES,
+  previewPolicy,
+  type PreviewLimits,
+} from '../../domain/policy/preview-policy';
 import type { CallContext } from '../../domain/principal';
+import { testPolicy } from '../support/test-policy';
 
 const ORG = 'org_1';
 const NOW = new Date('2026-06-01T12:00:00Z');
@@ -61,13 +72,34 @@ const draftOf = (rules: Rule[]): PolicyFields => ({
   rules,
 });
 
-function run(rows: RecordedInvocation[], rules: Rule[], limits?: PreviewLimits, current: Policy[] = []) {
+/**
+ * What a preview runs on, as the API process has it: the org's compiled sets (`loads` counts the
+ * reads of the stored set) and an evaluation runner, with a policy thread when one is given.
+ */
+function depsOf(rows: RecordedInvocation[], current: Policy[] = [], thread: OffLoopEvaluator | null = null) {
   const { reader, calls } = fakeHistory(rows);
-  const deps = {
-    policySets: { loadPolicySet: async () => ({ orgId: ORG, policyVersion: 3, policies: current }) },
-    history: reader,
-    clock: { now: () => NOW },
+  const clock = { now: () => NOW };
+  let loads = 0;
+  let stored: PolicySet = { orgId: ORG, policyVersion: 3, policies: current };
+  /** A policy change: the next version of the stored set. */
+  const store = (policies: Policy[]) =>
+    void (stored = { orgId: ORG, policyVersion: stored.policyVersion + 1, policies });
+  const sets = {
+    policyVersion: async () => stored.policyVersion,
+    loadPolicySet: async () => ((loads += 1), stored),
   };
+  const deps = {
+    versions: sets,
+    policies: new CompiledPolicies(sets, compilePolicies, clock),
+    evaluations: new EvaluationRunner(new EvaluationTime(1_000), thread),
+    history: reader,
+    clock,
+  };
+  return { deps, calls, store, loads: () => loads };
+}
+
+function run(rows: RecordedInvocation[], rules: Rule[], limits?: PreviewLimits, current: Policy[] = []) {
+  const { deps, calls } = depsOf(rows, current);
   const result = previewPolicy(deps, ctx, { draft: draftOf(rules), since: SINCE }, limits);
   return { result, calls };
 }
@@ -116,14 +148,7 @@ describe('previewPolicy', () => {
   });
 
   it('compares with the current set: a deny already in force is not a change', async () => {
-    const current: Policy = {
-      ...draftOf([{ type: 'max_tokens', limit: 8 }]),
-      id: 'pol_current',
-      orgId: ORG,
-      version: 1,
-      createdAt: NOW,
-      updatedAt: NOW,
-    };
+    const current = testPolicy([{ type: 'max_tokens', limit: 8 }], { id: 'pol_current', orgId: ORG });
     const preview = await run(history(2), denyA, undefined, [current]).result;
     expect(preview.changed).toEqual({ total: 2, byVerdict: { 'modify->deny': 2 } });
   });
@@ -153,13 +178,69 @@ describe('previewPolicy', () => {
     expect(turns).toBeGreaterThan(0);
   });
 
-  it('refuses a window that is empty or reversed, naming the field', async () => {
-    const { reader } = fakeHistory([]);
-    const deps = {
-      policySets: { loadPolicySet: async () => ({ orgId: ORG, policyVersion: 0, policies: [] }) },
-      history: reader,
-      clock: { now: () => NOW },
+  it("takes the org's set from the process's compiled sets: two previews read and compile it once", async () => {
+    const { deps, loads } = depsOf(history(2), [testPolicy(denyA, { id: 'pol_current', orgId: ORG })]);
+    for (let i = 0; i < 2; i += 1) {
+      const preview = await previewPolicy(deps, ctx, { draft: draftOf(denyA), since: SINCE });
+      expect(preview.changed.total).toBe(0);
+    }
+    expect(loads()).toBe(1);
+  });
+
+  it('sees a policy change made just before it (the same second: the clock does not move here)', async () => {
+    const { deps, store } = depsOf(history(2));
+    const draft = { draft: draftOf(denyA), since: SINCE };
+    expect((await previewPolicy(deps, ctx, draft)).changed.total).toBe(2);
+    store([testPolicy(denyA, { id: 'pol_current', orgId: ORG })]);
+    expect((await previewPolicy(deps, ctx, draft)).changed.total).toBe(0);
+  });
+
+  it('sends a heavy evaluation to the policy thread, the drafted set named apart from the stored one', async () => {
+    const sent: PolicySet[] = [];
+    const thread: OffLoopEvaluator = {
+      evaluate: async ({ set, action, context }) => {
+        sent.push(set);
+        // The thread runs the same engine (policy-thread-main.ts).
+        return {
+          decision: evaluatePolicies(compilePolicies(set), action, contextOf(context, action)),
+          ms: 1,
+        };
+      },
     };
+    const heavy: Rule[] = [{ type: 'deny_pattern', pattern: '(?:\\w*a){400}[^\\w]' }];
+    const rows = history(1).map((r) => ({
+      ...r,
+      messages: [{ role: 'user' as const, content: `${'a'.repeat(2_000)} ` }],
+    }));
+    const { deps } = depsOf(rows, [], thread);
+    const preview = await previewPolicy(deps, ctx, { draft: draftOf(heavy), since: SINCE });
+    expect(preview.changed).toEqual({ total: 1, byVerdict: { 'allow->deny': 1 } });
+    // The current set has no pattern: evaluated here. The drafted one goes, with its variant.
+    expect(sent).toHaveLength(1);
+    expect(sent[0]?.policies.map((p) => p.id)).toEqual([DRAFT_POLICY_ID]);
+    expect(sent[0]?.variant).toMatch(/^draft:[0-9a-f]{64}$/);
+    expect(sent[0]?.policyVersion).toBe(3);
+  });
+
+  it('refuses a draft that takes the org past its pattern limit, naming policy.rules', async () => {
+    const big = (n: number): Rule[] =>
+      Array.from({ length: n }, (_, i) => ({ type: 'deny_pattern', pattern: `(?:\\w*a){400}[^\\w]${i}` }));
+    // 50 of about 1,200 instructions are stored; 40 more take the org past 100,000.
+    const current = [testPolicy(big(50), { id: 'pol_current', orgId: ORG })];
+    const { deps } = depsOf(history(1), current);
+    const refused = previewPolicy(deps, ctx, { draft: draftOf(big(40)), since: SINCE });
+    await expect(refused).rejects.toMatchObject({
+      code: 'validation_error',
+      extra: { details: [{ path: 'policy.rules' }] },
+    });
+    const disabled = { ...draftOf(big(40)), enabled: false };
+    await expect(previewPolicy(deps, ctx, { draft: disabled, since: SINCE })).resolves.toMatchObject({
+      changed: { total: 0 },
+    });
+  });
+
+  it('refuses a window that is empty or reversed, naming the field', async () => {
+    const { deps } = depsOf([]);
     const reversed = previewPolicy(deps, ctx, { draft: draftOf(denyA), since: NOW, until: SINCE });
     await expect(reversed).rejects.toMatchObject({
       code: 'validation_error',
