@@ -1,6 +1,14 @@
 import type { Page, PageRequest } from '../model';
 import type { Policy, Rule } from './policy';
 
+/**
+ * A policy's pattern instructions as stored with it; a policy written before they were kept has
+ * none, and its rules are given to count them from.
+ */
+export type StoredPatterns = { id: string } & (
+  { instructions: number; rules?: never } | { instructions: null; rules: Rule[] }
+);
+
 /** The policies a page shows and the org's policy_version they are at. */
 export interface PolicyPage extends Page<Policy> {
   policyVersion: number;
@@ -23,11 +31,12 @@ export interface PolicyRepository {
   /** A page of live policies and the org's policy_version, read in one statement. */
   list(orgId: string, page: PageRequest): Promise<PolicyPage>;
   countLive(orgId: string): Promise<number>;
-  /** The rules of the org's enabled live policies, by policy id: what the org's compiled set holds. */
-  enabledRules(orgId: string): Promise<{ id: string; rules: Rule[] }[]>;
-  insert(policy: Policy): Promise<void>;
-  /** Writes every client field, version and updated_at of a live policy. */
-  replace(policy: Policy): Promise<void>;
+  /** What the patterns of each of the org's enabled live policies compile to: what its compiled set holds. */
+  enabledPatterns(orgId: string): Promise<StoredPatterns[]>;
+  /** `patternInstructions`: what its patterns compile to, kept with it (enabledPatterns). */
+  insert(policy: Policy, patternInstructions: number): Promise<void>;
+  /** Writes every client field, version and updated_at of a live policy, and its patterns' count. */
+  replace(policy: Policy, patternInstructions: number): Promise<void>;
   /** Deleted policies keep their row, so decisions naming them stay traceable. */
   markDeleted(orgId: string, id: string, at: Date): Promise<void>;
 }

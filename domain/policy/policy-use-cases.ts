@@ -8,7 +8,7 @@ import type { Tx, UnitOfWork } from '../ports';
 import { actorOf, type CallContext } from '../principal';
 import { MAX_ORG_PATTERN_PROGRAM, MAX_POLICIES_PER_ORG, patternProgramOf } from './limits';
 import type { Policy } from './policy';
-import type { PolicyPage } from './policy-store.port';
+import type { PolicyPage, StoredPatterns } from './policy-store.port';
 import { policyDocument } from './policy-document';
 
 export interface PolicyDeps {
@@ -80,31 +80,35 @@ export async function getPolicy(deps: PolicyDeps, ctx: CallContext, id: string):
 export const listPolicies = (deps: PolicyDeps, ctx: CallContext, page: PageRequest): Promise<PolicyPage> =>
   deps.uow.read((tx) => tx.policies.list(ctx.principal.orgId, page));
 
-const programOf = (p: Pick<Policy, 'enabled' | 'rules'> | null) =>
-  p?.enabled ? patternProgramOf(p.rules) : 0;
+const instructionsOf = (p: StoredPatterns): number => p.instructions ?? patternProgramOf(p.rules);
 
 /**
- * Refuses a change that takes the patterns of the org's enabled policies past
- * MAX_ORG_PATTERN_PROGRAM instructions together (a 400 naming the sizes). A change that does not
- * add to them is taken even above it (a set from before the limit can still shrink). Asked under
- * the org's version lock, so two writers cannot pass it together.
+ * What the policy's patterns compile to (the store keeps it with the policy), after refusing a
+ * change that takes the patterns of the org's enabled policies past MAX_ORG_PATTERN_PROGRAM
+ * instructions together (a 400 naming the sizes). The others are counted from what the store kept,
+ * so a write compiles only its own patterns. A change that does not add to them is taken even
+ * above the limit (a set from before the limit can still shrink). Asked under the org's version
+ * lock, so two writers cannot pass it together.
  */
-async function assertPatternRoom(
+async function patternRoomFor(
   tx: Tx,
   orgId: string,
   old: Policy | null,
   fields: PolicyFields,
-): Promise<void> {
-  const added = programOf(fields) - programOf(old);
-  if (added <= 0) return;
-  const others = (await tx.policies.enabledRules(orgId)).filter((p) => p.id !== old?.id);
-  const total = others.reduce((sum, p) => sum + patternProgramOf(p.rules), 0) + programOf(fields);
+): Promise<number> {
+  const own = patternProgramOf(fields.rules);
+  const enabled = await tx.policies.enabledPatterns(orgId);
+  const stored = enabled.find((p) => p.id === old?.id);
+  const added = (fields.enabled ? own : 0) - (stored ? instructionsOf(stored) : 0);
+  if (added <= 0) return own;
+  const total = enabled.reduce((sum, p) => (p === stored ? sum : sum + instructionsOf(p)), own);
   if (total > MAX_ORG_PATTERN_PROGRAM)
     throw invalidField(
       'rules',
       `the patterns of the org's enabled policies would compile to ${total} instructions together, ` +
         `more than ${MAX_ORG_PATTERN_PROGRAM}: use fewer or simpler patterns, or disable a policy`,
     );
+  return own;
 }
 
 /** The org's version is bumped first: its row lock makes the count below exact under concurrency. */
@@ -121,10 +125,10 @@ export async function createPolicy(
         'body',
         `the org already has ${MAX_POLICIES_PER_ORG} policies, the most it may have: delete one first`,
       );
-    await assertPatternRoom(tx, orgId, null, fields);
+    const instructions = await patternRoomFor(tx, orgId, null, fields);
     const now = deps.clock.now();
     const policy: Policy = { id: newId('pol'), orgId, ...fields, version: 1, createdAt: now, updatedAt: now };
-    await tx.policies.insert(policy);
+    await tx.policies.insert(policy, instructions);
     recordPolicyEvent(tx, ctx, 'policy.created', { old: null, new: policy, policyVersion, at: now });
     return { policy, policyVersion };
   });
@@ -145,11 +149,11 @@ export async function replacePolicy(
     const current = await tx.policies.lockVersion(orgId);
     const old = await loadPolicy(tx, ctx, id);
     if (FIELDS.every((k) => sameValue(old[k], fields[k]))) return { policy: old, policyVersion: current };
-    await assertPatternRoom(tx, orgId, old, fields);
+    const instructions = await patternRoomFor(tx, orgId, old, fields);
     const policyVersion = await tx.policies.bumpVersion(orgId);
     const now = deps.clock.now();
     const policy: Policy = { ...old, ...fields, version: old.version + 1, updatedAt: now };
-    await tx.policies.replace(policy);
+    await tx.policies.replace(policy, instructions);
     recordPolicyEvent(tx, ctx, 'policy.updated', { old, new: policy, policyVersion, at: now });
     return { policy, policyVersion };
   });

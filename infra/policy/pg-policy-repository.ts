@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { PolicyRef } from '../../domain/ports';
 import type { Rule } from '../../domain/policy/policy';
-import type { PolicyRepository } from '../../domain/policy/policy-store.port';
+import type { PolicyRepository, StoredPatterns } from '../../domain/policy/policy-store.port';
 import { POLICY_COLUMNS, policyValues, toPolicy, type PolicyRow } from './policy-rows';
 
 async function versionOf(em: EntityManager, sql: string, orgId: string): Promise<number> {
@@ -33,6 +33,17 @@ function versionIn(rows: VersionedRow[], orgId: string): number {
   if (!row) throw new Error(`org ${orgId} has no row to hold its policy_version`);
   return Number(row.policy_version);
 }
+
+interface PatternsRow {
+  id: string;
+  pattern_instructions: number | null;
+  rules: Rule[] | null;
+}
+
+const storedPatterns = (row: PatternsRow): StoredPatterns =>
+  row.pattern_instructions === null
+    ? { id: row.id, instructions: null, rules: row.rules ?? [] }
+    : { id: row.id, instructions: Number(row.pattern_instructions) };
 
 /** Policies through the unit of work's EntityManager, so they commit with its audit events. */
 export function policyRepository(em: EntityManager): PolicyRepository {
@@ -67,11 +78,14 @@ export function policyRepository(em: EntityManager): PolicyRepository {
       const nextAfter = found.length > page.limit ? (items.at(-1)?.id ?? null) : null;
       return { items, nextAfter, policyVersion: versionIn(rows, orgId) };
     },
-    enabledRules: (orgId) =>
-      em.execute<{ id: string; rules: Rule[] }[]>(
-        'select id, rules from policies where org_id = ? and deleted_at is null and enabled',
+    enabledPatterns: async (orgId) => {
+      const rows = await em.execute<PatternsRow[]>(
+        `select id, pattern_instructions, case when pattern_instructions is null then rules end as rules
+         from policies where org_id = ? and deleted_at is null and enabled`,
         [orgId],
-      ),
+      );
+      return rows.map(storedPatterns);
+    },
     countLive: async (orgId) => {
       const rows: { n: string }[] = await em.execute(
         'select count(*) as n from policies where org_id = ? and deleted_at is null',
@@ -79,20 +93,20 @@ export function policyRepository(em: EntityManager): PolicyRepository {
       );
       return Number(rows[0]?.n ?? 0);
     },
-    insert: async (p) => {
+    insert: async (p, patternInstructions) => {
       await em.execute(
         `insert into policies (name, description, enabled, priority, mode, applies_to, rules, version,
-           updated_at, id, org_id, created_at)
-         values (?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?, ?, ?, ?, ?)`,
-        [...policyValues(p), p.id, p.orgId, p.createdAt],
+           updated_at, pattern_instructions, id, org_id, created_at)
+         values (?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?, ?, ?, ?, ?, ?)`,
+        [...policyValues(p), patternInstructions, p.id, p.orgId, p.createdAt],
       );
     },
-    replace: async (p) => {
+    replace: async (p, patternInstructions) => {
       await em.execute(
         `update policies set name = ?, description = ?, enabled = ?, priority = ?, mode = ?,
-           applies_to = ?::jsonb, rules = ?::jsonb, version = ?, updated_at = ?
+           applies_to = ?::jsonb, rules = ?::jsonb, version = ?, updated_at = ?, pattern_instructions = ?
          where org_id = ? and id = ? and deleted_at is null`,
-        [...policyValues(p), p.orgId, p.id],
+        [...policyValues(p), patternInstructions, p.orgId, p.id],
       );
     },
     markDeleted: async (orgId, id, at) => {

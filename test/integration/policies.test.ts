@@ -619,4 +619,44 @@ describe('bad policy bodies', () => {
     expect((await put(first.body.id, half, fresh.adminKey)).status).toBe(200);
     expect((await put(disabled.body.id, { name: 'big two', rules }, fresh.adminKey)).status).toBe(200);
   }, 60_000);
+
+  it("counts the org's other policies from what each write kept, compiling only the policy written", async () => {
+    const fresh = await signupOrg(app.http, 'Counted');
+    // 1,204 instructions each, 1,205 from the eleventh (two digits).
+    const heavy = (n: number) =>
+      Array.from({ length: n }, (_, i) => ({ type: 'deny_pattern', pattern: `(?:\\w*a){400}[^\\w]${i}` }));
+    const kept = async (id: string) =>
+      (await app.infra.knex('policies').where({ id }).first('pattern_instructions')).pattern_instructions;
+    // Kept on create and on update, disabled or not.
+    const off = await create({ name: 'off', rules: heavy(2), enabled: false }, fresh.adminKey);
+    expect(await kept(off.body.id)).toBe(2 * 1_204);
+    expect(
+      (await put(off.body.id, { name: 'off', rules: heavy(3), enabled: false }, fresh.adminKey)).status,
+    ).toBe(200);
+    expect(await kept(off.body.id)).toBe(3 * 1_204);
+    // What is kept is what is counted: a stored policy said to hold 99,000 leaves no room for 3,612.
+    const plain = await create(
+      { name: 'plain', rules: [{ type: 'deny_pattern', pattern: 'x' }] },
+      fresh.adminKey,
+    );
+    await app.infra.knex('policies').where({ id: plain.body.id }).update({ pattern_instructions: 99_000 });
+    const refused = await put(off.body.id, { name: 'off', rules: heavy(3) }, fresh.adminKey);
+    expect(refused.status).toBe(400);
+    expect((refused.body as unknown as ErrorBody).details[0]?.message).toContain(
+      '102612 instructions together',
+    );
+    // A policy written before the counts were kept (null) is counted from its rules.
+    await app.infra
+      .knex('policies')
+      .where({ id: plain.body.id })
+      .update({
+        pattern_instructions: null,
+        rules: JSON.stringify(heavy(80)),
+      });
+    const stillRefused = await put(off.body.id, { name: 'off', rules: heavy(3) }, fresh.adminKey);
+    // 10 × 1,204 + 70 × 1,205 + 3 × 1,204.
+    expect((stillRefused.body as unknown as ErrorBody).details[0]?.message).toContain(
+      '100002 instructions together',
+    );
+  }, 30_000);
 });

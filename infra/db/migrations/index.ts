@@ -15,6 +15,7 @@ import { Migration20261128000001PendingDeliveries } from './Migration20261128000
 import { Migration20261128000002Lz4Compression } from './Migration20261128000002Lz4Compression';
 import { Migration20261128000003WebhookFeed } from './Migration20261128000003WebhookFeed';
 import { Migration20261128000004KeyRotationIndex } from './Migration20261128000004KeyRotationIndex';
+import { Migration20261128000005PolicyPatternInstructions } from './Migration20261128000005PolicyPatternInstructions';
 
 /** Every migration, in order. Listed explicitly so the same code runs under tsx, swc and tsc. */
 export const MIGRATIONS: MigrationObject[] = [
@@ -34,4 +35,8 @@ export const MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261128000002Lz4Compression', class: Migration20261128000002Lz4Compression },
   { name: 'Migration20261128000003WebhookFeed', class: Migration20261128000003WebhookFeed },
   { name: 'Migration20261128000004KeyRotationIndex', class: Migration20261128000004KeyRotationIndex },
+  {
+    name: 'Migration20261128000005PolicyPatternInstructions',
+    class: Migration20261128000005PolicyPatternInstructions,
+  },
 ];
