@@ -2,10 +2,15 @@ import { OrgAtCapacity } from '../org-at-capacity';
 import type { CompiledPolicySet } from './compile-policies';
 import { reestimateWith, type CostBasis } from './cost-basis';
 import { evaluatePolicies } from './evaluate-policies';
-import { HEAVY_WORK, type EvaluationTime } from './evaluation-time';
+import type { EvaluationTime } from './evaluation-time';
 import { worstPatternWork } from './pattern-budget';
 import type { Action, EvaluationContext, PolicyDecision, PolicySet } from './policy';
 
+/**
+ * Pattern work (pattern-budget.ts units) past which an evaluation may be heavy: about 0.1 s for
+ * the costliest patterns, a few milliseconds for plain ones.
+ */
+export const HEAVY_WORK = 2_000_000;
 /** How long a job refused a place in the thread (assertRoomInThread) waits before it is taken again. */
 const IN_THREAD_WAIT_MS = 250;
 
@@ -58,7 +63,8 @@ const setOf = (compiled: CompiledPolicySet): PolicySet => ({
  * pattern work is known before it runs: HEAVY_WORK), off the event loop. A heavy evaluation takes
  * up to about 2 s of a core (pattern-budget.ts); on the event loop it held every other request
  * of the process that long, the API's too under `npm start`. Ordinary evaluations (tens of
- * microseconds) stay here: a hand-over to a thread would cost more than they do.
+ * microseconds) stay here: a hand-over to a thread would cost more than they do. Without a
+ * thread (some tests), every evaluation runs here.
  */
 export class EvaluationRunner {
   /** Each org's deferrable heavy evaluations sent to the thread and not yet answered. */
@@ -76,20 +82,17 @@ export class EvaluationRunner {
     context: PlainContext,
     deferrable: boolean,
   ): Promise<PolicyDecision> {
-    const kind = { deferrable, heavy: mayBeHeavy(compiled, action) };
     const { orgId } = compiled;
-    if (!kind.heavy || !this.offLoop)
-      return this.time.run(orgId, kind, () => evaluatePolicies(compiled, action, contextOf(context, action)));
-    // In the thread, only the org's own share: the heavy evaluations' common one (EvaluationTime)
-    // kept them off the event loop, and made every org's wait on whichever orgs spent it (QA: a
-    // victim waited 77 s behind eleven new orgs). The thread's turns keep orgs apart instead.
-    const own = { deferrable, heavy: false };
+    if (!this.offLoop || !mayBeHeavy(compiled, action))
+      return this.time.run(orgId, deferrable, () =>
+        evaluatePolicies(compiled, action, contextOf(context, action)),
+      );
     if (deferrable) this.assertRoomInThread(orgId);
-    this.time.admit(orgId, own);
+    this.time.admit(orgId, deferrable);
     if (deferrable) this.inThread.set(orgId, (this.inThread.get(orgId) ?? 0) + 1);
     try {
       const { decision, ms } = await this.offLoop.evaluate({ set: setOf(compiled), action, context });
-      this.time.charge(orgId, ms, false);
+      this.time.charge(orgId, ms);
       return decision;
     } finally {
       if (deferrable) this.leave(orgId);

@@ -1,11 +1,14 @@
 import { OrgAtCapacity } from '../../domain/org-at-capacity';
 import { compilePolicies } from '../../domain/policy/compile-policies';
-import { EVALUATION_BURST_MS, EvaluationTime, HEAVY_WORK } from '../../domain/policy/evaluation-time';
+import { HEAVY_WORK } from '../../domain/policy/evaluation-runner';
+import { EVALUATION_BURST_MS, EvaluationTime } from '../../domain/policy/evaluation-time';
 import { worstPatternWork } from '../../domain/policy/pattern-budget';
-import type { Action, Policy, Rule } from '../../domain/policy/policy';
+import type { Action } from '../../domain/policy/policy';
+import { testPolicy } from '../support/test-policy';
 
-const DEFER = { deferrable: true, heavy: false };
-const AT_ONCE = { deferrable: false, heavy: false };
+/** Whether the evaluation's job can wait (`deferrable`). */
+const DEFER = true;
+const AT_ONCE = false;
 
 /** A clock the test moves by hand, and evaluations that take as long as they say. */
 function fakeTime(msPerSecond = 250) {
@@ -95,19 +98,6 @@ describe("an org's share of evaluation time", () => {
     expect(time.waitMs('org_a')).toBe(0);
     expect(time.tracked).toBe(0);
   });
-
-  it('makes the heavy evaluations of every org share a balance too, so new orgs do not multiply it', () => {
-    const { time, taking, advance } = fakeTime(250);
-    const heavy = { deferrable: true, heavy: true };
-    for (const org of ['org_a', 'org_b', 'org_c']) time.charge(org, EVALUATION_BURST_MS, true);
-    // Twice an org's burst spent, and 1 s more: a fresh org's heavy evaluation waits 2 s (at 500 ms a second).
-    expect(refusal(() => time.run('org_d', heavy, taking(1)))?.delayMs).toBe(2_000);
-    // Its cheap ones do not wait, and neither does what cannot.
-    expect(refusal(() => time.run('org_d', DEFER, taking(1)))).toBeNull();
-    expect(refusal(() => time.run('org_e', { deferrable: false, heavy: true }, taking(1)))).toBeNull();
-    advance(2_010);
-    expect(refusal(() => time.run('org_d', heavy, taking(1)))).toBeNull();
-  });
 });
 
 describe('what marks an evaluation that may be heavy', () => {
@@ -115,7 +105,7 @@ describe('what marks an evaluation that may be heavy', () => {
     compilePolicies({
       orgId: 'org_1',
       policyVersion: 1,
-      policies: [policyOf(patterns.map((pattern) => ({ type: 'deny_pattern' as const, pattern })))],
+      policies: [testPolicy(patterns.map((pattern) => ({ type: 'deny_pattern' as const, pattern })))],
     });
   const say = (content: string): Action => ({ type: 'llm.invoke', messages: [{ role: 'user', content }] });
 
@@ -129,19 +119,3 @@ describe('what marks an evaluation that may be heavy', () => {
     );
   });
 });
-
-function policyOf(rules: Rule[]): Policy {
-  const at = new Date('2026-11-28T12:00:00Z');
-  return {
-    id: 'pol_1',
-    orgId: 'org_1',
-    name: 'p',
-    enabled: true,
-    priority: 0,
-    appliesTo: {},
-    rules,
-    version: 1,
-    createdAt: at,
-    updatedAt: at,
-  } as Policy;
-}
