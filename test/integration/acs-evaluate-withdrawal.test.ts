@@ -169,18 +169,19 @@ it('answers 503 naming the decision when the worker that claimed the request nev
   expect(Date.now() - started).toBeGreaterThanOrEqual(WAIT_MS + CLAIMED_GRACE_MS);
 });
 
-describe('a job retried after its worker died holding the claim', () => {
-  const request = (id: string): EvaluationRequest => ({
-    id,
-    orgId: org.orgId,
-    agentId: null,
-    sessionId: null,
-    agent: null,
-    action,
-    requestedBy: { type: 'api_key', id: org.adminKeyId },
-    requestId: null,
-  });
+/** A request as the API puts it in the relay: the admin key's, for no agent. */
+const request = (id: string): EvaluationRequest => ({
+  id,
+  orgId: org.orgId,
+  agentId: null,
+  sessionId: null,
+  agent: null,
+  action,
+  requestedBy: { type: 'api_key', id: org.adminKeyId },
+  requestId: null,
+});
 
+describe('a job retried after its worker died holding the claim', () => {
   it('cannot be withdrawn, and the retry finishes the evaluation', async () => {
     const id = `dec_claimed_${Date.now()}`;
     await app.infra.evaluations.put(request(id));
@@ -213,22 +214,12 @@ describe('a job retried after its worker died holding the claim', () => {
 it('keeps a withdrawn request from being claimed, and the claimed key short-lived', async () => {
   const relay = app.infra.evaluations;
   const id = `dec_keys_${Date.now()}`;
-  const body: EvaluationRequest = {
-    id,
-    orgId: org.orgId,
-    agentId: null,
-    sessionId: null,
-    agent: null,
-    action,
-    requestedBy: { type: 'api_key', id: org.adminKeyId },
-    requestId: null,
-  };
-  await relay.put(body);
+  await relay.put(request(id));
   expect(await relay.withdraw(id)).toBe(true);
   expect(await relay.claim(id)).toBeNull();
   expect(await relay.request(id)).toBeNull();
 
-  await relay.put({ ...body, id: `${id}_b` });
+  await relay.put(request(`${id}_b`));
   expect(await relay.claim(`${id}_b`)).toBe('taken');
   expect(await relay.claim(`${id}_b`)).toBe('again');
   expect((await relay.request(`${id}_b`))?.id).toBe(`${id}_b`);

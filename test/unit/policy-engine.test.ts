@@ -22,25 +22,13 @@ import {
 } from '../../domain/policy/pattern-budget';
 import type { Action, EvaluationContext, Policy, PolicyDecision, Rule } from '../../domain/policy/policy';
 import type { Verdict } from '../../domain/policy/verdict';
+import { testPolicy } from '../support/test-policy';
 
+/** Each a policy of its own id, in creation order (the engine's order among equal priorities). */
 let seq = 0;
 const policy = (rules: Rule[], over: Partial<Policy> = {}): Policy => {
   seq += 1;
-  return {
-    id: `pol_${String(seq).padStart(4, '0')}`,
-    orgId: 'org_1',
-    name: `policy ${seq}`,
-    description: null,
-    enabled: true,
-    priority: 0,
-    mode: 'enforce',
-    appliesTo: {},
-    rules,
-    version: 1,
-    createdAt: new Date(0),
-    updatedAt: new Date(0),
-    ...over,
-  };
+  return testPolicy(rules, { id: `pol_${String(seq).padStart(4, '0')}`, name: `policy ${seq}`, ...over });
 };
 
 const action = (over: Partial<Action> = {}): Action => ({
