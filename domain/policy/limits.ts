@@ -70,6 +70,7 @@ export function compilePattern(pattern: string, flags = ''): RE2JS {
     throw new Error(
       `compiles to ${size} instructions, more than ${MAX_PATTERN_PROGRAM}: fewer or smaller repetitions`,
     );
+  rememberSize(pattern, flags, size);
   return regex;
 }
 
@@ -118,14 +119,32 @@ export const validateRedaction = (pattern: string): string | null =>
       : null,
   );
 
-/** The instructions of a policy's patterns, compiled (a pattern that does not compile counts none: the store refuses it). */
+/**
+ * The program sizes of the patterns compiled last, by flags and pattern: a policy write validates
+ * its patterns and then counts them (patternProgramOf), and a pattern of the largest takes about
+ * 2 ms of the event loop to compile, so it is not compiled twice. A few hundred KB at most.
+ */
+const SIZES_KEPT = 1_000;
+const sizes = new Map<string, number>();
+const sizeKey = (pattern: string, flags: string) => `${flags}/${pattern}`;
+
+function rememberSize(pattern: string, flags: string, size: number): void {
+  const key = sizeKey(pattern, flags);
+  sizes.delete(key);
+  sizes.set(key, size);
+  if (sizes.size > SIZES_KEPT) sizes.delete(sizes.keys().next().value as string);
+}
+
+/** The instructions of a policy's patterns (a pattern that does not compile counts none: the store refuses it). */
 export function patternProgramOf(rules: readonly Rule[]): number {
   let total = 0;
   for (const rule of rules) {
     if (rule.type !== 'deny_pattern' && rule.type !== 'redact_pattern') continue;
+    const flags = (rule.type === 'deny_pattern' ? rule.flags : undefined) ?? '';
     try {
-      const flags = rule.type === 'deny_pattern' ? rule.flags : undefined;
-      total += compilePattern(rule.pattern, flags).matcher('').programSize();
+      total +=
+        sizes.get(sizeKey(rule.pattern, flags)) ??
+        compilePattern(rule.pattern, flags).matcher('').programSize();
     } catch {
       // Refused by the rule's own validation.
     }

@@ -1,4 +1,5 @@
-import { validatePattern } from '../../domain/policy/limits';
+import { RE2JS } from 're2js';
+import { patternProgramOf, validatePattern } from '../../domain/policy/limits';
 
 describe('policy patterns', () => {
   it('accepts RE2 patterns, refuses backreferences and lookaround', () => {
@@ -12,5 +13,23 @@ describe('policy patterns', () => {
     expect(validatePattern('x{500}y{500}')).toBeNull();
     expect(validatePattern('x{999}'.repeat(2))).toMatch(/add up to at most 1000/);
     expect(validatePattern('x{2,600}y{1,401}')).toMatch(/add up to at most 1000/);
+  });
+
+  it('counts a pattern it has just validated without compiling it again (a policy write does both)', () => {
+    const pattern = `(?:\\w*a){400}[^\\w]${Date.now()}`;
+    const compile = jest.spyOn(RE2JS, 'compile');
+    try {
+      expect(validatePattern(pattern)).toBeNull();
+      expect(compile).toHaveBeenCalledTimes(1);
+      const size = RE2JS.compile(pattern).matcher('').programSize();
+      expect(patternProgramOf([{ type: 'deny_pattern', pattern }])).toBe(size);
+      expect(patternProgramOf([{ type: 'redact_pattern', pattern, replacement: 'x' }])).toBe(size);
+      expect(compile).toHaveBeenCalledTimes(2); // the test's own, above
+      // One with other flags, or not seen before, is compiled.
+      expect(patternProgramOf([{ type: 'deny_pattern', pattern, flags: 'i' }])).toBe(size);
+      expect(compile).toHaveBeenCalledTimes(3);
+    } finally {
+      compile.mockRestore();
+    }
   });
 });
