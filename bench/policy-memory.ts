@@ -1,7 +1,7 @@
 /**
  * `npm run bench:policy-memory -- [--orgs 80] [--phase both|main|thread] [--no-forced-gc]`: whether the memory of
  * the compiled policy sets a process keeps is bounded, as COMPILED_SETS_BUDGET (main heap) and the
- * policy thread's KEEP_SETS (16 sets) say.
+ * policy thread's KEEP_SETS (16 sets, infra/policy/thread-sets.ts) say.
  *
  * Each of --orgs orgs has a policy set at its pattern limit (MAX_ORG_PATTERN_PROGRAM, patterns of
  * about 1,200 instructions, each distinct), served from memory. Phase "main" loads every org's set
@@ -14,7 +14,7 @@
 import { systemClock } from '../domain/clock';
 import { compiledWeight, compilePolicies, type CompiledPolicySet } from '../domain/policy/compile-policies';
 import { CompiledPolicies, type PolicySetReader } from '../domain/policy/compiled-policies';
-import { HEAVY_WORK } from '../domain/policy/evaluation-time';
+import { HEAVY_WORK } from '../domain/policy/evaluation-runner';
 import {
   COMPILED_SETS_BUDGET,
   MAX_ORG_PATTERN_PROGRAM,
@@ -24,6 +24,7 @@ import {
 import { worstPatternWork } from '../domain/policy/pattern-budget';
 import type { Action, Policy, PolicySet, Rule } from '../domain/policy/policy';
 import { PolicyThread } from '../infra/policy/policy-thread';
+import { KEEP_SETS } from '../infra/policy/thread-sets';
 import { testPolicy } from '../test/support/test-policy';
 import { benchOptions, exitWithUsage, positiveInt } from './bench-cli';
 import { ThreadHeap } from './thread-heap';
@@ -35,8 +36,6 @@ Memory of the compiled policy sets of --orgs orgs at their pattern limit: in the
 (CompiledPolicies, phase main) and in the policy thread (phase thread). No database needed.
 --no-forced-gc samples without forcing a GC first: what a running service's RSS shows.`;
 
-/** The policy thread's own cache (policy-thread-main.ts KEEP_SETS, not exported). */
-const THREAD_KEEPS = 16;
 const EVERY = 5;
 const MB = 1024 * 1024;
 
@@ -193,7 +192,7 @@ async function threadPhase(orgIds: string[], sets: Map<string, PolicySet>, colle
   const verdicts = new Map<string, number>();
   const samples: Sample[] = [];
   const base = sampleMain(0, collect);
-  console.log(`Policy thread: one heavy evaluation per org, ${THREAD_KEEPS} sets kept there`);
+  console.log(`Policy thread: one heavy evaluation per org, ${KEEP_SETS} sets kept there`);
   for (const [i, orgId] of orgIds.entries()) {
     const set = sets.get(orgId) as PolicySet;
     const { decision } = await thread.evaluate({ set, action: HEAVY_ACTION, context });
@@ -201,12 +200,12 @@ async function threadPhase(orgIds: string[], sets: Map<string, PolicySet>, colle
     verdicts.set(outcome, (verdicts.get(outcome) ?? 0) + 1);
     if ((i + 1) % EVERY && i + 1 < orgIds.length) continue;
     samples.push({ ...sampleMain(i + 1, collect), threadMB: await threadHeap() });
-    printSample(samples[samples.length - 1] as Sample, { sets: Math.min(i + 2, THREAD_KEEPS) });
+    printSample(samples[samples.length - 1] as Sample, { sets: Math.min(i + 2, KEEP_SETS) });
   }
   console.log(`  verdicts: ${[...verdicts].map(([v, n]) => `${n} ${v}`).join(', ')}`);
-  summarize('thread heap', samples, threadBase, THREAD_KEEPS, (s) => s.threadMB ?? NaN, collect);
-  summarize('main heap', samples, base.heapMB, THREAD_KEEPS, (s) => s.heapMB, collect);
-  summarize('RSS', samples, base.rssMB, THREAD_KEEPS, (s) => s.rssMB, collect);
+  summarize('thread heap', samples, threadBase, KEEP_SETS, (s) => s.threadMB ?? NaN, collect);
+  summarize('main heap', samples, base.heapMB, KEEP_SETS, (s) => s.heapMB, collect);
+  summarize('RSS', samples, base.rssMB, KEEP_SETS, (s) => s.rssMB, collect);
   await thread.close();
   heap.close();
 }

@@ -1,0 +1,39 @@
+import { compilePolicies, type CompiledPolicySet } from '../../domain/policy/compile-policies';
+import type { PolicySet } from '../../domain/policy/policy';
+
+/**
+ * Compiled sets the policy thread keeps, by org (and beside it, the org's last previewed draft:
+ * slotOf). The orgs whose evaluations are heavy are few. A set is at most about 13 MB
+ * (MAX_ORG_PATTERN_PROGRAM; `npm run bench:policy-memory`), so these fit the thread's heap with
+ * room for the evaluation's own work (QA: 64 of the sets allowed before that limit ran the thread
+ * out of memory, and one org's verdict then depended on which others' sets were kept).
+ */
+export const KEEP_SETS = 16;
+
+/** A set with a variant (a preview's draft added) never takes the place of the org's stored set. */
+const slotOf = (set: PolicySet): string => (set.variant === undefined ? set.orgId : `${set.orgId} draft`);
+
+/** The sets last used, compiled once per policy_version (and variant); the one used longest ago goes first. */
+export class ThreadSets {
+  /** A Map iterates in insertion order: a use moves its set last, so the first is the one used longest ago. */
+  private readonly sets = new Map<string, CompiledPolicySet>();
+
+  constructor(private readonly keep = KEEP_SETS) {}
+
+  compiledOf(set: PolicySet): CompiledPolicySet {
+    const slot = slotOf(set);
+    const kept = this.sets.get(slot);
+    const current =
+      kept && kept.policyVersion === set.policyVersion && kept.variant === set.variant
+        ? kept
+        : compilePolicies(set);
+    this.sets.delete(slot);
+    this.sets.set(slot, current);
+    if (this.sets.size > this.keep) this.sets.delete(this.sets.keys().next().value as string);
+    return current;
+  }
+
+  get size(): number {
+    return this.sets.size;
+  }
+}
