@@ -1,6 +1,6 @@
 /**
  * `npm run bench:policy-memory -- [--orgs 80] [--phase both|main|thread] [--no-forced-gc]`: whether the memory of
- * the compiled policy sets a process keeps is bounded, as COMPILED_SETS_BUDGET (main heap) and the
+ * the compiled policy sets a process keeps is bounded, as compiledSetsBudget (main heap) and the
  * policy thread's KEEP_SETS (16 sets, infra/policy/thread-sets.ts) say.
  *
  * Each of --orgs orgs has a policy set at its pattern limit (MAX_ORG_PATTERN_PROGRAM, patterns of
@@ -11,12 +11,13 @@
  * cache keeps and, in phase "thread", the thread's heap after a GC there (thread-heap.ts). The summary says whether each heap levelled off once its cache was full.
  * Needs no database: run it with node's --expose-gc, as the npm script does.
  */
+import { getHeapStatistics } from 'node:v8';
 import { systemClock } from '../domain/clock';
 import { compiledWeight, compilePolicies, type CompiledPolicySet } from '../domain/policy/compile-policies';
 import { CompiledPolicies, type PolicySetReader } from '../domain/policy/compiled-policies';
 import { HEAVY_WORK } from '../domain/policy/evaluation-runner';
 import {
-  COMPILED_SETS_BUDGET,
+  compiledSetsBudget,
   MAX_ORG_PATTERN_PROGRAM,
   MAX_RULES_PER_POLICY,
   compilePattern,
@@ -37,6 +38,8 @@ Memory of the compiled policy sets of --orgs orgs at their pattern limit: in the
 --no-forced-gc samples without forcing a GC first: what a running service's RSS shows.`;
 
 const EVERY = 5;
+/** As infra/container.ts sizes it: COMPILED_SETS_BUDGET, or less under a small heap limit. */
+const BUDGET = compiledSetsBudget(getHeapStatistics().heap_size_limit);
 const MB = 1024 * 1024;
 
 function args() {
@@ -159,12 +162,12 @@ function summarize(
 async function mainPhase(orgIds: string[], reader: PolicySetReader, collect: boolean): Promise<void> {
   const cache = new CompiledPolicies(reader, compilePolicies, systemClock, {
     weigh: compiledWeight,
-    budget: COMPILED_SETS_BUDGET,
+    budget: BUDGET,
   });
   const base = sampleMain(0, collect);
   const samples: Sample[] = [];
   let fullAt = orgIds.length;
-  console.log(`Main heap: CompiledPolicies, budget ${COMPILED_SETS_BUDGET.toLocaleString('en')}`);
+  console.log(`Main heap: CompiledPolicies, budget ${BUDGET.toLocaleString('en')}`);
   for (const [i, orgId] of orgIds.entries()) {
     await cache.forOrg(orgId);
     if (cache.kept.sets <= i && fullAt === orgIds.length) fullAt = i;
@@ -234,7 +237,7 @@ function describe(compiled: CompiledPolicySet): void {
   if (work <= HEAVY_WORK) throw new Error(`the action is not heavy (${work} <= ${HEAVY_WORK})`);
   console.log(
     `Each org: ${compiled.policies.length} policies, ${rules} pattern rules, weight ${weight.toLocaleString('en')} ` +
-      `(${Math.floor(COMPILED_SETS_BUDGET / weight)} fit the budget); the action's worst work ${work.toLocaleString('en')}`,
+      `(${Math.floor(BUDGET / weight)} fit the budget); the action's worst work ${work.toLocaleString('en')}`,
   );
 }
 

@@ -1,6 +1,7 @@
 import type { Knex } from '@mikro-orm/knex';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type Redis from 'ioredis';
+import { getHeapStatistics } from 'node:v8';
 import { checkpointKeyFrom, type CheckpointKey } from '../domain/audit/checkpoint';
 import { systemClock, type Clock } from '../domain/clock';
 import type { SecretSealer, UnitOfWork } from '../domain/ports';
@@ -44,7 +45,7 @@ import { PgUsageStats } from './stats/pg-usage-stats';
 import { installTelemetry } from './telemetry';
 import { PreparedPool } from './db/prepared-pool';
 import { compiledWeight, compilePolicies, type CompiledPolicySet } from '../domain/policy/compile-policies';
-import { COMPILED_SETS_BUDGET } from '../domain/policy/limits';
+import { compiledSetsBudget } from '../domain/policy/limits';
 import { CompiledPolicies } from '../domain/policy/compiled-policies';
 import { Guardian } from '../domain/policy/guardian';
 import { EvaluationRunner } from '../domain/policy/evaluation-runner';
@@ -177,7 +178,7 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
   const webhookSender = new HttpWebhookSender(config.CP_ALLOW_PRIVATE_PROVIDER_HOSTS);
   const compiledPolicies = new CompiledPolicies(policySets, compilePolicies, systemClock, {
     weigh: compiledWeight,
-    budget: COMPILED_SETS_BUDGET,
+    budget: compiledSetsBudget(getHeapStatistics().heap_size_limit),
   });
   const evaluationTime = new EvaluationTime(config.CP_ORG_EVALUATION_MS_PER_SECOND);
   const policyThread = new PolicyThread((message, fields) => logger.warn(fields, message));

@@ -1,5 +1,10 @@
 import { RE2JS } from 're2js';
-import { patternProgramOf, validatePattern } from '../../domain/policy/limits';
+import {
+  COMPILED_SETS_BUDGET,
+  compiledSetsBudget,
+  patternProgramOf,
+  validatePattern,
+} from '../../domain/policy/limits';
 
 describe('policy patterns', () => {
   it('accepts RE2 patterns, refuses backreferences and lookaround', () => {
@@ -31,5 +36,15 @@ describe('policy patterns', () => {
     } finally {
       compile.mockRestore();
     }
+  });
+});
+
+describe('the compiled sets a process keeps', () => {
+  it('take at most a quarter of a small heap, and COMPILED_SETS_BUDGET of a large one', () => {
+    const mb = 1024 * 1024;
+    // --max-old-space-size=256 (about 300 MB of heap limit): 64 MB of sets, about five orgs at their limit.
+    expect(compiledSetsBudget(256 * mb)).toBe(Math.floor((256 * mb) / 4 / 130));
+    expect(compiledSetsBudget(256 * mb) * 130).toBeLessThanOrEqual(64 * mb);
+    expect(compiledSetsBudget(4 * 1024 * mb)).toBe(COMPILED_SETS_BUDGET);
   });
 });
