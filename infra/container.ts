@@ -44,7 +44,13 @@ import { PgSessionStore } from './sessions/pg-session-store';
 import { PgUsageStats } from './stats/pg-usage-stats';
 import { installTelemetry } from './telemetry';
 import { PreparedPool } from './db/prepared-pool';
-import { compiledWeight, compilePolicies, type CompiledPolicySet } from '../domain/policy/compile-policies';
+import { turnsEvery } from '../domain/next-turn';
+import {
+  compiledWeight,
+  compilePoliciesInTurns,
+  type CompiledPolicySet,
+} from '../domain/policy/compile-policies';
+import type { PolicySet } from '../domain/policy/policy';
 import { compiledSetsBudget } from '../domain/policy/limits';
 import { CompiledPolicies } from '../domain/policy/compiled-policies';
 import { Guardian } from '../domain/policy/guardian';
@@ -176,7 +182,10 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
   const policySets = new PgPolicySetReader(knex);
   const webhookStore = new PgWebhookStore(knex);
   const webhookSender = new HttpWebhookSender(config.CP_ALLOW_PRIVATE_PROVIDER_HOSTS);
-  const compiledPolicies = new CompiledPolicies(policySets, compilePolicies, systemClock, {
+  // A new version is compiled in slices of the event loop: at the org's pattern limit, about a tenth
+  // of a second in one piece, and an org can make a version a request.
+  const compileInTurns = (set: PolicySet) => compilePoliciesInTurns(set, turnsEvery());
+  const compiledPolicies = new CompiledPolicies(policySets, compileInTurns, systemClock, {
     weigh: compiledWeight,
     budget: compiledSetsBudget(getHeapStatistics().heap_size_limit),
   });

@@ -54,6 +54,7 @@ async function readInput(
     body: route.body ? raw : undefined,
   });
   if (!route.body) return { raw, body: undefined };
+  if (route.prepare) await route.prepare(raw);
   return { raw, body: parseInput(route.body, raw === undefined && route.bodyOptional ? {} : raw, 'body') };
 }
 

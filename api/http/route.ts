@@ -67,6 +67,11 @@ export interface RouteDef<B extends z.ZodType = z.ZodType, Q extends z.ZodType =
   idempotent?: boolean;
   /** When true a body is optional (a missing body validates as `{}`). */
   bodyOptional?: boolean;
+  /**
+   * Awaited with the body as received, before its schema runs: checks the schema would make in one
+   * piece of the event loop, answered first in turns (a policy's patterns).
+   */
+  prepare?: (raw: unknown) => Promise<void>;
   /** Errors in OpenAI's shape (`{ error: { message, type, code, param } }`), for the OpenAI-compatible routes. */
   errorShape?: 'openai';
   query?: Q;

@@ -7,6 +7,8 @@ import {
   replacePolicy,
   type PolicyDeps,
 } from '../../domain/policy/policy-use-cases';
+import { turnsEvery } from '../../domain/next-turn';
+import { checkPatternsInTurns } from '../../domain/policy/limits';
 import { previewPolicy, type PolicyPreview } from '../../domain/policy/preview-policy';
 import type { Infra } from '../../infra/container';
 import { callOf } from '../http/call-context';
@@ -32,6 +34,11 @@ const notFound = { description: 'no such policy in this org' };
 
 const policyDeps = (infra: Infra): PolicyDeps => ({ uow: infra.uow, clock: infra.clock });
 
+/** A field of a body as received (not yet checked by its schema): undefined when it is not an object. */
+const fieldOf = (raw: unknown, name: string): unknown =>
+  typeof raw === 'object' && raw !== null ? (raw as Record<string, unknown>)[name] : undefined;
+const rulesIn = (raw: unknown) => fieldOf(raw, 'rules');
+
 const presentPreview = (p: PolicyPreview) => ({
   since: p.since.toISOString(),
   until: p.until.toISOString(),
@@ -49,6 +56,7 @@ export const policyRoutes = [
     tag: 'policies',
     access: write,
     body: PolicyBody,
+    prepare: (raw) => checkPatternsInTurns(rulesIn(raw), turnsEvery()),
     responses: { 201: { description: 'created', schema: PolicyView } },
     handle: async (input) => {
       const { policy, policyVersion } = await createPolicy(
@@ -72,6 +80,7 @@ export const policyRoutes = [
     tag: 'policies',
     access: read,
     body: PolicyPreviewBody,
+    prepare: (raw) => checkPatternsInTurns(rulesIn(fieldOf(raw, 'policy')), turnsEvery()),
     responses: { 200: { description: 'the verdicts the draft would change', schema: PolicyPreviewView } },
     handle: async (input) => {
       const { infra, body } = input;
@@ -137,6 +146,7 @@ export const policyRoutes = [
     tag: 'policies',
     access: write,
     body: PolicyBody,
+    prepare: (raw) => checkPatternsInTurns(rulesIn(raw), turnsEvery()),
     responses: { 200: { description: 'the policy', schema: PolicyView }, 404: notFound },
     handle: async (input) => {
       const { policy, policyVersion } = await replacePolicy(

@@ -44,7 +44,8 @@ export class CompiledPolicies<C> {
    */
   constructor(
     private readonly reader: PolicySetReader,
-    private readonly compile: (set: PolicySet) => C,
+    /** May compile in turns (compilePoliciesInTurns): the set is used once it is whole. */
+    private readonly compile: (set: PolicySet) => C | Promise<C>,
     private readonly clock: Clock,
     private readonly limit: CacheBudget<C> | null = null,
   ) {}
@@ -95,8 +96,8 @@ export class CompiledPolicies<C> {
     if (pending) return pending;
     const load = this.reader
       .loadPolicySet(orgId)
-      .then((set) => {
-        const compiled = this.compile(set);
+      .then(async (set) => {
+        const compiled = await this.compile(set);
         const entry = {
           version: set.policyVersion,
           compiled,

@@ -1,4 +1,5 @@
 import { RE2JS } from 're2js';
+import { BoundedMemo } from '../bounded-memo';
 import type { Rule } from './policy';
 
 /** Size limits of a policy and of an org's policy set (documented in the OpenAPI description). */
@@ -82,7 +83,7 @@ export function compilePattern(pattern: string, flags = ''): RE2JS {
     throw new Error(
       `compiles to ${size} instructions, more than ${MAX_PATTERN_PROGRAM}: fewer or smaller repetitions`,
     );
-  rememberSize(pattern, flags, size);
+  sizes.set(sizeKey(pattern, flags), size);
   return regex;
 }
 
@@ -103,9 +104,17 @@ function problemOf(check: () => string | null): string | null {
   }
 }
 
+/**
+ * The answers of the checks below, by check, flags and pattern. A policy body's patterns are
+ * checked in turns before its schema runs (checkPatternsInTurns), and the schema, which runs in one
+ * piece, finds them answered: a pattern of the largest takes about 2 ms to compile, fifty of them
+ * 100 ms of the event loop. A few hundred KB at most.
+ */
+const checks = new BoundedMemo<string | null>(1_000);
+
 /** Null when the pattern compiles (see compilePattern), else why not: for the store's 400s. */
-export const validatePattern = (pattern: string, flags?: string): string | null =>
-  problemOf(() => (compilePattern(pattern, flags), null));
+export const validatePattern = (pattern: string, flags = ''): string | null =>
+  checks.answer(`match/${flags}/${pattern}`, () => problemOf(() => (compilePattern(pattern, flags), null)));
 
 /** Texts on which a pattern that can match empty text shows it: empty, a word, words apart. */
 const EMPTY_PROBES = ['', 'a', 'a b', '0,'];
@@ -125,27 +134,41 @@ function matchesEmptyText(regex: RE2JS): boolean {
  * message modified).
  */
 export const validateRedaction = (pattern: string): string | null =>
-  problemOf(() =>
-    matchesEmptyText(compilePattern(pattern))
-      ? 'matches empty text, so the replacement would be inserted everywhere: make it match at least one character'
-      : null,
+  checks.answer(`redaction//${pattern}`, () =>
+    problemOf(() =>
+      matchesEmptyText(compilePattern(pattern))
+        ? 'matches empty text, so the replacement would be inserted everywhere: make it match at least one character'
+        : null,
+    ),
   );
 
 /**
- * The program sizes of the patterns compiled last, by flags and pattern: a policy write validates
- * its patterns and then counts them (patternProgramOf), and a pattern of the largest takes about
- * 2 ms of the event loop to compile, so it is not compiled twice. A few hundred KB at most.
+ * Answers the checks of the patterns in a policy body's rules as received (before its schema:
+ * anything malformed is left to it), one pattern per `between`, so that the schema's checks find
+ * them answered. A deny_pattern's is checked without and with its flags (the schema checks the
+ * pattern; the org's count compiles it with them).
  */
-const SIZES_KEPT = 1_000;
-const sizes = new Map<string, number>();
-const sizeKey = (pattern: string, flags: string) => `${flags}/${pattern}`;
-
-function rememberSize(pattern: string, flags: string, size: number): void {
-  const key = sizeKey(pattern, flags);
-  sizes.delete(key);
-  sizes.set(key, size);
-  if (sizes.size > SIZES_KEPT) sizes.delete(sizes.keys().next().value as string);
+export async function checkPatternsInTurns(rules: unknown, between: () => Promise<void>): Promise<void> {
+  if (!Array.isArray(rules)) return;
+  for (const rule of rules.slice(0, MAX_RULES_PER_POLICY) as unknown[]) {
+    if (typeof rule !== 'object' || rule === null) continue;
+    const { type, pattern, flags } = rule as Record<string, unknown>;
+    if (typeof pattern !== 'string' || pattern.length > MAX_PATTERN_LENGTH) continue;
+    if (type === 'redact_pattern') validateRedaction(pattern);
+    else if (type === 'deny_pattern') {
+      validatePattern(pattern);
+      if (typeof flags === 'string' && flags !== '') validatePattern(pattern, flags);
+    } else continue;
+    await between();
+  }
 }
+
+/**
+ * The program sizes of the patterns compiled last, by flags and pattern: a policy write validates
+ * its patterns and then counts them (patternProgramOf), and need not compile them twice.
+ */
+const sizes = new BoundedMemo<number>(1_000);
+const sizeKey = (pattern: string, flags: string) => `${flags}/${pattern}`;
 
 /** The instructions of a policy's patterns (a pattern that does not compile counts none: the store refuses it). */
 export function patternProgramOf(rules: readonly Rule[]): number {

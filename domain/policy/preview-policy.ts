@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Clock } from '../clock';
 import { invalidField } from '../errors';
+import { turnsEvery } from '../next-turn';
 import { microsToUsd } from '../pricing/cost';
 import type { CallContext } from '../principal';
 import type { ActionHistory, HistoryPosition, RecordedInvocation } from './action-history.port';
@@ -62,8 +63,6 @@ export interface PreviewLimits {
   maxMs?: number;
 }
 
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
-
 export interface VerdictChange {
   invocationId: string;
   before: Verdict;
@@ -122,7 +121,7 @@ async function withDraft(
     createdAt: now,
     updatedAt: now,
   };
-  const compiled = await compilePolicyInTurns(policy, nextTurn);
+  const compiled = await compilePolicyInTurns(policy, turnsEvery());
   const drafted = policyInstructions(compiled);
   const total = patternInstructions(current) + drafted;
   if (drafted > 0 && total > MAX_ORG_PATTERN_PROGRAM)
@@ -202,7 +201,7 @@ export async function previewPolicy(
   const started = performance.now();
   const outOfTime = () =>
     tally.replayed > 0 && performance.now() - started > (limits.maxMs ?? PREVIEW_MAX_MS);
-  let turnAt = started;
+  const between = turnsEvery(YIELD_EVERY_MS);
   for (;;) {
     const wanted = Math.min(limits.pageSize, limits.maxActions + 1 - tally.replayed);
     const rows = await deps.history.page(orgId, window, after, wanted);
@@ -212,9 +211,7 @@ export async function previewPolicy(
         break;
       }
       await tally.replay(row);
-      if (performance.now() - turnAt < YIELD_EVERY_MS) continue;
-      await nextTurn();
-      turnAt = performance.now();
+      await between();
     }
     const last = rows.at(-1);
     if (truncated || !last || rows.length < wanted) break;

@@ -1,10 +1,12 @@
 import { RE2JS } from 're2js';
 import {
+  checkPatternsInTurns,
   COMPILED_SETS_BUDGET,
   compiledSetsBudget,
   patternProgramOf,
   validatePattern,
 } from '../../domain/policy/limits';
+import { PolicyBody } from '../../api/schemas/policies.schemas';
 
 describe('policy patterns', () => {
   it('accepts RE2 patterns, refuses backreferences and lookaround', () => {
@@ -46,5 +48,51 @@ describe('the compiled sets a process keeps', () => {
     expect(compiledSetsBudget(256 * mb)).toBe(Math.floor((256 * mb) / 4 / 130));
     expect(compiledSetsBudget(256 * mb) * 130).toBeLessThanOrEqual(64 * mb);
     expect(compiledSetsBudget(4 * 1024 * mb)).toBe(COMPILED_SETS_BUDGET);
+  });
+});
+
+describe("a policy body's patterns, checked in turns before its schema runs", () => {
+  const heavy = (i: number) => `(?:\\w*a){400}[^\\w]${Date.now()}-${i}`;
+
+  it('compiles one pattern per turn, and leaves the schema and the org count nothing to compile', async () => {
+    const rules = [
+      { type: 'deny_pattern', pattern: heavy(1) },
+      { type: 'max_tokens', limit: 5 },
+      { type: 'deny_pattern', pattern: heavy(2), flags: 'i' },
+      { type: 'redact_pattern', pattern: heavy(3), replacement: '#' },
+      { type: 'deny_pattern', pattern: 42 }, // malformed: left to the schema
+      'not a rule',
+    ];
+    const compile = jest.spyOn(RE2JS, 'compile');
+    try {
+      let turns = 0;
+      await checkPatternsInTurns(rules, async () => {
+        turns += 1;
+      });
+      expect(turns).toBe(3);
+      const compiledBefore = compile.mock.calls.length;
+      expect(compiledBefore).toBe(4); // the flagged one twice: as the schema and as the count check it
+      const body = PolicyBody.safeParse({ name: 'p', rules: rules.slice(0, 4) });
+      expect(body.success).toBe(true);
+      expect(patternProgramOf(body.data?.rules.map((r) => ({ ...r })) as never)).toBeGreaterThan(3_000);
+      expect(compile).toHaveBeenCalledTimes(compiledBefore);
+    } finally {
+      compile.mockRestore();
+    }
+  });
+
+  it('reports what the schema reports for a pattern it refuses', async () => {
+    const rules = [{ type: 'deny_pattern', pattern: '(a)\\1' }];
+    await checkPatternsInTurns(rules, async () => {});
+    const body = PolicyBody.safeParse({ name: 'p', rules });
+    expect(body.success).toBe(false);
+    expect(body.error?.issues[0]?.message).toMatch(/not a valid RE2 regex/);
+  });
+
+  it('ignores a body that holds no rules list', async () => {
+    for (const rules of [undefined, null, 'x', { type: 'deny_pattern', pattern: 'a' }])
+      await expect(
+        checkPatternsInTurns(rules, () => Promise.reject(new Error('no turn'))),
+      ).resolves.toBeUndefined();
   });
 });

@@ -1,0 +1,22 @@
+/** Resolves after the event loop's other ready work has had a turn: what long work awaits between its pieces. */
+export const nextTurn = (): Promise<void> => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * How long work on the event loop (compiling patterns: up to about 2 ms each) runs before it lets
+ * other work have a turn.
+ */
+export const SLICE_MS = 2;
+
+/**
+ * A `between` for long work done in pieces: it lets the event loop have a turn once `ms` have
+ * passed since it last did, so that cheap pieces (a plain pattern compiles in microseconds) do not
+ * each wait a turn, and costly ones never hold the loop much longer than `ms`.
+ */
+export function turnsEvery(ms = SLICE_MS): () => Promise<void> {
+  let since = performance.now();
+  return async () => {
+    if (performance.now() - since < ms) return;
+    await nextTurn();
+    since = performance.now();
+  };
+}
