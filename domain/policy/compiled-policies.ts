@@ -61,7 +61,9 @@ export class CompiledPolicies<C> {
       entry.checkedAt = now;
       return entry;
     }
-    return this.load(orgId);
+    const loaded = await this.load(orgId);
+    // A load already under way when the caller learnt of `version` may have read an older one.
+    return loaded.version < version ? this.load(orgId) : loaded;
   }
 
   /** The sets kept, and what they weigh together. */

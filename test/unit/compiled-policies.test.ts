@@ -57,6 +57,27 @@ describe('the compiled policy cache', () => {
     expect(compiled).toEqual([1, 2]);
   });
 
+  it('does not answer a caller that knows a newer version with a load of an older one under way', async () => {
+    const { state, reader } = fakeReader();
+    let release = () => {};
+    const slowFirst: PolicySetReader = {
+      ...reader,
+      loadPolicySet: async (orgId) => {
+        const set = await reader.loadPolicySet(orgId);
+        if (state.loads === 1) await new Promise<void>((resolve) => (release = resolve));
+        return set;
+      },
+    };
+    const cache = new CompiledPolicies(slowFirst, compilePolicies, { now: () => new Date(0) });
+    const first = cache.forOrg('org_1'); // reads version 1, then waits
+    await new Promise((resolve) => setImmediate(resolve));
+    state.version = 2; // a change commits meanwhile; a caller learns of it
+    const knowing = cache.forOrg('org_1', 2);
+    release();
+    expect((await first).version).toBe(1);
+    expect((await knowing).version).toBe(2);
+  });
+
   it('reloads at once when the caller already knows a newer version, without reading it', async () => {
     const { state, cache } = setUp();
     await cache.forOrg('org_1');
