@@ -49,9 +49,15 @@ const HEAP_SHARE = 0.25;
 export const compiledSetsBudget = (heapLimitBytes: number): number =>
   Math.min(COMPILED_SETS_BUDGET, Math.floor((heapLimitBytes * HEAP_SHARE) / BYTES_PER_WEIGHT));
 
+/**
+ * `{n}` and `{n,m}`, read left to right past escapes: `\x{2013}` is a character, and `\\{3}` a
+ * repetition of a backslash.
+ */
+const REPEATS = /\\x\{[0-9A-Fa-f]+\}|\\.|\{(\d+)(?:,(\d*))?\}/g;
+
 const countedRepeats = (pattern: string): number =>
-  [...pattern.matchAll(/\{(\d+)(?:,(\d*))?\}/g)].reduce(
-    (sum, m) => sum + Math.max(Number(m[1]), Number(m[2] || 0)),
+  [...pattern.matchAll(REPEATS)].reduce(
+    (sum, m) => (m[1] === undefined ? sum : sum + Math.max(Number(m[1]), Number(m[2] || 0))),
     0,
   );
 

@@ -20,6 +20,11 @@ describe('policy patterns', () => {
     expect(validatePattern('x{500}y{500}')).toBeNull();
     expect(validatePattern('x{999}'.repeat(2))).toMatch(/add up to at most 1000/);
     expect(validatePattern('x{2,600}y{1,401}')).toMatch(/add up to at most 1000/);
+    // A hex escape in braces is a character, not a repetition (QA: \x{2013} was refused).
+    expect(validatePattern('[\\x{2013}\\x{2014}]')).toBeNull();
+    expect(validatePattern('\\x{2013}{999}')).toBeNull();
+    expect(validatePattern('\\x{2013}{999}a{2}')).toMatch(/add up to at most 1000/);
+    expect(validatePattern('\\\\{999}\\\\{2}')).toMatch(/add up to at most 1000/);
   });
 
   it('counts a pattern it has just validated without compiling it again (a policy write does both)', () => {
