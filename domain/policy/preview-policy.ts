@@ -22,8 +22,12 @@ import type { Verdict } from './verdict';
 /** At most this many recorded actions are replayed per call (the contract's bound). */
 export const PREVIEW_MAX_ACTIONS = 10_000;
 export const PREVIEW_MAX_EXAMPLES = 20;
-/** Rows read per query: the history is never held in memory all at once. */
-const PAGE_SIZE = 1000;
+/**
+ * Rows read per query: the history is never held in memory all at once. A recorded prompt may be
+ * about 1 MiB, so a page of 1,000 held up to about 1 GB and took seconds to read (QA: two previews
+ * at once peaked at 3 GB, and one spent its 5 s reading before it replayed anything).
+ */
+export const PREVIEW_PAGE_SIZE = 100;
 /**
  * Replaying stops after this long (`truncated`): an evaluation may take about a second of a core
  * with heavy patterns, and a preview replays up to 10,000 actions twice.
@@ -188,7 +192,7 @@ export async function previewPolicy(
   deps: PreviewDeps,
   ctx: CallContext,
   request: PreviewRequest,
-  limits: PreviewLimits = { maxActions: PREVIEW_MAX_ACTIONS, pageSize: PAGE_SIZE },
+  limits: PreviewLimits = { maxActions: PREVIEW_MAX_ACTIONS, pageSize: PREVIEW_PAGE_SIZE },
 ): Promise<PolicyPreview> {
   const orgId = ctx.principal.orgId;
   const now = deps.clock.now();

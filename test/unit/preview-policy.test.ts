@@ -14,6 +14,7 @@ import type { PolicyFields } from '../../domain/policy/policy-use-cases';
 import {
   DRAFT_POLICY_ID,
   PREVIEW_MAX_EXAMPLES,
+  PREVIEW_PAGE_SIZE,
   previewPolicy,
   type PreviewLimits,
 } from '../../domain/policy/preview-policy';
@@ -124,6 +125,12 @@ describe('previewPolicy', () => {
   it('is not truncated when the window holds exactly the cap', async () => {
     const preview = await run(history(4), denyA, { maxActions: 4, pageSize: 2 }).result;
     expect(preview).toMatchObject({ truncated: false, actionsReplayed: 4, changed: { total: 4 } });
+  });
+
+  it(`reads at most ${PREVIEW_PAGE_SIZE} rows a query: a recorded prompt may be about 1 MiB`, async () => {
+    const { result, calls } = run(history(250), denyA);
+    expect(await result).toMatchObject({ truncated: false, actionsReplayed: 250 });
+    expect(calls.map((c) => c.limit)).toEqual([PREVIEW_PAGE_SIZE, PREVIEW_PAGE_SIZE, PREVIEW_PAGE_SIZE]);
   });
 
   it('reads every page of a window under the cap', async () => {
