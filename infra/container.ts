@@ -111,6 +111,12 @@ export interface Infra {
   webhookSlots: OrgDeliverySlots;
   /** Each org's share of this process's policy evaluation time (CP_ORG_EVALUATION_MS_PER_SECOND). */
   evaluationTime: EvaluationTime;
+  /**
+   * Each org's share of this process's time compiling the patterns of policy bodies (writes and
+   * previews): the evaluations' rate, a balance of its own, so that an org whose invokes spent
+   * their share can still change the policies that cost it.
+   */
+  patternCheckTime: EvaluationTime;
   /** Runs the engine within those shares, the evaluations that may be heavy in a thread of their own. */
   evaluationRunner: EvaluationRunner;
   guardian: Guardian;
@@ -230,6 +236,7 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
     ),
     guardian: new Guardian(new OrgPolicyEngine(compiledPolicies, evaluationRunner)),
     evaluationTime,
+    patternCheckTime: new EvaluationTime(config.CP_ORG_EVALUATION_MS_PER_SECOND),
     evaluationRunner,
     policySets,
     actionHistory: new PgActionHistory(knex),

@@ -20,7 +20,7 @@ export class InFlightGate {
   }
 
   async run<T>(orgId: string, work: () => Promise<T>): Promise<T> {
-    if (this.total >= this.max) throw this.refusal(`${this.total} running on this server`);
+    this.assertRoom(orgId);
     if (!this.orgs.take(orgId)) throw this.refusal(`the org has ${this.orgs.heldBy(orgId)} running`);
     this.total += 1;
     try {
@@ -29,6 +29,15 @@ export class InFlightGate {
       this.total -= 1;
       this.orgs.release(orgId);
     }
+  }
+
+  /**
+   * Throws the 429 `run` would answer now, without taking a place: for work that comes before it
+   * and is wasted if it is refused (a preview's patterns, checked before its body's schema).
+   */
+  assertRoom(orgId: string): void {
+    if (this.total >= this.max) throw this.refusal(`${this.total} running on this server`);
+    if (!this.orgs.hasRoom(orgId)) throw this.refusal(`the org has ${this.orgs.heldBy(orgId)} running`);
   }
 
   private refusal(why: string): DomainError {

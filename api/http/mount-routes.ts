@@ -46,6 +46,7 @@ async function readInput(
   ctx: Context,
   route: RouteDef,
   infra: Infra,
+  principal: Principal | null,
 ): Promise<{ raw: unknown; body: unknown }> {
   const raw = await readJsonBody(ctx, infra.config.CP_MAX_BODY_BYTES);
   refuseUnstorable({
@@ -54,7 +55,7 @@ async function readInput(
     body: route.body ? raw : undefined,
   });
   if (!route.body) return { raw, body: undefined };
-  if (route.prepare) await route.prepare(raw);
+  if (route.prepare) await route.prepare({ raw, principal, infra });
   return { raw, body: parseInput(route.body, raw === undefined && route.bodyOptional ? {} : raw, 'body') };
 }
 
@@ -85,7 +86,7 @@ function pipeline(
     const principal = await authenticate(ctx, route.access, infra);
     if (!route.unlimited) await applyRateLimit(ctx, route, infra, principal);
     requireScope(principal, route.access, infra);
-    const { raw, body } = await readInput(ctx, route, infra);
+    const { raw, body } = await readInput(ctx, route, infra, principal);
     const handle = () =>
       route.handle({
         body,

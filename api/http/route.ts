@@ -71,7 +71,7 @@ export interface RouteDef<B extends z.ZodType = z.ZodType, Q extends z.ZodType =
    * Awaited with the body as received, before its schema runs: checks the schema would make in one
    * piece of the event loop, answered first in turns (a policy's patterns).
    */
-  prepare?: (raw: unknown) => Promise<void>;
+  prepare?: (input: { raw: unknown; principal: Principal | null; infra: Infra }) => Promise<void>;
   /** Errors in OpenAI's shape (`{ error: { message, type, code, param } }`), for the OpenAI-compatible routes. */
   errorShape?: 'openai';
   query?: Q;

@@ -9,6 +9,8 @@ import {
 } from '../../domain/policy/policy-use-cases';
 import { turnsEvery } from '../../domain/next-turn';
 import { checkPatternsInTurns } from '../../domain/policy/limits';
+import { DomainError } from '../../domain/errors';
+import type { Principal } from '../../domain/principal';
 import { previewPolicy, type PolicyPreview } from '../../domain/policy/preview-policy';
 import type { Infra } from '../../infra/container';
 import { callOf } from '../http/call-context';
@@ -39,6 +41,32 @@ const fieldOf = (raw: unknown, name: string): unknown =>
   typeof raw === 'object' && raw !== null ? (raw as Record<string, unknown>)[name] : undefined;
 const rulesIn = (raw: unknown) => fieldOf(raw, 'rules');
 
+/** Whether a body's rules (as received) hold a pattern to check. */
+const holdsPatterns = (rules: unknown): boolean =>
+  Array.isArray(rules) && rules.some((r: unknown) => typeof fieldOf(r, 'pattern') === 'string');
+
+/**
+ * Checks a policy body's patterns before its schema (checkPatternsInTurns) as the org's work:
+ * refused 429 while the org is past its share of this process's time for it (Infra's
+ * patternCheckTime), and charged what compiling took. Writes and previews come at the rate of
+ * requests, each with up to 50 of the largest patterns (about 80 ms): a loop of them by one org
+ * filled the API's event loop (QA).
+ */
+async function checkPatterns(rules: unknown, principal: Principal | null, infra: Infra): Promise<void> {
+  if (!principal || !holdsPatterns(rules)) return;
+  const { orgId } = principal;
+  const time = infra.patternCheckTime;
+  const wait = time.waitMs(orgId);
+  if (wait > 0)
+    throw new DomainError(
+      'rate_limited',
+      `the org used its share of this server's time for compiling policy patterns (${time.msPerSecond} ms ` +
+        'a second): retry later, or send fewer or simpler patterns',
+      { retry_after_seconds: Math.ceil(wait / 1000) },
+    );
+  time.charge(orgId, await checkPatternsInTurns(rules, turnsEvery()));
+}
+
 const presentPreview = (p: PolicyPreview) => ({
   since: p.since.toISOString(),
   until: p.until.toISOString(),
@@ -52,11 +80,14 @@ export const policyRoutes = [
   defineRoute({
     method: 'POST',
     path: '/v1/policies',
-    summary: "Create a policy; the org's policy_version goes up by one",
+    summary:
+      "Create a policy; the org's policy_version goes up by one. Compiling a body's patterns is charged to " +
+      "the org's share of the server's time for it: past it, a body with patterns is a 429 rate_limited " +
+      'with Retry-After',
     tag: 'policies',
     access: write,
     body: PolicyBody,
-    prepare: (raw) => checkPatternsInTurns(rulesIn(raw), turnsEvery()),
+    prepare: ({ raw, principal, infra }) => checkPatterns(rulesIn(raw), principal, infra),
     responses: { 201: { description: 'created', schema: PolicyView } },
     handle: async (input) => {
       const { policy, policyVersion } = await createPolicy(
@@ -76,11 +107,16 @@ export const policyRoutes = [
       'invocations replay as modified (the original request is not kept). At most 10,000 actions and 5 s of ' +
       'replaying (truncated beyond either); one preview per org, and two in all, run at once per API ' +
       'process: one more is a 429 rate_limited with Retry-After: 1. A draft that would take the ' +
-      "org's enabled patterns past their limit (as on create) is a 400 validation_error naming policy.rules",
+      "org's enabled patterns past their limit (as on create) is a 400 validation_error naming policy.rules; " +
+      "the draft's patterns are charged as on create",
     tag: 'policies',
     access: read,
     body: PolicyPreviewBody,
-    prepare: (raw) => checkPatternsInTurns(rulesIn(fieldOf(raw, 'policy')), turnsEvery()),
+    prepare: async ({ raw, principal, infra }) => {
+      // A preview refused for the gate is refused before its draft's patterns are compiled.
+      if (principal) previews.assertRoom(principal.orgId);
+      await checkPatterns(rulesIn(fieldOf(raw, 'policy')), principal, infra);
+    },
     responses: { 200: { description: 'the verdicts the draft would change', schema: PolicyPreviewView } },
     handle: async (input) => {
       const { infra, body } = input;
@@ -142,11 +178,12 @@ export const policyRoutes = [
     method: 'PUT',
     path: policyPath,
     summary:
-      "Replace a policy: its version and the org's policy_version go up by one, unless nothing changed",
+      "Replace a policy: its version and the org's policy_version go up by one, unless nothing changed. " +
+      "A body's patterns are charged as on create (a 429 rate_limited with Retry-After past the share)",
     tag: 'policies',
     access: write,
     body: PolicyBody,
-    prepare: (raw) => checkPatternsInTurns(rulesIn(raw), turnsEvery()),
+    prepare: ({ raw, principal, infra }) => checkPatterns(rulesIn(raw), principal, infra),
     responses: { 200: { description: 'the policy', schema: PolicyView }, 404: notFound },
     handle: async (input) => {
       const { policy, policyVersion } = await replacePolicy(

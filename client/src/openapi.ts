@@ -345,7 +345,7 @@ export interface paths {
     /** List the policies of the org, newest first */
     get: operations['getV1Policies'];
     put?: never;
-    /** Create a policy; the org's policy_version goes up by one */
+    /** Create a policy; the org's policy_version goes up by one. Compiling a body's patterns is charged to the org's share of the server's time for it: past it, a body with patterns is a 429 rate_limited with Retry-After */
     post: operations['postV1Policies'];
     delete?: never;
     options?: never;
@@ -362,7 +362,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Impact preview: replay the org's recorded invocations of a window through its policies with and without a draft policy and count the verdicts that would change; writes nothing. Modified invocations replay as modified (the original request is not kept). At most 10,000 actions and 5 s of replaying (truncated beyond either); one preview per org, and two in all, run at once per API process: one more is a 429 rate_limited with Retry-After: 1. A draft that would take the org's enabled patterns past their limit (as on create) is a 400 validation_error naming policy.rules */
+    /** Impact preview: replay the org's recorded invocations of a window through its policies with and without a draft policy and count the verdicts that would change; writes nothing. Modified invocations replay as modified (the original request is not kept). At most 10,000 actions and 5 s of replaying (truncated beyond either); one preview per org, and two in all, run at once per API process: one more is a 429 rate_limited with Retry-After: 1. A draft that would take the org's enabled patterns past their limit (as on create) is a 400 validation_error naming policy.rules; the draft's patterns are charged as on create */
     post: operations['postV1PoliciesPreview'];
     delete?: never;
     options?: never;
@@ -379,7 +379,7 @@ export interface paths {
     };
     /** Get one policy */
     get: operations['getV1PoliciesId'];
-    /** Replace a policy: its version and the org's policy_version go up by one, unless nothing changed */
+    /** Replace a policy: its version and the org's policy_version go up by one, unless nothing changed. A body's patterns are charged as on create (a 429 rate_limited with Retry-After past the share) */
     put: operations['putV1PoliciesId'];
     post?: never;
     /** Delete a policy; the org's policy_version goes up by one */

@@ -6,6 +6,7 @@ import {
   MAX_RULES_PER_POLICY,
 } from '../../domain/policy/limits';
 import { RE2JS } from 're2js';
+import { EVALUATION_BURST_MS } from '../../domain/policy/evaluation-time';
 import { mintKey, signupOrg, type SignedUpOrg } from '../support/factories';
 import { startTestApp, type TestApp } from '../support/test-app';
 
@@ -663,6 +664,38 @@ describe('bad policy bodies', () => {
       .split('turn')
       .map((run) => run.length / 'compile'.length);
     expect(Math.max(...runs)).toBeLessThanOrEqual(8); // never a whole policy's 16 in one piece
+  });
+
+  it("refuses a body's patterns with 429 while the org is past its share of compiling them, and charges what they took", async () => {
+    const fresh = await signupOrg(app.http, 'Compiling');
+    const time = app.infra.patternCheckTime;
+    const heavy = (tag: string) =>
+      Array.from({ length: 10 }, (_, i) => ({
+        type: 'deny_pattern',
+        pattern: `(?:\\w*a){400}[^\\w]${Date.now()}${tag}${i}`,
+      }));
+    // Compiling is charged: from a balance spent to 0, any pattern compiled puts the org in debt.
+    time.charge(fresh.orgId, EVALUATION_BURST_MS);
+    expect((await create({ name: 'first', rules: heavy('a') }, fresh.adminKey)).status).toBe(201);
+    expect(time.waitMs(fresh.orgId)).toBeGreaterThan(0);
+    time.charge(fresh.orgId, 3_000); // deep in debt: 3 s at 250 ms a second past the burst
+    const versionBefore = await orgVersion(fresh.orgId);
+    for (const refused of [
+      await create({ name: 'second', rules: heavy('b') }, fresh.adminKey),
+      await app.http.post<ErrorBody>(
+        '/v1/policies/preview',
+        { policy: { name: 'd', rules: heavy('c') }, since: new Date(Date.now() - 60_000).toISOString() },
+        fresh.adminKey,
+      ),
+    ]) {
+      expect(refused.status).toBe(429);
+      expect((refused.body as unknown as ErrorBody).error_code).toBe('rate_limited');
+      expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(12);
+    }
+    expect(await orgVersion(fresh.orgId)).toBe(versionBefore);
+    // A body with no pattern compiles nothing, and is taken; so is another org's.
+    expect((await create({ name: 'no patterns', rules: minimal.rules }, fresh.adminKey)).status).toBe(201);
+    expect((await create({ name: 'other org', rules: heavy('d') })).status).toBe(201);
   });
 
   it("counts the org's other policies from what each write kept, compiling only the policy written", async () => {

@@ -46,4 +46,20 @@ describe('a gate on costly requests in flight', () => {
     await expect(gate.run('org_c', () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
     expect(await gate.run('org_c', async () => 'c ran')).toBe('c ran');
   });
+
+  it('says at once whether run would be refused, taking no place (work that comes before it)', async () => {
+    const gate = new InFlightGate('policy preview', 1, 2);
+    const a = held();
+    const b = held();
+    const running = gate.run('org_a', () => a.until);
+    expect(() => gate.assertRoom('org_a')).toThrow('policy preview: the org has 1 running');
+    expect(() => gate.assertRoom('org_b')).not.toThrow();
+    expect(() => gate.assertRoom('org_b')).not.toThrow(); // asking took nothing
+    const other = gate.run('org_b', () => b.until);
+    expect(() => gate.assertRoom('org_c')).toThrow('policy preview: 2 running on this server');
+    a.release();
+    b.release();
+    await Promise.all([running, other]);
+    expect(() => gate.assertRoom('org_a')).not.toThrow();
+  });
 });
