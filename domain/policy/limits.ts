@@ -118,9 +118,16 @@ function problemOf(check: () => string | null): string | null {
  */
 const checks = new BoundedMemo<string | null>(1_000);
 
+/** How many answers are kept (for tests). */
+export const keptPatternChecks = (): number => checks.size;
+
+/** A check's answer, kept only for a pattern short enough to be one (a body may carry 1 MiB strings). */
+const checked = (key: string, pattern: string, check: () => string | null): string | null =>
+  pattern.length > MAX_PATTERN_LENGTH ? check() : checks.answer(`${key}/${pattern}`, check);
+
 /** Null when the pattern compiles (see compilePattern), else why not: for the store's 400s. */
 export const validatePattern = (pattern: string, flags = ''): string | null =>
-  checks.answer(`match/${flags}/${pattern}`, () => problemOf(() => (compilePattern(pattern, flags), null)));
+  checked(`match/${flags}`, pattern, () => problemOf(() => (compilePattern(pattern, flags), null)));
 
 /** Texts on which a pattern that can match empty text shows it: empty, a word, words apart. */
 const EMPTY_PROBES = ['', 'a', 'a b', '0,'];
@@ -140,7 +147,7 @@ function matchesEmptyText(regex: RE2JS): boolean {
  * message modified).
  */
 export const validateRedaction = (pattern: string): string | null =>
-  checks.answer(`redaction//${pattern}`, () =>
+  checked('redaction/', pattern, () =>
     problemOf(() =>
       matchesEmptyText(compilePattern(pattern))
         ? 'matches empty text, so the replacement would be inserted everywhere: make it match at least one character'

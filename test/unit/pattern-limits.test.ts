@@ -3,8 +3,10 @@ import {
   checkPatternsInTurns,
   COMPILED_SETS_BUDGET,
   compiledSetsBudget,
+  keptPatternChecks,
   patternProgramOf,
   validatePattern,
+  validateRedaction,
 } from '../../domain/policy/limits';
 import { PolicyBody } from '../../api/schemas/policies.schemas';
 
@@ -98,5 +100,15 @@ describe("a policy body's patterns, checked in turns before its schema runs", ()
   it('ignores a body that holds no rules list', async () => {
     for (const rules of [undefined, null, 'x', { type: 'deny_pattern', pattern: 'a' }])
       await expect(checkPatternsInTurns(rules, () => Promise.reject(new Error('no turn')))).resolves.toBe(0);
+  });
+
+  it('keeps no answer for a pattern longer than a pattern may be', () => {
+    const kept = keptPatternChecks();
+    // 1,000 such answers kept could hold 1 GB.
+    expect(validatePattern('x'.repeat(1_000_000))).toMatch(/at most 1000 characters/);
+    expect(validateRedaction('y'.repeat(1_000_000))).toMatch(/at most 1000 characters/);
+    expect(keptPatternChecks()).toBe(kept);
+    expect(validatePattern(`short${Date.now()}`)).toBeNull();
+    expect(keptPatternChecks()).toBe(kept + 1);
   });
 });
