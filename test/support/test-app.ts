@@ -36,6 +36,16 @@ export interface TestApp {
 /** The real API (and optionally workers) on a fresh database and Redis key prefix. */
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const db = options.database ?? (await createTestDatabase());
+  try {
+    return await startOn(db, options);
+  } catch (err) {
+    // An app that never started has no close() to call: its database would be left behind.
+    if (!options.database) await db.drop().catch(() => undefined);
+    throw err;
+  }
+}
+
+async function startOn(db: TestDatabase, options: TestAppOptions): Promise<TestApp> {
   const prefix = options.redisPrefix ?? `cpt_${randomBytes(5).toString('hex')}`;
   const config = loadConfig({
     NODE_ENV: 'test',

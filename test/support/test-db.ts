@@ -25,10 +25,14 @@ async function asAdmin<T>(work: (c: Client) => Promise<T>): Promise<T> {
   }
 }
 
+/** The names of the databases this test file made, in order (to check that each was dropped). */
+export const createdDatabases: string[] = [];
+
 /** A database of its own per test file, named so that nothing but a test database is ever dropped. */
 export async function createTestDatabase(): Promise<TestDatabase> {
   const name = `cp_test_${randomBytes(6).toString('hex')}`;
   await asAdmin((c) => c.query(`create database ${name}`));
+  createdDatabases.push(name);
   const url = new URL(ADMIN_DATABASE_URL);
   url.pathname = `/${name}`;
   return {
