@@ -83,7 +83,8 @@ export class EvaluationRunner {
     deferrable: boolean,
   ): Promise<PolicyDecision> {
     const { orgId } = compiled;
-    if (!this.offLoop || !mayBeHeavy(compiled, action))
+    const thread = this.threadFor(compiled, action);
+    if (!thread)
       return this.time.run(orgId, deferrable, () =>
         evaluatePolicies(compiled, action, contextOf(context, action)),
       );
@@ -91,7 +92,7 @@ export class EvaluationRunner {
     this.time.admit(orgId, deferrable);
     if (deferrable) this.inThread.set(orgId, (this.inThread.get(orgId) ?? 0) + 1);
     try {
-      const { decision, ms } = await this.offLoop.evaluate({ set: setOf(compiled), action, context });
+      const { decision, ms } = await thread.evaluate({ set: setOf(compiled), action, context });
       this.time.charge(orgId, ms);
       return decision;
     } finally {
@@ -105,9 +106,14 @@ export class EvaluationRunner {
    * that may be heavy still runs in the thread, so that it never holds this event loop.
    */
   async replay(compiled: CompiledPolicySet, action: Action, context: PlainContext): Promise<PolicyDecision> {
-    if (!this.offLoop || !mayBeHeavy(compiled, action))
-      return evaluatePolicies(compiled, action, contextOf(context, action));
-    return (await this.offLoop.evaluate({ set: setOf(compiled), action, context })).decision;
+    const thread = this.threadFor(compiled, action);
+    if (!thread) return evaluatePolicies(compiled, action, contextOf(context, action));
+    return (await thread.evaluate({ set: setOf(compiled), action, context })).decision;
+  }
+
+  /** Where an evaluation that may be heavy goes (HEAVY_WORK); null: it runs on this event loop. */
+  private threadFor(compiled: CompiledPolicySet, action: Action): OffLoopEvaluator | null {
+    return this.offLoop && mayBeHeavy(compiled, action) ? this.offLoop : null;
   }
 
   /**

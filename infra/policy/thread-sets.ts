@@ -1,5 +1,6 @@
 import { compilePolicies, type CompiledPolicySet } from '../../domain/policy/compile-policies';
 import type { PolicySet } from '../../domain/policy/policy';
+import { BoundedMemo } from '../../domain/bounded-memo';
 
 /**
  * Compiled sets the policy thread keeps, by org (and beside it, the org's last previewed draft:
@@ -15,22 +16,19 @@ const slotOf = (set: PolicySet): string => (set.variant === undefined ? set.orgI
 
 /** The sets last used, compiled once per policy_version (and variant); the one used longest ago goes first. */
 export class ThreadSets {
-  /** A Map iterates in insertion order: a use moves its set last, so the first is the one used longest ago. */
-  private readonly sets = new Map<string, CompiledPolicySet>();
+  private readonly sets: BoundedMemo<CompiledPolicySet>;
 
-  constructor(private readonly keep = KEEP_SETS) {}
+  constructor(keep = KEEP_SETS) {
+    this.sets = new BoundedMemo(keep);
+  }
 
   compiledOf(set: PolicySet): CompiledPolicySet {
     const slot = slotOf(set);
     const kept = this.sets.get(slot);
-    const current =
-      kept && kept.policyVersion === set.policyVersion && kept.variant === set.variant
-        ? kept
-        : compilePolicies(set);
-    this.sets.delete(slot);
-    this.sets.set(slot, current);
-    if (this.sets.size > this.keep) this.sets.delete(this.sets.keys().next().value as string);
-    return current;
+    if (kept && kept.policyVersion === set.policyVersion && kept.variant === set.variant) return kept;
+    const compiled = compilePolicies(set);
+    this.sets.set(slot, compiled);
+    return compiled;
   }
 
   get size(): number {

@@ -19,7 +19,7 @@ import {
   type PreviewLimits,
 } from '../../domain/policy/preview-policy';
 import type { CallContext } from '../../domain/principal';
-import { testPolicy } from '../support/test-policy';
+import { testFields, testPolicy } from '../support/test-policy';
 
 const ORG = 'org_1';
 const NOW = new Date('2026-06-01T12:00:00Z');
@@ -63,15 +63,7 @@ function fakeHistory(rows: RecordedInvocation[]) {
   return { reader, calls };
 }
 
-const draftOf = (rules: Rule[]): PolicyFields => ({
-  name: 'draft',
-  description: null,
-  enabled: true,
-  priority: 0,
-  mode: 'enforce',
-  appliesTo: {},
-  rules,
-});
+const draftOf = (rules: Rule[]): PolicyFields => testFields(rules, { name: 'draft' });
 
 /**
  * What a preview runs on, as the API process has it: the org's compiled sets (`loads` counts the
