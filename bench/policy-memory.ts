@@ -16,18 +16,13 @@ import { systemClock } from '../domain/clock';
 import { compiledWeight, compilePolicies, type CompiledPolicySet } from '../domain/policy/compile-policies';
 import { CompiledPolicies, type PolicySetReader } from '../domain/policy/compiled-policies';
 import { HEAVY_WORK } from '../domain/policy/evaluation-runner';
-import {
-  compiledSetsBudget,
-  MAX_ORG_PATTERN_PROGRAM,
-  MAX_RULES_PER_POLICY,
-  compilePattern,
-} from '../domain/policy/limits';
+import { compiledSetsBudget } from '../domain/policy/limits';
 import { worstPatternWork } from '../domain/policy/pattern-budget';
-import type { Action, Policy, PolicySet, Rule } from '../domain/policy/policy';
+import type { Action, PolicySet } from '../domain/policy/policy';
 import { PolicyThread } from '../infra/policy/policy-thread';
 import { KEEP_SETS } from '../infra/policy/thread-sets';
-import { testPolicy } from '../test/support/test-policy';
 import { benchOptions, exitWithUsage, positiveInt } from './bench-cli';
+import { policySetAtLimit } from './heavy-sets';
 import { ThreadHeap } from './thread-heap';
 
 const USAGE = `
@@ -48,27 +43,6 @@ function args() {
   if (!['both', 'main', 'thread'].includes(phase))
     exitWithUsage(USAGE, `--phase: both, main or thread, not "${phase}"`);
   return { orgs: positiveInt(USAGE, '--orgs', text('orgs'), 80), phase, collect: !flag('no-forced-gc') };
-}
-
-/** A costly pattern (about 1,200 instructions), distinct per org and rule so that nothing is shared. */
-const heavyPattern = (org: number, rule: number) => `(?:\\w*a){400}[^\\w]o${org}r${rule}`;
-
-/** An org's set: as many heavy patterns as fit its limit, in policies of at most 50 rules. */
-function policySetOf(org: number): PolicySet {
-  const orgId = `org_${org}`;
-  const rules: Rule[] = [];
-  let instructions = 0;
-  for (;;) {
-    const pattern = heavyPattern(org, rules.length);
-    const size = compilePattern(pattern).matcher('').programSize();
-    if (instructions + size > MAX_ORG_PATTERN_PROGRAM) break;
-    rules.push({ type: 'deny_pattern', pattern });
-    instructions += size;
-  }
-  const policies: Policy[] = [];
-  for (let i = 0; i < rules.length; i += MAX_RULES_PER_POLICY)
-    policies.push(testPolicy(rules.slice(i, i + MAX_RULES_PER_POLICY), { id: `pol_${org}_${i}`, orgId }));
-  return { orgId, policyVersion: 1, policies };
 }
 
 /** The sets, from memory: the reader the cache asks. */
@@ -217,7 +191,7 @@ async function main(): Promise<void> {
   const { orgs, phase, collect } = args();
   const t0 = performance.now();
   const orgIds = Array.from({ length: orgs }, (_, i) => `org_${i + 1}`);
-  const sets = new Map(orgIds.map((id, i) => [id, policySetOf(i + 1)]));
+  const sets = new Map(orgIds.map((id, i) => [id, policySetAtLimit(i + 1)]));
   const first = compilePolicies(sets.get('org_1') as PolicySet);
   describe(first);
   console.log(

@@ -1,5 +1,29 @@
-/** Resolves after the event loop's other ready work has had a turn: what long work awaits between its pieces. */
-export const nextTurn = (): Promise<void> => new Promise<void>((resolve) => setImmediate(resolve));
+/**
+ * Long work waiting for its next turn, first come first served. One of them is let through per
+ * turn of the event loop: with each piece of work on its own setImmediate, ten previews compiling
+ * at once ran ten slices back to back in every turn, and a request between them waited for all
+ * ten; now it waits for one.
+ */
+const waiting: Array<() => void> = [];
+let pumping = false;
+
+function letOneThrough(): void {
+  waiting.shift()?.();
+  if (waiting.length > 0) setImmediate(letOneThrough);
+  else pumping = false;
+}
+
+/**
+ * Resolves after the event loop's other ready work has had a turn, and after every long work that
+ * asked for a turn before: what long work awaits between its pieces.
+ */
+export const nextTurn = (): Promise<void> =>
+  new Promise<void>((resolve) => {
+    waiting.push(resolve);
+    if (pumping) return;
+    pumping = true;
+    setImmediate(letOneThrough);
+  });
 
 /**
  * How long work on the event loop (compiling patterns: up to about 2 ms each) runs before it lets
