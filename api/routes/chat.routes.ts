@@ -34,21 +34,47 @@ function headerId(
 }
 
 /**
+ * The invocation a request resumes, if it is in the session the request names: a client that names
+ * one session and resumes another's invocation would be told of a charge it did not expect. Its
+ * absence is left to getInvocation (404).
+ */
+async function inSession(
+  input: RouteInput<unknown, unknown>,
+  invocationId: string,
+  sessionId: string | undefined,
+): Promise<string> {
+  if (!sessionId) return invocationId;
+  const invocation = await input.infra.invocations.get(callOf(input).principal.orgId, invocationId);
+  if (invocation && invocation.sessionId !== sessionId)
+    throw invalidField(
+      'X-Session-Id',
+      `X-Session-Id: invocation ${invocationId} is in session ${invocation.sessionId}, not ${sessionId}; ` +
+        'resume it with its own session, or leave X-Session-Id out',
+    );
+  return invocationId;
+}
+
+/**
  * Runs the request as a governed invoke (or, with X-Invocation-Id, goes on waiting for the one it
  * started), waiting through `waiter` for up to `ms`.
  */
 function runner(input: RouteInput<ChatCompletionRequest, unknown>, ms: number): RunWith {
   const ctx = callOf(input);
   const resume = headerId(input, 'X-Invocation-Id', false);
-  const sessionId = resume ? '' : (headerId(input, 'X-Session-Id', true) as string);
+  const sessionId = headerId(input, 'X-Session-Id', !resume);
   const credentialRef = headerId(input, 'X-Credential-Ref', false);
-  return (waiter) =>
+  return async (waiter) =>
     resume
-      ? getInvocation({ ...readDeps(input.infra), waiter }, ctx, resume, ms)
+      ? getInvocation(
+          { ...readDeps(input.infra), waiter },
+          ctx,
+          await inSession(input, resume, sessionId),
+          ms,
+        )
       : invoke(
           { ...invokeDeps(input.infra), waiter },
           ctx,
-          invokeInputOf(input.body, { sessionId, credentialRef }, input.trace),
+          invokeInputOf(input.body, { sessionId: sessionId as string, credentialRef }, input.trace),
           ms,
         );
 }
@@ -88,7 +114,8 @@ export const chatRoutes = [
     summary:
       'OpenAI-compatible Chat Completions, governed exactly as POST /v1/llm/invoke (guardian, caps, approvals, ' +
       'audit). The API key is the csk_ key; X-Session-Id names the session (required unless X-Invocation-Id ' +
-      'is sent), X-Credential-Ref optionally the credential. stream: true answers server-sent ' +
+      "is sent; sent with it, it must be that invocation's session, else 400 validation_error), " +
+      'X-Credential-Ref optionally the credential. stream: true answers server-sent ' +
       "chat.completion.chunk events. Errors are OpenAI-shaped ({ error: { message, type, code, param } }) with the contract's " +
       'statuses and codes; those a retry cannot change carry x-should-retry: false. A request an approval ' +
       'holds waits up to max_wait_seconds, then answers 409 approval_pending (param: the approval id); the ' +

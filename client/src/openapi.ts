@@ -638,7 +638,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** OpenAI-compatible Chat Completions, governed exactly as POST /v1/llm/invoke (guardian, caps, approvals, audit). The API key is the csk_ key; X-Session-Id names the session (required unless X-Invocation-Id is sent), X-Credential-Ref optionally the credential. stream: true answers server-sent chat.completion.chunk events. Errors are OpenAI-shaped ({ error: { message, type, code, param } }) with the contract's statuses and codes; those a retry cannot change carry x-should-retry: false. A request an approval holds waits up to max_wait_seconds, then answers 409 approval_pending (param: the approval id); the same request with X-Invocation-Id goes on waiting (it only watches: its hang-up stops nothing). Idempotency-Key is not read here. */
+    /** OpenAI-compatible Chat Completions, governed exactly as POST /v1/llm/invoke (guardian, caps, approvals, audit). The API key is the csk_ key; X-Session-Id names the session (required unless X-Invocation-Id is sent; sent with it, it must be that invocation's session, else 400 validation_error), X-Credential-Ref optionally the credential. stream: true answers server-sent chat.completion.chunk events. Errors are OpenAI-shaped ({ error: { message, type, code, param } }) with the contract's statuses and codes; those a retry cannot change carry x-should-retry: false. A request an approval holds waits up to max_wait_seconds, then answers 409 approval_pending (param: the approval id); the same request with X-Invocation-Id goes on waiting (it only watches: its hang-up stops nothing). Idempotency-Key is not read here. */
     post: operations['postV1ChatCompletions'];
     delete?: never;
     options?: never;

@@ -34,6 +34,13 @@ const ask = (client: OpenAI, model = 'mock-1', stream = false) =>
     ...(stream ? { stream: true } : {}),
   });
 
+const resumedBody = {
+  model: 'mock-1',
+  messages: [{ role: 'user' as const, content: 'hi' }],
+  max_tokens: 8,
+  stream: false as const,
+};
+
 beforeAll(async () => {
   app = await startTestApp({ workers: true, env: { CP_MAX_WAIT_SECONDS: '1' } });
   setup = await setUpInvoking(app.http, { models: ['mock-1', 'gated-1', 'mock-error-400'] });
@@ -78,6 +85,27 @@ describe('x-should-retry: false on the answers a retry cannot change', () => {
     const err = await caught(ask(clientFor()));
     expect(err).toMatchObject({ status: 400, code: 'validation_error', param: 'X-Session-Id' });
     noRetry(err);
+  });
+
+  it("400 validation_error resuming with X-Session-Id naming another session than the invocation's", async () => {
+    const first = await session();
+    const done = (await ask(clientFor(first.id))) as OpenAI.ChatCompletion;
+    const other = await session();
+    const resume = { headers: { 'X-Invocation-Id': done.id } };
+    const err = await caught(clientFor(other.id).chat.completions.create(resumedBody, resume));
+    expect(err).toMatchObject({ status: 400, code: 'validation_error', param: 'X-Session-Id' });
+    expect(err.message).toContain(`invocation ${done.id} is in session ${first.id}, not ${other.id}`);
+    noRetry(err);
+    const streamed = clientFor(other.id).chat.completions.create({ ...resumedBody, stream: true }, resume);
+    expect(await caught(streamed)).toMatchObject({ status: 400, param: 'X-Session-Id' });
+    const malformed = { headers: { ...resume.headers, 'X-Session-Id': 'not an id' } };
+    expect(await caught(clientFor().chat.completions.create(resumedBody, malformed))).toMatchObject({
+      status: 400,
+      param: 'X-Session-Id',
+    });
+    // Its own session, or none at all, resumes it.
+    expect((await clientFor(first.id).chat.completions.create(resumedBody, resume)).id).toBe(done.id);
+    expect((await clientFor().chat.completions.create(resumedBody, resume)).id).toBe(done.id);
   });
 
   it('400 unpriced_model', async () => {
