@@ -26,10 +26,12 @@ export const nextTurn = (): Promise<void> =>
   });
 
 /**
- * How long work on the event loop (compiling patterns: up to about 2 ms each) runs before it lets
- * other work have a turn.
+ * How long work on the event loop runs before it lets other work have a turn; a piece that starts
+ * within it runs through, so a slice of pattern compiles (up to about 2 ms each) takes 1–3 ms.
+ * Against 2 ms, a request on the same loop waited a third less while sets compiled (p50 64–68
+ * against 93–106 ms, `npm run bench:compile-turns`), and the sets took a little longer.
  */
-export const SLICE_MS = 2;
+export const SLICE_MS = 1;
 
 /**
  * A `between` for long work done in pieces: it lets the event loop have a turn once `ms` have
