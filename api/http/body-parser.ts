@@ -1,13 +1,15 @@
 import type { Context } from 'koa';
 import getRawBody from 'raw-body';
-import { DomainError } from '../../domain/errors';
+import { DomainError, invalidField } from '../../domain/errors';
+import { duplicateKey } from './duplicate-keys';
 
 const hasBody = (ctx: Context): boolean =>
   Boolean(ctx.get('Transfer-Encoding')) || Number(ctx.get('Content-Length') || 0) > 0;
 
 /**
- * Reads a JSON body: 415 for another content type or a Content-Encoding, 413 past the limit (before reading it all),
- * 400 `invalid_json` for malformed JSON. A request without a body yields undefined.
+ * Reads a JSON body: 415 for another content type, a charset other than UTF-8 or a Content-Encoding, 413 past the
+ * limit (before reading it all), 400 `invalid_json` for malformed JSON and `validation_error` for a key named twice in
+ * one object. A request without a body yields undefined.
  */
 export async function readJsonBody(ctx: Context, limitBytes: number): Promise<unknown> {
   if (!hasBody(ctx)) return undefined;
@@ -15,6 +17,14 @@ export async function readJsonBody(ctx: Context, limitBytes: number): Promise<un
     throw new DomainError(
       'unsupported_media_type',
       'send the body as JSON with Content-Type: application/json',
+    );
+  }
+  // JSON is UTF-8 (RFC 8259); a body said to be in another charset would be read as the wrong text.
+  const charset = ctx.request.charset.toLowerCase();
+  if (charset && charset !== 'utf-8' && charset !== 'utf8') {
+    throw new DomainError(
+      'unsupported_media_type',
+      `charset ${charset} is not accepted: send the JSON body as UTF-8 (Content-Type: application/json)`,
     );
   }
   // Bodies are read as sent: a compressed one would be parsed as its bytes (or, with an encoding
@@ -41,9 +51,17 @@ export async function readJsonBody(ctx: Context, limitBytes: number): Promise<un
     }
     throw new DomainError('invalid_json', 'the body could not be read as UTF-8 JSON');
   }
+  let body: unknown;
   try {
-    return JSON.parse(text);
+    body = JSON.parse(text);
   } catch {
     throw new DomainError('invalid_json', 'the body is not valid JSON');
   }
+  const twice = duplicateKey(text);
+  if (twice !== null)
+    throw invalidField(
+      twice,
+      `the key ${JSON.stringify(twice.slice(0, 64))} appears twice in one object: send each key once`,
+    );
+  return body;
 }

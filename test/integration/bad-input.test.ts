@@ -640,6 +640,47 @@ describe('HTTP conventions', () => {
     },
   );
 
+  it('refuses a key named twice in one object with 400 validation_error naming it, and creates nothing', async () => {
+    const before = await app.infra.knex('api_keys').count('* as n').first();
+    const res = await app.http.call('POST', '/v1/keys', {
+      token: org.adminKey,
+      // JSON.parse keeps the last: a reader of the first would see a read-only key minted.
+      rawBody: '{"name":"dup","scopes":["read"],"scopes":["org:admin"]}',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({
+      error_code: 'validation_error',
+      message: expect.stringContaining('"scopes" appears twice'),
+    });
+    expect(await app.infra.knex('api_keys').count('* as n').first()).toEqual(before);
+  });
+
+  it.each(['utf-16', 'iso-8859-1', '"UTF-16LE"'])(
+    'refuses a JSON body in charset %s as 415 unsupported_media_type',
+    async (charset) => {
+      const res = await app.http.call('POST', '/v1/keys', {
+        token: org.adminKey,
+        rawBody: JSON.stringify({ name: 'charset', scopes: ['read'] }),
+        headers: { 'content-type': `application/json; charset=${charset}` },
+      });
+      expect(res.status).toBe(415);
+      expect(res.body).toMatchObject({
+        error_code: 'unsupported_media_type',
+        message: expect.stringContaining('UTF-8'),
+      });
+    },
+  );
+
+  it.each(['utf-8', 'UTF-8', 'utf8'])('accepts a JSON body in charset %s', async (charset) => {
+    const res = await app.http.call('POST', '/v1/keys', {
+      token: org.adminKey,
+      rawBody: JSON.stringify({ name: 'utf8', scopes: ['read'] }),
+      headers: { 'content-type': `application/json; charset=${charset}` },
+    });
+    expect(res.status).toBe(201);
+  });
+
   it('accepts Content-Encoding: identity', async () => {
     const res = await app.http.call('POST', '/v1/keys', {
       token: org.adminKey,

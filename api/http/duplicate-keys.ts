@@ -1,0 +1,49 @@
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COLON = 0x3a;
+
+/** Where the string opened at `open` in valid JSON closes: the next quote not escaped. */
+function closingQuote(text: string, open: number): number {
+  for (let at = text.indexOf('"', open + 1); at !== -1; at = text.indexOf('"', at + 1)) {
+    let backslashes = 0;
+    while (text.charCodeAt(at - 1 - backslashes) === BACKSLASH) backslashes++;
+    if (backslashes % 2 === 0) return at;
+  }
+  return text.length;
+}
+
+/** The next character past JSON whitespace from `at`. */
+function nextCode(text: string, at: number): number {
+  let code = text.charCodeAt(at);
+  while (code === 0x20 || code === 0x0a || code === 0x0d || code === 0x09) code = text.charCodeAt(++at);
+  return code;
+}
+
+/**
+ * The first key that one object of `text` (JSON that JSON.parse took) names twice, or null.
+ * JSON.parse keeps the last of them silently, while a proxy, a log or a reviewer reading the
+ * request may take the first: `{"scopes":["read"],"scopes":["org:admin"]}` would mint an admin key
+ * that reads as a read-only one. Keys are compared as decoded (`"a"` and `"\u0061"` are one).
+ * Strings are skipped with indexOf, so a large prompt costs about what copying it would.
+ */
+export function duplicateKey(text: string): string | null {
+  /** Per open container, innermost last: the keys an object has named so far; null for an array. */
+  const open: Array<Set<string> | null> = [];
+  for (let at = 0; at < text.length; at++) {
+    const code = text.charCodeAt(at);
+    if (code === QUOTE) {
+      const close = closingQuote(text, at);
+      const keys = open[open.length - 1];
+      if (keys && nextCode(text, close + 1) === COLON) {
+        const raw = text.slice(at, close + 1);
+        const key = raw.includes('\\') ? (JSON.parse(raw) as string) : raw.slice(1, -1);
+        if (keys.has(key)) return key;
+        keys.add(key);
+      }
+      at = close;
+    } else if (code === 0x7b) open.push(new Set());
+    else if (code === 0x5b) open.push(null);
+    else if (code === 0x7d || code === 0x5d) open.pop();
+  }
+  return null;
+}
