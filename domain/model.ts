@@ -30,6 +30,11 @@ export interface ApiKey {
   revokedAt: Date | null;
   createdBy: string | null;
   replacedBy: string | null;
+  /**
+   * The one who minted it holds it: the key an org's signup returns to the person signing up. Such
+   * a key is that person's own identity when approvals are voted on (voter-lineage.ts).
+   */
+  heldByCreator: boolean;
 }
 
 /** A human's dashboard session (`css_` token). */

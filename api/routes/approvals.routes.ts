@@ -26,7 +26,7 @@ const voteRoute = (decision: VoteDecision): RouteDef =>
       200: { description: 'the approval after this vote', schema: ApprovalView },
       403: {
         description:
-          'self_approval_forbidden: the identity that requested the invocation cannot vote, nor can its rotated key or a key it minted (directly or through its keys)',
+          'self_approval_forbidden: the identity that requested the invocation cannot vote, nor can its rotated key or a key it minted (directly or through its keys); the key an org signup returned is the identity of the person who signed up',
       },
       404: { description: 'no such approval in this org' },
       409: {

@@ -4980,7 +4980,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description self_approval_forbidden: the identity that requested the invocation cannot vote, nor can its rotated key or a key it minted (directly or through its keys); insufficient_scope: requires policies:write */
+      /** @description self_approval_forbidden: the identity that requested the invocation cannot vote, nor can its rotated key or a key it minted (directly or through its keys); the key an org signup returned is the identity of the person who signed up; insufficient_scope: requires policies:write */
       403: {
         headers: {
           [name: string]: unknown;
@@ -5090,7 +5090,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description self_approval_forbidden: the identity that requested the invocation cannot vote, nor can its rotated key or a key it minted (directly or through its keys); insufficient_scope: requires policies:write */
+      /** @description self_approval_forbidden: the identity that requested the invocation cannot vote, nor can its rotated key or a key it minted (directly or through its keys); the key an org signup returned is the identity of the person who signed up; insufficient_scope: requires policies:write */
       403: {
         headers: {
           [name: string]: unknown;

@@ -8,7 +8,10 @@ import type { Actor } from '../audit/audit-event';
  * and one person cannot vote twice through a key of their own.
  */
 export interface Lineage {
-  /** The identity itself: for a key, the first key of its rotation line; else the actor's id. */
+  /**
+   * The identity itself: for a key, the first key of its rotation line (or, when its minter holds
+   * that key, the minter); else the actor's id.
+   */
   identity: string;
   /** Every id the identity came from: its own, its rotation line's, and their minters', transitively. */
   behind: ReadonlySet<string>;
@@ -19,6 +22,8 @@ export interface KeyLink {
   id: string;
   createdBy: string | null;
   replaced: string | null;
+  /** Its minter holds it (the signup's key): the key is its minter's identity, not one of its own. */
+  heldByCreator?: boolean;
 }
 
 export interface LineageSource {
@@ -32,6 +37,9 @@ export function lineageOf(id: string, links: ReadonlyMap<string, KeyLink>): Line
   const line = new Set([id]);
   for (let link = links.get(id); link?.replaced && !line.has(link.replaced); link = links.get(link.replaced))
     line.add((identity = link.replaced));
+  // The signup's key is the person who signed up: a request made with it is theirs to not approve.
+  const first = links.get(identity);
+  if (first?.heldByCreator && first.createdBy) identity = first.createdBy;
   const behind = new Set<string>();
   const next = [id];
   for (let at = next.pop(); at !== undefined; at = next.pop()) {

@@ -18,6 +18,8 @@ export interface KeySpec {
   scopes: Scope[];
   expiresAt: Date;
   createdBy: string | null;
+  /** Set for a key returned to the one who minted it (the signup's): see ApiKey.heldByCreator. */
+  heldByCreator?: true;
   now: Date;
 }
 
@@ -36,6 +38,7 @@ export function buildKey(spec: KeySpec): MintedKey {
     revokedAt: null,
     createdBy: spec.createdBy,
     replacedBy: null,
+    heldByCreator: spec.heldByCreator ?? false,
   };
   return { key, secret };
 }

@@ -43,6 +43,7 @@ export async function signupOrg(deps: IdentityDeps, input: SignupOrgInput, reque
     scopes: ['org:admin'],
     expiresAt: expiryFromDays(now, KEY_LIFETIME_DAYS.default),
     createdBy: user.id,
+    heldByCreator: true,
     now,
   });
   await deps.uow.transaction(async (tx) => {

@@ -17,7 +17,7 @@ const LINKS = `
       select p.id from api_keys p where p.org_id = ? and p.replaced_by = reach.id
     ) step
   )
-  select k.id, k.created_by,
+  select k.id, k.created_by, k.held_by_creator,
     (select p.id from api_keys p where p.org_id = k.org_id and p.replaced_by = k.id limit 1) as replaced
   from reach join api_keys k on k.id = reach.id and k.org_id = ?`;
 
@@ -28,8 +28,13 @@ export class PgKeyLineage implements LineageSource {
   async linksOf(orgId: string, actors: readonly Actor[]): Promise<KeyLink[]> {
     const ids = [...new Set(actors.filter((a) => a.type !== 'system').map((a) => a.id))];
     const { rows } = (await this.knex.raw(LINKS, [ids, orgId, orgId, orgId])) as {
-      rows: { id: string; created_by: string | null; replaced: string | null }[];
+      rows: { id: string; created_by: string | null; replaced: string | null; held_by_creator: boolean }[];
     };
-    return rows.map((r) => ({ id: r.id, createdBy: r.created_by, replaced: r.replaced }));
+    return rows.map((r) => ({
+      id: r.id,
+      createdBy: r.created_by,
+      replaced: r.replaced,
+      heldByCreator: r.held_by_creator,
+    }));
   }
 }

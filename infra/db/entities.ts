@@ -69,6 +69,7 @@ export const ApiKeySchema = new EntitySchema<ApiKey>({
     revokedAt: nullableTime,
     createdBy: nullableText,
     replacedBy: nullableText,
+    heldByCreator: { type: 'boolean', default: false },
   },
 });
 

@@ -1,6 +1,6 @@
 import { StubProvider } from '../support/stub-provider';
 import { startTestApp, type TestApp } from '../support/test-app';
-import { mintKey } from '../support/factories';
+import { mintKey, PASSWORD, uniqueEmail } from '../support/factories';
 import {
   eventually,
   finished,
@@ -253,6 +253,28 @@ describe('who may vote', () => {
   });
 });
 
+/** The dashboard session of a person invited to the org as an approver. */
+async function approverSession(): Promise<string> {
+  const email = uniqueEmail('approver');
+  const invite = await app.http.post<{ invite_token: string }>(
+    '/v1/orgs/invites',
+    { email, role: 'approver' },
+    setup.org.adminKey,
+  );
+  const joined = await app.http.post('/v1/auth/signup', {
+    email,
+    password: PASSWORD,
+    invite_token: invite.body.invite_token,
+  });
+  if (joined.status !== 201)
+    throw new Error(`approver signup: ${joined.status} ${JSON.stringify(joined.body)}`);
+  const login = await app.http.post<{ session_token: string }>('/v1/auth/login', {
+    email,
+    password: PASSWORD,
+  });
+  return login.body.session_token;
+}
+
 describe('identities behind a key (a rotation is the same identity; a minter stands behind its keys)', () => {
   const rotate = async (token: string, keyId: string) => {
     const res = await app.http.post<{ id: string; key: string }>(
@@ -289,6 +311,25 @@ describe('identities behind a key (a rotation is the same identity; a minter sta
     expect(byMinter.status).toBe(200);
     expect(byMinter.body.status).toBe('approved');
     expect((await finished(app.http, requester.key, invocation.id)).status).toBe('succeeded');
+  });
+
+  it('takes the key a signup returned for the person who signed up: their session cannot approve its requests', async () => {
+    const { model: m } = await gated();
+    const session = await sessionFor(app.http, setup);
+    const { invocation, approval } = await pausedInvoke(
+      app.http,
+      setup.org.adminKey,
+      body(session.id, m, 'marker-lineage-bootstrap'),
+    );
+    const byOwner = await vote(app.http, setup.org.sessionToken, approval.id, 'approve');
+    expect(byOwner.status).toBe(403);
+    expect(byOwner.body.error_code).toBe('self_approval_forbidden');
+    // Every key minted with it stands behind the owner too; another person approves.
+    const byTheirKey = await vote(app.http, approvers[0] as string, approval.id, 'approve');
+    expect(byTheirKey.body.error_code).toBe('self_approval_forbidden');
+    const byColleague = await vote(app.http, await approverSession(), approval.id, 'approve');
+    expect(byColleague.body).toMatchObject({ status: 'approved' });
+    expect((await finished(app.http, setup.org.adminKey, invocation.id)).status).toBe('succeeded');
   });
 
   it('counts a key, the keys it minted and its rotations as one approver, whichever votes first', async () => {

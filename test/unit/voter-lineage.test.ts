@@ -65,6 +65,24 @@ describe('who speaks for whom', () => {
     expect(speaksFor(of('key_other'), of('key_agent'))).toBe(false);
   });
 
+  it("the key a signup returned is its holder's own identity: they cannot approve its requests, rotated or not", () => {
+    // usr_founder signed up and got key_boot (rotated into key_boot2), which minted key_bot.
+    const signup = links(
+      { ...key('key_boot', 'usr_founder'), heldByCreator: true },
+      key('key_boot2', 'usr_founder', 'key_boot'),
+      key('key_bot', 'key_boot'),
+    );
+    const at = (id: string) => lineageOf(id, signup);
+    expect(at('key_boot').identity).toBe('usr_founder');
+    expect(at('key_boot2').identity).toBe('usr_founder');
+    expect(speaksFor(at('usr_founder'), at('key_boot'))).toBe(true); // before: false
+    expect(speaksFor(at('usr_founder'), at('key_boot2'))).toBe(true);
+    expect(speaksFor(at('key_bot'), at('key_boot'))).toBe(true);
+    // The keys it mints are handed to others: its holder is still the human in their loop.
+    expect(speaksFor(at('usr_founder'), at('key_bot'))).toBe(false);
+    expect(speaksFor(at('key_boot'), at('key_bot'))).toBe(false);
+  });
+
   it('two voters are one voice when one came from the other, in either order; siblings are two', () => {
     expect(oneVoice(of('key_child'), of('key_agent'))).toBe(true);
     expect(oneVoice(of('key_agent'), of('key_child'))).toBe(true);

@@ -16,6 +16,7 @@ import { Migration20261128000002Lz4Compression } from './Migration20261128000002
 import { Migration20261128000003WebhookFeed } from './Migration20261128000003WebhookFeed';
 import { Migration20261128000004KeyRotationIndex } from './Migration20261128000004KeyRotationIndex';
 import { Migration20261128000005PolicyPatternInstructions } from './Migration20261128000005PolicyPatternInstructions';
+import { Migration20261128000006KeyHeldByCreator } from './Migration20261128000006KeyHeldByCreator';
 
 /** Every migration, in order. Listed explicitly so the same code runs under tsx, swc and tsc. */
 export const MIGRATIONS: MigrationObject[] = [
@@ -39,4 +40,5 @@ export const MIGRATIONS: MigrationObject[] = [
     name: 'Migration20261128000005PolicyPatternInstructions',
     class: Migration20261128000005PolicyPatternInstructions,
   },
+  { name: 'Migration20261128000006KeyHeldByCreator', class: Migration20261128000006KeyHeldByCreator },
 ];
