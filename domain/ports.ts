@@ -31,6 +31,8 @@ export interface UserRepository {
 export interface KeyRepository {
   add(key: ApiKey): void;
   get(orgId: string, id: string): Promise<ApiKey | null>;
+  /** The same, with the row locked until the transaction ends (concurrent rotations queue up). */
+  getForUpdate(orgId: string, id: string): Promise<ApiKey | null>;
   list(orgId: string, page: PageRequest): Promise<Page<ApiKey>>;
   /** Writes changed fields of a key loaded in this transaction. */
   update(key: ApiKey): void;

@@ -51,8 +51,9 @@ export async function mintKey(deps: KeyDeps, ctx: CallContext, input: MintKeyInp
   return minted;
 }
 
-async function loadKey(tx: Tx, ctx: CallContext, id: string): Promise<ApiKey> {
-  const key = await tx.keys.get(ctx.principal.orgId, id);
+/** `forUpdate`: lock the row until the transaction ends, so that changes to one key queue up. */
+async function loadKey(tx: Tx, ctx: CallContext, id: string, forUpdate = false): Promise<ApiKey> {
+  const key = await (forUpdate ? tx.keys.getForUpdate : tx.keys.get)(ctx.principal.orgId, id);
   if (!key) throw notFound('key');
   return key;
 }
@@ -75,7 +76,8 @@ export async function rotateKey(
 ): Promise<MintedKey> {
   const now = deps.clock.now();
   const result = await deps.uow.transaction(async (tx) => {
-    const old = await loadKey(tx, ctx, id);
+    // Locked: two rotations at once (a retried request) would each mint a live key (QA).
+    const old = await loadKey(tx, ctx, id, true);
     if (isRevoked(old, now) || old.replacedBy)
       throw invalidState('revoked', 'a revoked or rotated key cannot be rotated');
     const lifetimeMs = old.expiresAt.getTime() - old.createdAt.getTime();
@@ -105,7 +107,7 @@ export async function rotateKey(
 export async function revokeKey(deps: KeyDeps, ctx: CallContext, id: string): Promise<ApiKey> {
   const now = deps.clock.now();
   const key = await deps.uow.transaction(async (tx) => {
-    const found = await loadKey(tx, ctx, id);
+    const found = await loadKey(tx, ctx, id, true);
     if (isRevoked(found, now)) return found;
     found.revokedAt = now;
     tx.keys.update(found);

@@ -134,6 +134,8 @@ export function repositoriesFor(em: EntityManager): Tx {
     keys: {
       add: (key) => void em.persist(em.create(ApiKeySchema, key)),
       get: (orgId, id) => em.findOne(ApiKeySchema, { orgId, id }),
+      getForUpdate: (orgId, id) =>
+        em.findOne(ApiKeySchema, { orgId, id }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true }),
       list: (orgId, page) =>
         pageBy<ApiKey>(
           'id',

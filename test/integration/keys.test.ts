@@ -97,6 +97,23 @@ describe('keys', () => {
     expect((await app.http.get('/v1/audit', old.key)).status).toBe(401);
   });
 
+  it('rotates a key once however many rotations race: one new key, the others 409 invalid_state', async () => {
+    const old = await mintKey(app.http, org.adminKey, ['audit:read'], 'raced');
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, () => app.http.post(`/v1/keys/${old.id}/rotate`, {}, org.adminKey)),
+    );
+    expect(answers.map((a) => a.status).sort()).toEqual([201, ...Array<number>(9).fill(409)]);
+    expect(answers.filter((a) => a.status === 409).map((a) => a.body.error_code)).toEqual(
+      Array<string>(9).fill('invalid_state'),
+    );
+    const rows = await app.infra.knex('api_keys').where({ org_id: org.orgId, name: 'raced' });
+    expect(rows).toHaveLength(2); // the old key and its one replacement
+    const where = { org_id: org.orgId, action: 'key.rotated', resource_id: old.id };
+    const sealed = await app.infra.knex('audit_entries').where(where);
+    const waiting = await app.infra.knex('audit_outbox').where(where);
+    expect(sealed.length + waiting.length).toBe(1);
+  });
+
   it('rotates with grace: the old key works until the grace ends', async () => {
     const old = await mintKey(app.http, org.adminKey, ['audit:read']);
     const res = await app.http.post(`/v1/keys/${old.id}/rotate`, { grace_seconds: 600 }, org.adminKey);
