@@ -27,6 +27,29 @@ interface BulkJob {
   opts: JobsOptions;
 }
 
+/**
+ * Fails an add that Redis has not answered within REDIS_COMMAND_TIMEOUT_MS. The producer's own
+ * command timeout does not cover its first connection: a queue first used while Redis is down waits
+ * for it to come back, and a governed invoke's request hung until it did (QA: 59 s). Its jobs may
+ * still be added later, as any whose answer was lost; their ids make that one job.
+ */
+async function withinCommandTimeout(adding: Promise<unknown>, queueName: string): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () =>
+        reject(new Error(`queue ${queueName}: Redis did not answer within ${REDIS_COMMAND_TIMEOUT_MS} ms`)),
+      REDIS_COMMAND_TIMEOUT_MS,
+    );
+  });
+  adding.catch(() => undefined); // a late failure, after the timeout answered
+  try {
+    await Promise.race([adding, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Producers for every queue, with job options set in one place (domain/jobs.ts, plus overrides). */
 export class JobQueues {
   private readonly queues = new Map<QueueName, Queue>();
@@ -100,8 +123,9 @@ export class JobQueues {
    */
   private async addTogether(queue: Queue, jobs: BulkJob[]): Promise<void> {
     const [only] = jobs;
-    if (jobs.length === 1 && only) await queue.add(only.name, only.data, only.opts);
-    else await queue.addBulk(jobs);
+    const adding =
+      jobs.length === 1 && only ? queue.add(only.name, only.data, only.opts) : queue.addBulk(jobs);
+    await withinCommandTimeout(adding, queue.name);
   }
 
   /**
