@@ -359,8 +359,9 @@ export async function runInvocation(
 }
 
 /**
- * Nothing was reserved: the invocation fails without ending (or charging) an attempt. One that
- * people approved is denied instead: it was admitted on their word, and the caps now refuse it.
+ * Nothing was reserved: the invocation fails without ending (or charging) an attempt, approved or
+ * not. The contract keeps `denied` for the guardian's and people's refusals; a client reads
+ * `failed` with budget_exceeded as "a larger session would run it" (QA: approved ones ended denied).
  */
 async function refuseOverCap(
   run: AttemptRun,
@@ -371,8 +372,7 @@ async function refuseOverCap(
     errorCode: 'budget_exceeded',
     message: refusalMessage(inContractUnits({ ...refused, needed })),
   };
-  const status = run.invocation.approvalId ? 'denied' : 'failed';
-  return runOutcome(await endBeforeAttempt(run, status, error), 'failed');
+  return runOutcome(await endBeforeAttempt(run, 'failed', error), 'failed');
 }
 
 /**

@@ -489,7 +489,7 @@ describe('votes are bound to what was asked', () => {
     expect(requestsFor('marker-11')).toBe(0);
   });
 
-  it('caps hold: an approval that resumes after the budget was spent elsewhere ends denied budget_exceeded, uncharged', async () => {
+  it('caps hold: an approval that resumes after the budget was spent elsewhere ends failed budget_exceeded as the contract says, uncharged', async () => {
     const { model: m } = await gated();
     // 100 output tokens at $2/Mtok: the worst case is about $0.0002; the session fits one.
     const session = await sessionFor(app.http, setup, 0.0003);
@@ -501,7 +501,7 @@ describe('votes are bound to what was asked', () => {
     expect(spent.body.status).toBe('succeeded');
     expect((await vote(app.http, approvers[0] as string, approval.id, 'approve')).status).toBe(200);
     const done = await finished(app.http, agentKey, invocation.id);
-    expect(done).toMatchObject({ status: 'denied', error: { error_code: 'budget_exceeded' }, cost_usd: 0 });
+    expect(done).toMatchObject({ status: 'failed', error: { error_code: 'budget_exceeded' }, cost_usd: 0 });
     expect(requestsFor('marker-12')).toBe(0);
     const live = await app.http.get<{ usage: { cost_usd: number; reserved_usd: number } }>(
       `/v1/sessions/${session.id}`,
