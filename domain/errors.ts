@@ -59,5 +59,21 @@ export const validationError = (details: ValidationDetail[]): DomainError =>
 export const invalidField = (path: string, message: string): DomainError =>
   validationError([{ path, message }]);
 
+/**
+ * 429 `rate_limited`: `what` was refused for now; the message says when to retry, and so does the
+ * answer's Retry-After (`retry_after_seconds`, at least 1).
+ */
+export const rateLimited = (
+  what: string,
+  retrySeconds: number,
+  extra: Record<string, unknown> = {},
+): DomainError => {
+  const retry = Math.max(1, Math.ceil(retrySeconds));
+  return new DomainError('rate_limited', `${what}; retry in ${retry} s`, {
+    retry_after_seconds: retry,
+    ...extra,
+  });
+};
+
 export const invalidState = (status: string, message: string): DomainError =>
   new DomainError('invalid_state', message, { status });

@@ -1,4 +1,4 @@
-import { DomainError } from '../../domain/errors';
+import { rateLimited, type DomainError } from '../../domain/errors';
 import { PerKeySlots } from '../../domain/per-key-slots';
 
 /**
@@ -41,8 +41,6 @@ export class InFlightGate {
   }
 
   private refusal(why: string): DomainError {
-    return new DomainError('rate_limited', `${this.what}: ${why}, the most at once; retry in 1 s`, {
-      retry_after_seconds: 1,
-    });
+    return rateLimited(`${this.what}: ${why}, the most at once`, 1);
   }
 }

@@ -1,5 +1,6 @@
 import { invalidField, notFound } from '../../domain/errors';
 import { getInvocation } from '../../domain/invocations/read-invocations';
+import type { InvocationSummary } from '../../domain/invocations/invocation';
 import { invoke } from '../../domain/invocations/submit-invocation';
 import type { Infra } from '../../infra/container';
 import { completionOf, invocationHeaders, refusalOf } from '../chat/chat-replies';
@@ -34,25 +35,19 @@ function headerId(
 }
 
 /**
- * The invocation a request resumes, if it is in the session the request names: a client that names
- * one session and resumes another's invocation would be told of a charge it did not expect. Its
- * absence is left to getInvocation (404).
+ * A resume names the invocation's own session, or none: a client that names one session and
+ * resumes another's invocation would be told of a charge it did not expect.
  */
-async function inSession(
-  input: RouteInput<unknown, unknown>,
-  invocationId: string,
-  sessionId: string | undefined,
-): Promise<string> {
-  if (!sessionId) return invocationId;
-  const invocation = await input.infra.invocations.get(callOf(input).principal.orgId, invocationId);
-  if (invocation && invocation.sessionId !== sessionId)
-    throw invalidField(
-      'X-Session-Id',
-      `X-Session-Id: invocation ${invocationId} is in session ${invocation.sessionId}, not ${sessionId}; ` +
-        'resume it with its own session, or leave X-Session-Id out',
-    );
-  return invocationId;
-}
+const inSession =
+  (sessionId: string | undefined) =>
+  (invocation: InvocationSummary): void => {
+    if (sessionId && invocation.sessionId !== sessionId)
+      throw invalidField(
+        'X-Session-Id',
+        `X-Session-Id: invocation ${invocation.id} is in session ${invocation.sessionId}, not ${sessionId}; ` +
+          'resume it with its own session, or leave X-Session-Id out',
+      );
+  };
 
 /**
  * Runs the request as a governed invoke (or, with X-Invocation-Id, goes on waiting for the one it
@@ -63,14 +58,9 @@ function runner(input: RouteInput<ChatCompletionRequest, unknown>, ms: number): 
   const resume = headerId(input, 'X-Invocation-Id', false);
   const sessionId = headerId(input, 'X-Session-Id', !resume);
   const credentialRef = headerId(input, 'X-Credential-Ref', false);
-  return async (waiter) =>
+  return (waiter) =>
     resume
-      ? getInvocation(
-          { ...readDeps(input.infra), waiter },
-          ctx,
-          await inSession(input, resume, sessionId),
-          ms,
-        )
+      ? getInvocation({ ...readDeps(input.infra), waiter }, ctx, resume, ms, inSession(sessionId))
       : invoke(
           { ...invokeDeps(input.infra), waiter },
           ctx,

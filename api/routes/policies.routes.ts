@@ -9,7 +9,7 @@ import {
 } from '../../domain/policy/policy-use-cases';
 import { turnsEvery } from '../../domain/next-turn';
 import { checkPatternsInTurns } from '../../domain/policy/limits';
-import { DomainError } from '../../domain/errors';
+import { rateLimited } from '../../domain/errors';
 import type { Principal } from '../../domain/principal';
 import { previewPolicy, type PolicyPreview } from '../../domain/policy/preview-policy';
 import type { Infra } from '../../infra/container';
@@ -58,11 +58,10 @@ async function checkPatterns(rules: unknown, principal: Principal | null, infra:
   const time = infra.patternCheckTime;
   const wait = time.waitMs(orgId);
   if (wait > 0)
-    throw new DomainError(
-      'rate_limited',
+    throw rateLimited(
       `the org used its share of this server's time for compiling policy patterns (${time.msPerSecond} ms ` +
-        'a second): retry later, or send fewer or simpler patterns',
-      { retry_after_seconds: Math.ceil(wait / 1000) },
+        'a second): send fewer or simpler patterns',
+      wait / 1000,
     );
   time.charge(orgId, await checkPatternsInTurns(rules, turnsEvery()));
 }

@@ -31,14 +31,22 @@ export async function getInvocation(
   ctx: CallContext,
   id: string,
   waitMs: number,
+  /** Throws if the invocation found may not be waited for by this caller (a chat resume's session). */
+  accept: (found: InvocationSummary) => void = () => undefined,
 ): Promise<InvocationSummary> {
   const orgId = ctx.principal.orgId;
   // Registered before the read, so a finish between the two is not missed.
   const waiting = waitMs > 0 ? deps.waiter.wait(id, waitMs) : null;
-  const current = await deps.store.get(orgId, id).catch((err: unknown) => {
-    waiting?.cancel();
-    throw err;
-  });
+  const current = await deps.store
+    .get(orgId, id)
+    .then((found) => {
+      if (found) accept(found);
+      return found;
+    })
+    .catch((err: unknown) => {
+      waiting?.cancel();
+      throw err;
+    });
   if (!current || isTerminal(current.status) || !waiting) {
     waiting?.cancel();
     if (!current) throw notFound('invocation');

@@ -1,6 +1,6 @@
 import type Redis from 'ioredis';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import { DomainError } from '../../domain/errors';
+import { rateLimited, type DomainError } from '../../domain/errors';
 import { TokenLeases } from './token-lease';
 
 export interface RateDecision {
@@ -78,7 +78,7 @@ export class FailureLimit {
   /** Throws `rate_limited` when `subject` has already failed `perMinute` times this window. */
   async check(subject: string, what: string): Promise<void> {
     const res = await this.limiter.get(subject);
-    if (res && res.consumedPoints >= this.perMinute) throw rateLimited(this.perMinute, res, what);
+    if (res && res.consumedPoints >= this.perMinute) throw failuresPast(this.perMinute, res, what);
   }
 
   async record(subject: string): Promise<void> {
@@ -86,7 +86,7 @@ export class FailureLimit {
   }
 }
 
-function rateLimited(perMinute: number, res: RateLimiterRes, what: string): DomainError {
+function failuresPast(perMinute: number, res: RateLimiterRes, what: string): DomainError {
   return limitReached(
     {
       limit: perMinute,
@@ -97,10 +97,5 @@ function rateLimited(perMinute: number, res: RateLimiterRes, what: string): Doma
   );
 }
 
-function limitReached(rate: RateDecision, what: string): DomainError {
-  const retry = Math.max(1, rate.resetSeconds);
-  return new DomainError('rate_limited', `${what}; retry in ${retry} s`, {
-    retry_after_seconds: retry,
-    rate,
-  });
-}
+const limitReached = (rate: RateDecision, what: string): DomainError =>
+  rateLimited(what, rate.resetSeconds, { rate });

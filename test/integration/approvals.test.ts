@@ -1,6 +1,7 @@
 import { StubProvider } from '../support/stub-provider';
 import { startTestApp, type TestApp } from '../support/test-app';
-import { mintKey, PASSWORD, uniqueEmail } from '../support/factories';
+import { mintKey } from '../support/factories';
+import { personWithRole } from '../browser/approvals-page-fixtures';
 import {
   eventually,
   finished,
@@ -255,23 +256,8 @@ describe('who may vote', () => {
 
 /** The dashboard session of a person invited to the org as an approver. */
 async function approverSession(): Promise<string> {
-  const email = uniqueEmail('approver');
-  const invite = await app.http.post<{ invite_token: string }>(
-    '/v1/orgs/invites',
-    { email, role: 'approver' },
-    setup.org.adminKey,
-  );
-  const joined = await app.http.post('/v1/auth/signup', {
-    email,
-    password: PASSWORD,
-    invite_token: invite.body.invite_token,
-  });
-  if (joined.status !== 201)
-    throw new Error(`approver signup: ${joined.status} ${JSON.stringify(joined.body)}`);
-  const login = await app.http.post<{ session_token: string }>('/v1/auth/login', {
-    email,
-    password: PASSWORD,
-  });
+  const { email, password } = await personWithRole(app.http, setup.org.adminKey, 'approver');
+  const login = await app.http.post<{ session_token: string }>('/v1/auth/login', { email, password });
   return login.body.session_token;
 }
 
