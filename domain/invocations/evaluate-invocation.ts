@@ -6,7 +6,6 @@ import { newAuditEvent } from '../audit/new-event';
 import { worstCase } from '../budget/charges';
 import type { Clock } from '../clock';
 import { actionDigest } from '../policy/action-digest';
-import { offeredToolNames } from '../policy/action-tools';
 import type { Decision } from '../policy/decision';
 import { actionJson as contractAction } from '../policy/evaluation';
 import type { GuardedAction, Guardian, GuardianInput, GuardianVerdict } from '../policy/guardian';
@@ -68,6 +67,7 @@ function modifiedRequest(invocation: Invocation, verdict: GuardianVerdict): Invo
     messages: action.messages,
     maxTokens: action.maxTokens,
     ...(action.tool ? { tool: action.tool } : {}),
+    ...(action.offeredTools ? { tools: action.offeredTools } : {}),
   };
 }
 
@@ -270,7 +270,7 @@ const guardedAction = (invocation: Invocation): GuardedAction => ({
   messages: invocation.request.messages,
   maxTokens: invocation.request.maxTokens,
   ...(invocation.request.tool ? { tool: invocation.request.tool } : {}),
-  ...(invocation.request.tools?.length ? { offeredTools: offeredToolNames(invocation.request.tools) } : {}),
+  ...(invocation.request.tools?.length ? { offeredTools: invocation.request.tools } : {}),
   estimatedCostUsd: microsToUsd(invocation.reservation.costMicros),
 });
 

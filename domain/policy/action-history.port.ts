@@ -11,8 +11,8 @@ export interface RecordedInvocation {
   messages: ChatMessage[];
   maxTokens: number;
   tool?: { name: string; arguments: unknown };
-  /** The names of the function tools it offered the model. */
-  offeredTools?: string[];
+  /** The function tools it offered the model, as the row holds them (after any redaction). */
+  offeredTools?: unknown[];
   /** The worst case reserved for the call, which cost rules judge. */
   reserveMicros: number;
   /**

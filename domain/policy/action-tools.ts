@@ -33,7 +33,7 @@ function derived(action: Action): Derived {
 }
 
 function toolNames(action: Action): string[] {
-  const names = new Set<string>(action.offeredTools);
+  const names = new Set<string>(offeredToolNames(action.offeredTools));
   if (action.tool) names.add(action.tool.name);
   for (const m of action.messages ?? []) for (const call of m.toolCalls ?? []) names.add(call.function.name);
   return [...names];
@@ -45,6 +45,7 @@ const texts = (action: Action): string[] => [
     ...(m.toolCalls ?? []).flatMap((c) => argumentTexts(c.function.arguments)),
   ]),
   ...(action.tool ? stringsIn(action.tool.arguments) : []),
+  ...(action.offeredTools ? stringsIn(action.offeredTools) : []),
 ];
 
 const lengthOf = (texts: string[]): number => texts.reduce((n, t) => n + t.length, 0);
@@ -105,8 +106,11 @@ export function offeredToolNames(tools: unknown[] | undefined): string[] {
 /**
  * The text that patterns judge: every message's content and the arguments of every tool call in
  * the conversation, which the model reads as much as the content (and the strings in them as
- * decoded, when they hold escapes), and every string in the arguments of the tool call the action
- * itself is about (`tool`); and the folded form of each (`foldText`) where folding changes it.
+ * decoded, when they hold escapes), every string in the arguments of the tool call the action
+ * itself is about (`tool`) and every string in the definitions of the tools it offers the model
+ * (names, descriptions, parameter schemas: the model reads those too, and they could carry what a
+ * pattern stops); and the folded form of each (`foldText`) where folding changes it. Keys are not
+ * read: they are the arguments' and the schemas' shape.
  */
 export const textsOf = (action: Action): string[] => derived(action).texts;
 
@@ -127,6 +131,7 @@ export const mapActionTexts = (action: Action, change: (text: string) => string)
   ...action,
   ...(action.messages ? { messages: mapTexts(action.messages, change) } : {}),
   ...(action.tool ? { tool: { ...action.tool, arguments: mapStrings(action.tool.arguments, change) } } : {}),
+  ...(action.offeredTools ? { offeredTools: mapStrings(action.offeredTools, change) as unknown[] } : {}),
 });
 
 const mapTexts = (messages: ChatMessage[], change: (text: string) => string): ChatMessage[] =>

@@ -13,7 +13,7 @@ export interface CostBasis {
 
 /**
  * The worst case in USD of an action a policy modified, as the guardian reserves for it: what the
- * modification left unchanged (messages, max_tokens) is the original action's.
+ * modification left unchanged (messages, max_tokens, the offered tools) is the original action's.
  */
 export const reestimateWith =
   (basis: CostBasis, original: Action) =>
@@ -23,6 +23,6 @@ export const reestimateWith =
         modified.messages ?? original.messages ?? [],
         modified.maxTokens ?? original.maxTokens ?? 0,
         basis.price,
-        basis.tools,
+        modified.offeredTools ?? basis.tools,
       ).costMicros,
     );

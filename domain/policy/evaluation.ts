@@ -49,7 +49,8 @@ export const actionJson = (a: Action) => ({
   ...(a.messages !== undefined ? { messages: a.messages } : {}),
   ...(a.maxTokens !== undefined ? { max_tokens: a.maxTokens } : {}),
   ...(a.tool !== undefined ? { tool: a.tool } : {}),
-  // Only an invoke offering tools has these, so digests of every other action are unchanged.
-  ...(a.offeredTools?.length ? { offered_tools: a.offeredTools } : {}),
+  // Only an invoke offering tools has these (their definitions, as Chat Completions `tools`), so
+  // digests of every other action are unchanged.
+  ...(a.offeredTools?.length ? { tools: a.offeredTools } : {}),
   ...(a.estimatedCostUsd !== undefined ? { estimated_cost_usd: a.estimatedCostUsd } : {}),
 });

@@ -19,8 +19,8 @@ export interface GuardedAction {
   messages: ChatMessage[];
   maxTokens: number;
   tool?: { name: string; arguments: unknown };
-  /** The names of the function tools offered to the model: tool rules judge them too. */
-  offeredTools?: string[];
+  /** The function tools offered to the model, as sent: tool rules judge their names, patterns their text. */
+  offeredTools?: unknown[];
   /** The worst case of the call at the admitted price: what cost rules judge. */
   estimatedCostUsd: number;
 }

@@ -14,12 +14,16 @@ const toAction = (a: GuardedAction): Action => ({
   ...(a.offeredTools?.length ? { offeredTools: a.offeredTools } : {}),
 });
 
-/** The engine's modified action, back in the guardian's terms (messages, max_tokens and the tool's arguments change). */
+/**
+ * The engine's modified action, back in the guardian's terms (messages, max_tokens, the tool's
+ * arguments and the offered tools' definitions change).
+ */
 const toGuarded = (original: GuardedAction, modified: Action): GuardedAction => ({
   ...original,
   messages: modified.messages ?? original.messages,
   maxTokens: modified.maxTokens ?? original.maxTokens,
   ...(modified.tool ? { tool: modified.tool } : {}),
+  ...(modified.offeredTools ? { offeredTools: modified.offeredTools } : {}),
 });
 
 /**

@@ -81,8 +81,11 @@ export interface Action {
   /** The output limit of an `llm.invoke`; `max_tokens` rules clamp it. */
   maxTokens?: number;
   tool?: { name: string; arguments: unknown };
-  /** The names of the function tools an `llm.invoke` offers the model (Chat Completions `tools`). */
-  offeredTools?: string[];
+  /**
+   * The function tools an `llm.invoke` offers the model, as sent (Chat Completions `tools`): tool
+   * rules judge their names, patterns read every string in them (action-tools.ts).
+   */
+  offeredTools?: unknown[];
   estimatedCostUsd?: number;
 }
 

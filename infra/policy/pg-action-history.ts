@@ -5,7 +5,6 @@ import type {
   RecordedInvocation,
 } from '../../domain/policy/action-history.port';
 import { toDate, type Num, type Time } from '../db/row-values';
-import { offeredToolNames } from '../../domain/policy/action-tools';
 import { loadMessage, type StoredRequest } from '../invocations/invocation-rows';
 
 interface HistoryRow {
@@ -41,7 +40,7 @@ const toRecorded = (r: HistoryRow): RecordedInvocation => ({
   messages: r.messages.map(loadMessage),
   maxTokens: Number(r.max_tokens),
   ...(r.tool ? { tool: r.tool } : {}),
-  ...(r.tools?.length ? { offeredTools: offeredToolNames(r.tools) } : {}),
+  ...(r.tools?.length ? { offeredTools: r.tools } : {}),
   reserveMicros: Number(r.reserve_micros),
   refusedByAgent: r.refused_by_agent,
 });

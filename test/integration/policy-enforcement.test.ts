@@ -293,6 +293,35 @@ describe("the org's policies decide every invoke", () => {
         expect(JSON.stringify(sent[0]?.body)).toContain('{\\"card\\":\\"[card]\\"}');
       });
     });
+    it('patterns read the offered tools’ definitions: a deny refuses, a redaction rewrites what the provider gets', async () => {
+      const lookup = {
+        type: 'function',
+        function: {
+          name: 'lookup',
+          description: 'the card on file is 4111-1111-1111-1111',
+          parameters: { type: 'object', properties: { q: { type: 'string', description: 'say hunter2' } } },
+        },
+      };
+      const messages = [{ role: 'user', content: 'look it up' }];
+      await withPolicy(
+        { name: 'no secrets', rules: [{ type: 'deny_pattern', pattern: 'hunter2' }] },
+        async () => {
+          const denied = await chat({ messages, tools: [lookup] });
+          expect(denied.res.status).toBe(403);
+          expect(denied.res.body.error?.code).toBe('pattern_denied');
+          expect(denied.sent).toHaveLength(0);
+        },
+      );
+      await withPolicy(REDACT_CARDS, async () => {
+        const { res, sent } = await chat({ messages, tools: [lookup] });
+        expect(res.status).toBe(200);
+        expect(sent).toHaveLength(1);
+        const tools = (sent[0]?.body as { tools: (typeof lookup)[] }).tools;
+        expect(tools[0]?.function.description).toBe('the card on file is [card]');
+        expect(tools[0]?.function.parameters).toEqual(lookup.function.parameters);
+        expect(JSON.stringify(sent[0]?.body)).not.toContain('4111');
+      });
+    });
   });
 
   it('a shadow policy changes nothing, and its decision records what it would have done', async () => {
