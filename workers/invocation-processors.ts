@@ -138,6 +138,7 @@ const runStage = (payload: InvocationJob, infra: Infra, job: JobInfo, admitted?:
           clock: infra.clock,
           providerTimeoutMs: infra.config.CP_PROVIDER_TIMEOUT_MS,
           warn: (message, fields) => infra.logger.warn(fields, message),
+          usageCapped: (provider) => infra.metrics.usageCapped(provider),
         },
         stageJob(payload, span.carrier),
         { number: job.attemptsMade + 1, max: job.attempts },

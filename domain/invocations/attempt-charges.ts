@@ -6,6 +6,11 @@ import type { Invocation } from './invocation';
 export interface AttemptCharge {
   amounts: CapAmounts;
   usage: { inputTokens: number; outputTokens: number } | null;
+  /**
+   * What the provider reported, when it was more than the request's bounds allow and `usage` is
+   * the bound instead: kept in the audit entry, so that its invoice can be reconciled.
+   */
+  reported?: { inputTokens: number; outputTokens: number };
 }
 
 export const NO_CHARGE: AttemptCharge = { amounts: NOTHING, usage: null };
@@ -70,5 +75,6 @@ export function streamedCharge(invocation: Invocation, streamed: Streamed): Atte
   return {
     amounts: { costMicros: charged.costMicros, calls: 1, tokens: inputTokens + outputTokens },
     usage: { inputTokens, outputTokens },
+    ...(reported && charged.capped ? { reported } : {}),
   };
 }

@@ -23,10 +23,18 @@ type WriteBody = Omit<FinishWrite, 'event' | 'invocationId' | 'from'>;
 
 /**
  * The audit entry of a charged state change: the invocation's totals after it (usage, cost,
- * calls, attempts) and the error code, never message text.
+ * calls, attempts) and the error code, never message text; and what the provider reported for
+ * this attempt, when that was more than the request allows (it was charged at the bound).
  */
-function finishEvent(invocation: Invocation, write: WriteBody, actor: Actor, requestId: string | null) {
+function finishEvent(
+  invocation: Invocation,
+  write: WriteBody,
+  charge: AttemptCharge,
+  actor: Actor,
+  requestId: string | null,
+) {
   const after = applyCharge(invocation, write);
+  const { reported } = charge;
   return newAuditEvent({
     orgId: invocation.orgId,
     actor,
@@ -45,6 +53,14 @@ function finishEvent(invocation: Invocation, write: WriteBody, actor: Actor, req
       calls: after.chargedCalls,
       provider_attempts: after.providerAttempts,
       error_code: write.error?.errorCode ?? null,
+      ...(reported
+        ? {
+            provider_reported_usage: {
+              input_tokens: reported.inputTokens,
+              output_tokens: reported.outputTokens,
+            },
+          }
+        : {}),
     },
   });
 }
@@ -95,6 +111,7 @@ export function outcomeWrite(
     event: finishEvent(
       invocation,
       body,
+      charge,
       options.actor ?? SYSTEM_ACTOR,
       options.requestId ?? invocation.requestId,
     ),

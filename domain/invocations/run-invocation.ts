@@ -10,6 +10,7 @@ import {
   ProviderError,
   type CompletionRequest,
   type CompletionResult,
+  type Provider,
   type ProviderClient,
 } from '../providers';
 import {
@@ -48,6 +49,8 @@ export interface RunDeps {
   providerTimeoutMs: number;
   /** Told about things an operator should see (a provider over-reporting usage, a cap refused late). */
   warn(message: string, fields: Record<string, unknown>): void;
+  /** Counts a provider's answer that reported more usage than its request allows (charged at the bound). */
+  usageCapped(provider: Provider): void;
 }
 
 /** Which attempt of the job's attempt policy this run is. */
@@ -130,6 +133,13 @@ async function recordAttempt(
   charge: AttemptCharge,
 ): Promise<WriteOutcome> {
   const { deps, invocation } = run;
+  if (charge.reported) {
+    deps.warn('the provider reported more tokens than the request allows; charged at the bound', {
+      invocation_id: invocation.id,
+      reported: charge.reported,
+    });
+    deps.usageCapped(invocation.provider);
+  }
   const write = outcomeWrite(
     invocation,
     {
@@ -282,14 +292,13 @@ async function recordSuccess(run: AttemptRun, result: CompletionResult): Promise
   const { deps, invocation } = run;
   const { request, price } = invocation;
   const charged = chargeFor(result.usage, request.messages, request.maxTokens, price, request.tools);
-  if (charged.capped)
-    deps.warn('the provider reported more tokens than the request allows; charged at the bound', {
-      invocation_id: invocation.id,
-      reported: result.usage,
-    });
   const usage = { inputTokens: charged.inputTokens, outputTokens: charged.outputTokens };
   const tokens = usage.inputTokens + usage.outputTokens;
-  const charge = { amounts: { costMicros: charged.costMicros, calls: 1, tokens }, usage };
+  const charge: AttemptCharge = {
+    amounts: { costMicros: charged.costMicros, calls: 1, tokens },
+    usage,
+    ...(charged.capped ? { reported: result.usage } : {}),
+  };
   try {
     const output = {
       ...result.output,

@@ -82,6 +82,15 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  private readonly usageOverReported = new Counter({
+    name: 'cp_provider_usage_capped_total',
+    help:
+      'Provider answers that reported more tokens than their request allows; each was charged at the ' +
+      "request's bound, and its audit entry records what was reported (provider_reported_usage)",
+    labelNames: ['provider'] as const,
+    registers: [this.registry],
+  });
+
   constructor(sources: ScrapeSources) {
     collectDefaultMetrics({ register: this.registry });
     this.scrapedGauges(sources);
@@ -131,6 +140,10 @@ export class Metrics {
       this.providerErrors.inc({ provider, kind: failureKind(err) });
       throw err;
     }
+  }
+
+  usageCapped(provider: Provider): void {
+    this.usageOverReported.inc({ provider });
   }
 
   invocationFinished(status: string, costMicros: number): void {

@@ -137,6 +137,22 @@ const sessionOf = async (id: string) =>
   (await app.http.get<{ usage: Record<string, number> }>(`/v1/sessions/${id}`, setup.org.adminKey)).body
     .usage;
 
+const auditOf = async (resourceId: string, action: string) =>
+  (
+    await app.http.get<{ data: { action: string; details: Record<string, unknown> }[] }>(
+      `/v1/audit?resource_id=${resourceId}&action=${action}`,
+      setup.org.adminKey,
+    )
+  ).body.data;
+
+/** `cp_provider_usage_capped_total` for the stub's provider, as this process's /metrics reads it. */
+async function usageCapped(): Promise<number> {
+  const line = (await app.infra.metrics.scrape())
+    .split('\n')
+    .find((l) => l.startsWith('cp_provider_usage_capped_total{provider="openai_compatible"}'));
+  return line ? Number(line.split(' ').pop()) : 0;
+}
+
 describe('the governed invoke flow', () => {
   it('runs an invocation to succeeded and charges the exact cost from the price table', async () => {
     const { session, res, invocation } = await run('priced');
@@ -182,6 +198,7 @@ describe('the governed invoke flow', () => {
       'llm.invoke.succeeded',
     ]);
     expect(audit.body.data[0]?.details).toMatchObject({ cost_usd: 0.0105, input_tokens: 1000, calls: 1 });
+    expect(audit.body.data[0]?.details).not.toHaveProperty('provider_reported_usage');
     expect((await app.http.get('/v1/audit/verify', setup.org.adminKey)).body.valid).toBe(true);
   });
 
@@ -209,11 +226,20 @@ describe('the governed invoke flow', () => {
   });
 
   it('charges a provider that reports more tokens than the request allows at the bound, never above the reservation', async () => {
+    const cappedBefore = await usageCapped();
     const { session, invocation } = await run('over-reports');
     const bound = 2000 + 4 + 8 + 64;
     expect(invocation.usage).toEqual({ input_tokens: bound, output_tokens: 500 });
     expect(invocation.cost_usd).toBe(Math.ceil(bound * 3 + 500 * 15) / 1e6);
     expect((await sessionOf(session.id)).cost_usd).toBe(invocation.cost_usd);
+    // What it reported is kept for reconciling its invoice (QA F-8): in the audit entry, and counted.
+    const [succeeded] = await auditOf(invocation.id, 'llm.invoke.succeeded');
+    expect(succeeded?.details).toMatchObject({
+      input_tokens: bound,
+      output_tokens: 500,
+      provider_reported_usage: { input_tokens: 1_000_000, output_tokens: 1_000_000 },
+    });
+    expect(await usageCapped()).toBe(cappedBefore + 1);
   });
 });
 

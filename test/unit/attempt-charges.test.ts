@@ -35,6 +35,15 @@ describe('the charge of a stream cut off without its usage', () => {
       usage: { inputTokens: 5, outputTokens: 3 },
     });
     expect(charge.usage).toEqual({ inputTokens: 5, outputTokens: 3 });
+    expect(charge).not.toHaveProperty('reported');
+  });
+
+  it('charges reported usage past the request’s bounds at the bounds, and keeps what was reported', () => {
+    const reported = { inputTokens: 1_000_000, outputTokens: 1_000_000 };
+    const charge = streamedCharge(invocation, { content: 'Let me', toolCallText: '', usage: reported });
+    expect(charge.usage?.outputTokens).toBe(1000);
+    expect(charge.usage?.inputTokens).toBeLessThan(1000);
+    expect(charge.reported).toEqual(reported);
   });
 });
 
