@@ -79,7 +79,7 @@ const actionJson = ({ estimatedCostUsd: _derived, ...action }: GuardedAction) =>
 
 /**
  * The digest is of the action the guardian saw (the request as submitted); the modified action is
- * kept without its messages: the invocation row holds the modified request itself.
+ * kept without its messages and tool definitions: the invocation row holds the modified request.
  */
 const decisionOf = (invocation: Invocation, verdict: GuardianVerdict, at: Date): Decision => ({
   id: newId('dec'),

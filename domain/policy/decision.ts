@@ -4,8 +4,8 @@ import type { DecisionReason, Verdict } from './verdict';
 /**
  * A guardian decision, kept on its own: the decision log lists them, the session history beside
  * invocations. The log never holds prompt text: the action is kept as its digest, and the modified
- * action is stored without its messages (withoutPromptText, applied where decisions are stored;
- * an invocation keeps its modified request on its own row).
+ * action is stored without its messages and tool definitions (withoutPromptText, applied where
+ * decisions are stored; an invocation keeps its modified request on its own row).
  */
 export interface Decision {
   id: string;
@@ -25,9 +25,12 @@ export interface Decision {
   evaluatedAt: Date;
 }
 
-/** The action as a decision may keep it: any `messages` (the prompt text) dropped. */
+/**
+ * The action as a decision may keep it: its `messages` (the prompt text) and the definitions of
+ * the tools it offers (`tools`: text the model reads as well, often kilobytes) dropped.
+ */
 export function withoutPromptText(action: unknown): unknown {
   if (action === null || typeof action !== 'object' || Array.isArray(action)) return action ?? null;
-  const { messages: _dropped, ...kept } = action as Record<string, unknown>;
+  const { messages: _dropped, tools: _definitions, ...kept } = action as Record<string, unknown>;
   return kept;
 }

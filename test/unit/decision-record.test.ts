@@ -21,6 +21,7 @@ const decision: Decision = {
     model: 'm',
     messages: [{ role: 'user', content: 'secret' }],
     max_tokens: 8,
+    tools: [{ type: 'function', function: { name: 'f', description: 'secret too' } }],
   },
   policyVersion: 4,
   actionDigest: 'a'.repeat(64),
@@ -36,7 +37,7 @@ describe('the action digest', () => {
 });
 
 describe('a decision as stored', () => {
-  it('drops the messages of the modified action, whoever built the decision', () => {
+  it('drops the messages and the tool definitions of the modified action, whoever built the decision', () => {
     const row = decisionJson(decision);
     expect(row.modified_action).toEqual({ type: 'llm.invoke', model: 'm', max_tokens: 8 });
     expect(JSON.stringify(row)).not.toContain('secret');
