@@ -68,6 +68,7 @@ function modifiedRequest(invocation: Invocation, verdict: GuardianVerdict): Invo
     maxTokens: action.maxTokens,
     ...(action.tool ? { tool: action.tool } : {}),
     ...(action.offeredTools ? { tools: action.offeredTools } : {}),
+    ...(action.toolChoice !== undefined ? { toolChoice: action.toolChoice } : {}),
   };
 }
 
@@ -271,6 +272,7 @@ const guardedAction = (invocation: Invocation): GuardedAction => ({
   maxTokens: invocation.request.maxTokens,
   ...(invocation.request.tool ? { tool: invocation.request.tool } : {}),
   ...(invocation.request.tools?.length ? { offeredTools: invocation.request.tools } : {}),
+  ...(invocation.request.toolChoice !== undefined ? { toolChoice: invocation.request.toolChoice } : {}),
   estimatedCostUsd: microsToUsd(invocation.reservation.costMicros),
 });
 

@@ -13,6 +13,8 @@ export interface RecordedInvocation {
   tool?: { name: string; arguments: unknown };
   /** The function tools it offered the model, as the row holds them (after any redaction). */
   offeredTools?: unknown[];
+  /** The `tool_choice` sent with them. */
+  toolChoice?: unknown;
   /** The worst case reserved for the call, which cost rules judge. */
   reserveMicros: number;
   /**

@@ -6,11 +6,19 @@ interface Derived {
   tools: string[];
   /** The texts as sent, then the folded form of each that folding changes. */
   texts: string[];
-  /** What a scan of every text reads, folded forms included. */
+  /** What a scan of every text reads, folded forms included, each text weighing TEXT_WEIGHT more. */
   textLength: number;
   /** What the folded forms alone add to it. */
   foldedLength: number;
 }
+
+/**
+ * What each text weighs besides its characters, in characters: a pattern's run on a text costs
+ * something however short the text (about 0.2 µs on the 2-core VM, against 0.4 µs a character
+ * for a plain pattern), so 340,000 empty strings in a tool's schema are not taken for no work
+ * (QA: they held the event loop 1.4 s, their evaluation counted as light).
+ */
+export const TEXT_WEIGHT = 1;
 
 /**
  * Worked out once per action object: the engine asks for them for every policy and rule, and
@@ -23,9 +31,13 @@ function derived(action: Action): Derived {
   let found = memo.get(action);
   if (!found) {
     const sent = texts(action);
-    const folded = sent.map(foldText).filter((f, i) => f !== sent[i]);
+    const folded: string[] = [];
+    for (const text of sent) {
+      const form = foldText(text);
+      if (form !== text) folded.push(form);
+    }
     const foldedLength = lengthOf(folded);
-    const all = folded.length > 0 ? [...sent, ...folded] : sent;
+    const all = folded.length > 0 ? sent.concat(folded) : sent;
     found = { tools: toolNames(action), texts: all, textLength: lengthOf(sent) + foldedLength, foldedLength };
     memo.set(action, found);
   }
@@ -34,21 +46,29 @@ function derived(action: Action): Derived {
 
 function toolNames(action: Action): string[] {
   const names = new Set<string>(offeredToolNames(action.offeredTools));
+  const chosen = chosenToolName(action.toolChoice);
+  if (chosen !== undefined) names.add(chosen);
   if (action.tool) names.add(action.tool.name);
   for (const m of action.messages ?? []) for (const call of m.toolCalls ?? []) names.add(call.function.name);
   return [...names];
 }
 
-const texts = (action: Action): string[] => [
-  ...(action.messages ?? []).flatMap((m) => [
-    m.content,
-    ...(m.toolCalls ?? []).flatMap((c) => argumentTexts(c.function.arguments)),
-  ]),
-  ...(action.tool ? stringsIn(action.tool.arguments) : []),
-  ...(action.offeredTools ? stringsIn(action.offeredTools) : []),
-];
+function texts(action: Action): string[] {
+  const found: string[] = [];
+  for (const m of action.messages ?? []) {
+    found.push(m.content);
+    if (m.toolCallId !== undefined) found.push(m.toolCallId);
+    for (const c of m.toolCalls ?? [])
+      found.push(c.id, c.function.name, ...argumentTexts(c.function.arguments));
+  }
+  if (action.tool) stringsIn(action.tool.arguments, { into: found });
+  // The offered tools and the choice among them, numbers too: the model reads all of it.
+  if (action.offeredTools) stringsIn(action.offeredTools, { into: found, numbers: true });
+  if (typeof action.toolChoice === 'object') stringsIn(action.toolChoice, { into: found, numbers: true });
+  return found;
+}
 
-const lengthOf = (texts: string[]): number => texts.reduce((n, t) => n + t.length, 0);
+const lengthOf = (texts: string[]): number => texts.reduce((n, t) => n + t.length + TEXT_WEIGHT, 0);
 
 /**
  * A tool call's arguments as sent (JSON text) and, when the text escapes characters, the strings
@@ -58,30 +78,53 @@ const lengthOf = (texts: string[]): number => texts.reduce((n, t) => n + t.lengt
 function argumentTexts(text: string): string[] {
   if (!text.includes('\\')) return [text];
   try {
-    return [text, ...stringsIn(JSON.parse(text) as unknown, true)];
+    return stringsIn(JSON.parse(text) as unknown, { into: [text], keys: true });
   } catch {
     return [text];
   }
 }
 
-/**
- * Every string in a JSON value, its keys too when asked: what the arguments of the action's own
- * tool call say (keys aside), or what a tool call's escaped arguments hold.
- */
-function stringsIn(value: unknown, withKeys = false): string[] {
-  if (typeof value === 'string') return [value];
-  if (Array.isArray(value)) return value.flatMap((v) => stringsIn(v, withKeys));
-  if (value !== null && typeof value === 'object')
-    return Object.entries(value).flatMap(([k, v]) => [...(withKeys ? [k] : []), ...stringsIn(v, withKeys)]);
-  return [];
+interface Walk {
+  /** Where the strings go (returned). */
+  into: string[];
+  /** Keys too (a tool call's escaped arguments). */
+  keys?: boolean;
+  /** Numbers too, as written by JSON (tool definitions). */
+  numbers?: boolean;
 }
 
-/** The same JSON value with `change` applied to each of its strings (keys kept): its shape survives. */
-function mapStrings(value: unknown, change: (text: string) => string): unknown {
+/**
+ * Every string in a JSON value, its keys and numbers too when asked: what the arguments of the
+ * action's own tool call say (keys and numbers aside), what a tool call's escaped arguments hold,
+ * or what the offered tools' definitions say. One array for all: a schema may hold many strings.
+ */
+function stringsIn(value: unknown, walk: Walk): string[] {
+  if (typeof value === 'string') walk.into.push(value);
+  else if (typeof value === 'number' && walk.numbers) walk.into.push(JSON.stringify(value));
+  else if (Array.isArray(value)) for (const v of value) stringsIn(v, walk);
+  else if (value !== null && typeof value === 'object')
+    for (const [k, v] of Object.entries(value)) {
+      if (walk.keys) walk.into.push(k);
+      stringsIn(v, walk);
+    }
+  return walk.into;
+}
+
+/**
+ * The same JSON value with `change` applied to each of its strings (keys kept), and to its
+ * numbers when asked (one it changes becomes a string, as in a tool call's arguments): its shape
+ * survives.
+ */
+function mapStrings(value: unknown, change: (text: string) => string, numbers = false): unknown {
   if (typeof value === 'string') return change(value);
-  if (Array.isArray(value)) return value.map((v) => mapStrings(v, change));
+  if (typeof value === 'number' && numbers) {
+    const written = JSON.stringify(value);
+    const after = change(written);
+    return after === written ? value : after;
+  }
+  if (Array.isArray(value)) return value.map((v) => mapStrings(v, change, numbers));
   if (value !== null && typeof value === 'object')
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, mapStrings(v, change)]));
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, mapStrings(v, change, numbers)]));
   return value;
 }
 
@@ -92,6 +135,12 @@ function mapStrings(value: unknown, change: (text: string) => string): unknown {
  * model may call, or has called, is as much the agent's use of it as a call made directly.
  */
 export const toolNamesOf = (action: Action): string[] => derived(action).tools;
+
+/** The function a Chat Completions `tool_choice` forces (`{ type: "function", function: { name } }`), if any. */
+const chosenToolName = (choice: unknown): string | undefined => {
+  const name = (choice as { function?: { name?: unknown } } | null | undefined)?.function?.name;
+  return typeof name === 'string' ? name : undefined;
+};
 
 /** The names of the function tools a Chat Completions request offers (validated at the API). */
 export function offeredToolNames(tools: unknown[] | undefined): string[] {
@@ -131,18 +180,30 @@ export const mapActionTexts = (action: Action, change: (text: string) => string)
   ...action,
   ...(action.messages ? { messages: mapTexts(action.messages, change) } : {}),
   ...(action.tool ? { tool: { ...action.tool, arguments: mapStrings(action.tool.arguments, change) } } : {}),
-  ...(action.offeredTools ? { offeredTools: mapStrings(action.offeredTools, change) as unknown[] } : {}),
+  ...(action.offeredTools
+    ? { offeredTools: mapStrings(action.offeredTools, change, true) as unknown[] }
+    : {}),
+  ...(typeof action.toolChoice === 'object'
+    ? { toolChoice: mapStrings(action.toolChoice, change, true) }
+    : {}),
 });
 
 const mapTexts = (messages: ChatMessage[], change: (text: string) => string): ChatMessage[] =>
   messages.map((m) => ({
     ...m,
     content: change(m.content),
+    // Ids change as their calls' do (the same text, the same change), so each result still names its call.
+    ...(m.toolCallId !== undefined ? { toolCallId: change(m.toolCallId) } : {}),
     ...(m.toolCalls
       ? {
           toolCalls: m.toolCalls.map((c) => ({
             ...c,
-            function: { ...c.function, arguments: changeArguments(c.function.arguments, change) },
+            id: change(c.id),
+            function: {
+              ...c.function,
+              name: change(c.function.name),
+              arguments: changeArguments(c.function.arguments, change),
+            },
           })),
         }
       : {}),

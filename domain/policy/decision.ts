@@ -31,6 +31,11 @@ export interface Decision {
  */
 export function withoutPromptText(action: unknown): unknown {
   if (action === null || typeof action !== 'object' || Array.isArray(action)) return action ?? null;
-  const { messages: _dropped, tools: _definitions, ...kept } = action as Record<string, unknown>;
+  const {
+    messages: _dropped,
+    tools: _definitions,
+    tool_choice: _choice,
+    ...kept
+  } = action as Record<string, unknown>;
   return kept;
 }

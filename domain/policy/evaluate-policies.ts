@@ -109,7 +109,11 @@ function evaluateRule(
       const regex = compiledRegex(compiled);
       budget.spend(regex, action);
       return textsOf(action).some((text) => regex.matcher(text).find())
-        ? say('deny', 'pattern_denied', 'a message matches a denied pattern')
+        ? say(
+            'deny',
+            'pattern_denied',
+            'the text of a message, a tool call or an offered tool matches a denied pattern',
+          )
         : null;
     }
     case 'redact_pattern': {

@@ -52,5 +52,6 @@ export const actionJson = (a: Action) => ({
   // Only an invoke offering tools has these (their definitions, as Chat Completions `tools`), so
   // digests of every other action are unchanged.
   ...(a.offeredTools?.length ? { tools: a.offeredTools } : {}),
+  ...(a.toolChoice !== undefined ? { tool_choice: a.toolChoice } : {}),
   ...(a.estimatedCostUsd !== undefined ? { estimated_cost_usd: a.estimatedCostUsd } : {}),
 });

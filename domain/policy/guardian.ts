@@ -21,6 +21,8 @@ export interface GuardedAction {
   tool?: { name: string; arguments: unknown };
   /** The function tools offered to the model, as sent: tool rules judge their names, patterns their text. */
   offeredTools?: unknown[];
+  /** The `tool_choice` sent with them, as sent. */
+  toolChoice?: unknown;
   /** The worst case of the call at the admitted price: what cost rules judge. */
   estimatedCostUsd: number;
 }

@@ -12,11 +12,12 @@ const toAction = (a: GuardedAction): Action => ({
   estimatedCostUsd: a.estimatedCostUsd,
   ...(a.tool ? { tool: a.tool } : {}),
   ...(a.offeredTools?.length ? { offeredTools: a.offeredTools } : {}),
+  ...(a.toolChoice !== undefined ? { toolChoice: a.toolChoice } : {}),
 });
 
 /**
  * The engine's modified action, back in the guardian's terms (messages, max_tokens, the tool's
- * arguments and the offered tools' definitions change).
+ * arguments, the offered tools' definitions and the tool choice change).
  */
 const toGuarded = (original: GuardedAction, modified: Action): GuardedAction => ({
   ...original,
@@ -24,6 +25,7 @@ const toGuarded = (original: GuardedAction, modified: Action): GuardedAction => 
   maxTokens: modified.maxTokens ?? original.maxTokens,
   ...(modified.tool ? { tool: modified.tool } : {}),
   ...(modified.offeredTools ? { offeredTools: modified.offeredTools } : {}),
+  ...(modified.toolChoice !== undefined ? { toolChoice: modified.toolChoice } : {}),
 });
 
 /**

@@ -86,6 +86,8 @@ export interface Action {
    * rules judge their names, patterns read every string in them (action-tools.ts).
    */
   offeredTools?: unknown[];
+  /** The Chat Completions `tool_choice` sent with them: a function it forces is a tool the action involves. */
+  toolChoice?: unknown;
   estimatedCostUsd?: number;
 }
 

@@ -96,6 +96,7 @@ export const recordedAction = (r: RecordedInvocation): Action => ({
   estimatedCostUsd: microsToUsd(r.reserveMicros),
   ...(r.tool ? { tool: r.tool } : {}),
   ...(r.offeredTools ? { offeredTools: r.offeredTools } : {}),
+  ...(r.toolChoice !== undefined ? { toolChoice: r.toolChoice } : {}),
 });
 
 function windowOf(request: PreviewRequest, now: Date): { since: Date; until: Date } {

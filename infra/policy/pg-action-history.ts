@@ -17,6 +17,7 @@ interface HistoryRow {
   max_tokens: Num;
   tool: StoredRequest['tool'] | null;
   tools: StoredRequest['tools'] | null;
+  tool_choice: unknown;
   reserve_micros: Num;
   refused_by_agent: boolean;
 }
@@ -27,7 +28,7 @@ interface HistoryRow {
  */
 const COLUMNS = `id, created_at, agent_id, session_id, model, reserve_micros,
   request->'messages' as messages, request->'max_tokens' as max_tokens, request->'tool' as tool,
-  request->'tools' as tools,
+  request->'tools' as tools, request->'tool_choice' as tool_choice,
   coalesce(decision->>'verdict' = 'deny' and decision->'reasons' @> '[{"policy_id": null}]', false)
     as refused_by_agent`;
 
@@ -41,6 +42,7 @@ const toRecorded = (r: HistoryRow): RecordedInvocation => ({
   maxTokens: Number(r.max_tokens),
   ...(r.tool ? { tool: r.tool } : {}),
   ...(r.tools?.length ? { offeredTools: r.tools } : {}),
+  ...(r.tool_choice !== null && r.tool_choice !== undefined ? { toolChoice: r.tool_choice } : {}),
   reserveMicros: Number(r.reserve_micros),
   refusedByAgent: r.refused_by_agent,
 });

@@ -321,6 +321,20 @@ describe("the org's policies decide every invoke", () => {
         expect(tools[0]?.function.parameters).toEqual(lookup.function.parameters);
         expect(JSON.stringify(sent[0]?.body)).not.toContain('4111');
       });
+      // The tool the call forces is renamed with the tool it names: the provider gets a consistent request.
+      const secretTool = { type: 'function', function: { name: 'secret_lookup' } };
+      const forced = { type: 'function', function: { name: 'secret_lookup' } };
+      const redactName = {
+        name: 'names',
+        rules: [{ type: 'redact_pattern', pattern: 'secret', replacement: 'r' }],
+      };
+      await withPolicy(redactName, async () => {
+        const { res, sent } = await chat({ messages, tools: [secretTool], tool_choice: forced });
+        expect(res.status).toBe(200);
+        const received = sent[0]?.body as { tools: (typeof secretTool)[]; tool_choice: typeof forced };
+        expect(received.tools[0]?.function.name).toBe('r_lookup');
+        expect(received.tool_choice).toEqual({ type: 'function', function: { name: 'r_lookup' } });
+      });
     });
   });
 

@@ -19,6 +19,7 @@ import {
   PatternBudget,
   PER_CHARACTER,
   RULE_WORK_BUDGET,
+  worstPatternWork,
 } from '../../domain/policy/pattern-budget';
 import type { Action, EvaluationContext, Policy, PolicyDecision, Rule } from '../../domain/policy/policy';
 import type { Verdict } from '../../domain/policy/verdict';
@@ -344,6 +345,70 @@ describe('the policy engine: every rule type', () => {
     // A key is the schema's shape, not text the patterns read.
     const keyed = action({ offeredTools: [fn('f', { parameters: { properties: { secret_4111: {} } } })] });
     expect(decide([policy([{ type: 'deny_pattern', pattern: 'secret_' }])], keyed).verdict).toBe('allow');
+  });
+
+  it('numbers in the tool definitions are read and redacted too, a changed one becoming a string (QA)', () => {
+    const billing = fn('bill', {
+      parameters: { properties: { card: { default: 4111111111111111, maximum: 12 } } },
+    });
+    const a = action({ messages: [{ role: 'user', content: 'hi' }], offeredTools: [billing] });
+    expect(codes(decide([policy([{ type: 'deny_pattern', pattern: '4111' }])], a))).toEqual([
+      'pattern_denied',
+    ]);
+    const d = decide([policy([{ type: 'redact_pattern', pattern: '\\d{16}', replacement: '[card]' }])], a);
+    expect(d.modifiedAction?.offeredTools).toEqual([
+      fn('bill', { parameters: { properties: { card: { default: '[card]', maximum: 12 } } } }),
+    ]);
+  });
+
+  it('tool_choice counts: the tool it forces is judged by deny_tools, its text by patterns, and a redaction keeps it naming its tool (QA)', () => {
+    const forced = { type: 'function', function: { name: 'secret_tool' } };
+    const a = action({ offeredTools: [fn('secret_tool')], toolChoice: forced });
+    expect(
+      decide([policy([{ type: 'deny_tools', tools: ['secret_tool'] }])], action({ toolChoice: forced }))
+        .verdict,
+    ).toBe('deny');
+    expect(
+      decide([policy([{ type: 'deny_tools', tools: ['secret_tool'] }])], action({ toolChoice: 'auto' }))
+        .verdict,
+    ).toBe('allow');
+    expect(
+      codes(decide([policy([{ type: 'deny_pattern', pattern: 'secret' }])], action({ toolChoice: forced }))),
+    ).toEqual(['pattern_denied']);
+    const d = decide([policy([{ type: 'redact_pattern', pattern: 'secret', replacement: 'r' }])], a);
+    expect(d.modifiedAction?.offeredTools).toEqual([fn('r_tool')]);
+    expect(d.modifiedAction?.toolChoice).toEqual({ type: 'function', function: { name: 'r_tool' } });
+  });
+
+  it('patterns read the names and ids of the tool calls in the conversation, and a redaction keeps each result naming its call (QA)', () => {
+    const call = {
+      id: 'call_secret',
+      type: 'function' as const,
+      function: { name: 'secret_fn', arguments: '{}' },
+    };
+    const a = action({
+      messages: [
+        { role: 'user', content: 'go' },
+        { role: 'assistant', content: '', toolCalls: [call] },
+        { role: 'tool', content: 'done', toolCallId: 'call_secret' },
+      ],
+    });
+    expect(codes(decide([policy([{ type: 'deny_pattern', pattern: 'secret_fn' }])], a))).toEqual([
+      'pattern_denied',
+    ]);
+    const d = decide([policy([{ type: 'redact_pattern', pattern: 'secret', replacement: 'x' }])], a);
+    const [, assistant, result] = d.modifiedAction?.messages ?? [];
+    expect(assistant?.toolCalls?.[0]).toMatchObject({ id: 'call_x', function: { name: 'x_fn' } });
+    expect(result?.toolCallId).toBe('call_x');
+  });
+
+  it('counts each text as work however short, so a schema of many empty strings is not taken for none (QA)', () => {
+    const many = action({
+      offeredTools: [fn('f', { parameters: { enum: Array<string>(100_000).fill('') } })],
+    });
+    const compiled = compile([policy([{ type: 'deny_pattern', pattern: 'x' }])]);
+    // 100,000 texts and more weigh at least a character each, times the pattern's cost per character.
+    expect(worstPatternWork(compiled, many)).toBeGreaterThan(100_000 * 20);
   });
 
   it('judges the action a redaction makes again: a longer prompt past max_cost_per_call_usd is denied', () => {
@@ -735,7 +800,8 @@ describe('regexes that cannot stall a worker', () => {
       expect(d.reasons).toEqual([
         expect.objectContaining({ policyId: p.id, code: 'policy_evaluation_failed' }),
       ]);
-      expect(d.reasons[0]?.message).toContain('1002 instructions over 100000 characters');
+      // One text: its 100,000 characters and the one each text weighs besides (TEXT_WEIGHT).
+      expect(d.reasons[0]?.message).toContain('1002 instructions over 100001 characters');
       expect(matcher.mock.calls.filter(([t]) => t !== '')).toEqual([]);
       expect(PATTERN_WORK_BUDGET).toBe(100_000_000);
     });
