@@ -279,20 +279,35 @@ function estimateOf(modified: Action, context: EvaluationContext): number | unde
 
 /**
  * Rules judge the action as asked, so what a redaction makes of it is judged again: it can
- * lengthen the prompt past `max_cost_per_call_usd` (judged on the caller's new estimate) or write
- * text a `deny_pattern` forbids. A clamp alone cannot: it changes no text and lowers the cost.
- * The enforced denials of the redacted action, from what is left of the evaluation's budget; its
- * other outcomes are ignored (the redactions applied twice would redact the replacements).
+ * lengthen the prompt past `max_cost_per_call_usd` or a `require_approval`'s
+ * `min_estimated_cost_usd` (judged on the caller's new estimate), write text a `deny_pattern`
+ * forbids, or rename a tool into one that needs approval. A clamp alone cannot: it changes no
+ * text and lowers the cost. The enforced denials and holds of the redacted action, from what is
+ * left of the evaluation's budget; its other outcomes are ignored (the redactions applied twice
+ * would redact the replacements).
  */
-function deniedOnceRedacted(
+function judgedOnceRedacted(
   compiled: CompiledPolicySet,
   modified: Action,
   context: EvaluationContext,
   budget: PatternBudget,
 ) {
   const action = { ...modified, estimatedCostUsd: estimateOf(modified, context) };
-  return judge(compiled, action, context, { enforce: budget }).enforced.filter((o) => o.verdict === 'deny');
+  const { enforced } = judge(compiled, action, context, { enforce: budget });
+  return {
+    denied: enforced.filter((o) => o.verdict === 'deny'),
+    held: enforced.filter((o) => o.verdict === 'require_approval'),
+  };
 }
+
+/** The holds of the redacted action that the action as asked did not already have (same policy and rule). */
+const newHolds = (held: RuleOutcome[], deciding: RuleOutcome[]) =>
+  held.filter(
+    (h) =>
+      !deciding.some(
+        (d) => d.reason.policyId === h.reason.policyId && d.reason.ruleIndex === h.reason.ruleIndex,
+      ),
+  );
 
 /**
  * The policy engine: a pure, synchronous function from an org's compiled policies, an action and
@@ -303,7 +318,7 @@ function deniedOnceRedacted(
  * a require_approval they do apply (modifiedAction), though only the approval's reasons are
  * reported: the approver is asked about the request exactly as it would run, redacted and
  * clamped. A modify composes every enforced modification, and the action a redaction makes is
- * judged again: a deny of it denies. Shadow policies are evaluated alike but only recorded,
+ * judged again: a deny of it denies, and an approval it needs is asked for. Shadow policies are evaluated alike but only recorded,
  * each reason with the verdict it would have given; they never change the verdict or the action.
  * Any error is a deny that says so and names its policy (policy_evaluation_failed).
  */
@@ -324,9 +339,14 @@ export function evaluatePolicies(
     if ('failed' in result) [verdict, deciding] = ['deny', [result.failed]];
     else if (modifying.length > 0) {
       const redacted = modifying.some((o) => o.reason.code === 'redacted');
-      const denied = redacted ? deniedOnceRedacted(compiled, result.action, context, budgets.enforce) : [];
-      if (denied.length > 0) [verdict, deciding] = ['deny', denied];
-      else modifiedAction = result.action;
+      const again = redacted
+        ? judgedOnceRedacted(compiled, result.action, context, budgets.enforce)
+        : { denied: [], held: [] };
+      modifiedAction = again.denied.length > 0 ? null : result.action;
+      if (again.denied.length > 0) [verdict, deciding] = ['deny', again.denied];
+      else if (again.held.length > 0 && verdict === 'modify')
+        [verdict, deciding] = ['require_approval', again.held];
+      else if (again.held.length > 0) deciding = [...deciding, ...newHolds(again.held, deciding)];
     }
   }
   return {

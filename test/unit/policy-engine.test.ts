@@ -426,6 +426,35 @@ describe('the policy engine: every rule type', () => {
     expect(decide([grow, cap], action(), { ...context, reestimate: () => 0.05 }).verdict).toBe('modify');
   });
 
+  it('asks for the approval a redaction makes necessary: a prompt grown past min_estimated_cost_usd is held (QA)', () => {
+    const grow = policy([{ type: 'redact_pattern', pattern: '\\d{4}', replacement: 'Z'.repeat(5000) }]);
+    const costly = (approversRequired: number, minEstimatedCostUsd = 0.05): Rule => ({
+      type: 'require_approval',
+      when: { minEstimatedCostUsd },
+      approversRequired,
+      timeoutSeconds: 60,
+    });
+    const hold = policy([costly(2)]);
+    const reestimate = (a: Action) =>
+      (a.messages ?? []).reduce((n, m) => n + String(m.content).length, 0) / 100_000;
+    // As asked (0.02) the call needs no approval; redacted, it is worth about 0.2.
+    expect(decide([hold]).verdict).toBe('allow');
+    const d = decide([grow, hold], action(), { ...context, reestimate });
+    expect(d).toMatchObject({
+      verdict: 'require_approval',
+      approval: { policyId: hold.id, approversRequired: 2 },
+    });
+    expect(codes(d)).toEqual(['approval_required']);
+    expect(d.modifiedAction?.messages?.[1]?.content).toContain('Z'.repeat(5000));
+    // Held already, the stricter requirement the redaction brings in is added to it.
+    const anyCall = policy([RULE_FOR.require_approval as Rule]);
+    const both = decide([grow, hold, anyCall], action(), { ...context, reestimate });
+    expect(both.approval?.approversRequired).toBe(2);
+    expect(codes(both)).toEqual(['approval_required', 'approval_required']);
+    // Without a new estimate the rule judges the one given, which is under the threshold.
+    expect(decide([grow, hold]).verdict).toBe('modify');
+  });
+
   it('denies a redaction whose replacement writes text a deny_pattern forbids, also under require_approval', () => {
     const swap = policy([{ type: 'redact_pattern', pattern: '\\d{4}', replacement: 'rm -rf /' }]);
     const forbid = policy([{ type: 'deny_pattern', pattern: 'rm -rf' }]);
