@@ -234,6 +234,8 @@ export const presentApproval = (a: Approval) => ({
     estimated_cost_usd: a.summary.estimatedCostUsd,
     reasons: presentReasons(a.summary.reasons),
     ...(a.summary.messages ? { messages: a.summary.messages.map(presentMessage) } : {}),
+    ...(a.summary.tools ? { tools: a.summary.tools } : {}),
+    ...(a.summary.toolChoice !== undefined ? { tool_choice: a.summary.toolChoice } : {}),
   },
   requested_by: presentActor(a.requestedBy),
   approvers_required: a.approversRequired,

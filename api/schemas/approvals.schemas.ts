@@ -38,7 +38,7 @@ export const ApprovalView = z
     request_digest: z.string().meta({
       description:
         'SHA-256 (hex) of the canonical JSON of the request that will run (model, credential_ref, messages, ' +
-        'max_tokens, temperature, tool), after redactions and clamps. A resumed invocation runs only if its ' +
+        'max_tokens, temperature, tool, tools, tool_choice), after redactions and clamps. A resumed invocation runs only if its ' +
         'request still has this digest (otherwise it fails with approval_mismatch).',
     }),
     summary: z.object({
@@ -53,6 +53,22 @@ export const ApprovalView = z
         description:
           'The messages exactly as they would be sent (redactions applied). Only on GET /v1/approvals/{id}.',
       }),
+      tools: z
+        .array(z.unknown())
+        .optional()
+        .meta({
+          description:
+            'The function tools the request offers the model (Chat Completions `tools`), exactly as they would ' +
+            'be sent (redactions applied). Only on GET /v1/approvals/{id}, and only when the request offers tools.',
+        }),
+      tool_choice: z
+        .unknown()
+        .optional()
+        .meta({
+          description:
+            "The request's Chat Completions `tool_choice`, as it would be sent. Only on GET /v1/approvals/{id}, " +
+            'and only when the request has one.',
+        }),
     }),
     requested_by: Actor.meta({ description: 'The identity that requested the invocation; it cannot vote.' }),
     approvers_required: z.number().int(),

@@ -1077,7 +1077,7 @@ export interface components {
       policy_id: string;
       /** @description The org's policy_version the verdict was decided under. */
       policy_version: number;
-      /** @description SHA-256 (hex) of the canonical JSON of the request that will run (model, credential_ref, messages, max_tokens, temperature, tool), after redactions and clamps. A resumed invocation runs only if its request still has this digest (otherwise it fails with approval_mismatch). */
+      /** @description SHA-256 (hex) of the canonical JSON of the request that will run (model, credential_ref, messages, max_tokens, temperature, tool, tools, tool_choice), after redactions and clamps. A resumed invocation runs only if its request still has this digest (otherwise it fails with approval_mismatch). */
       request_digest: string;
       summary: {
         model: string;
@@ -1102,6 +1102,10 @@ export interface components {
           role: string;
           content: string;
         }[];
+        /** @description The function tools the request offers the model (Chat Completions `tools`), exactly as they would be sent (redactions applied). Only on GET /v1/approvals/{id}, and only when the request offers tools. */
+        tools?: unknown[];
+        /** @description The request's Chat Completions `tool_choice`, as it would be sent. Only on GET /v1/approvals/{id}, and only when the request has one. */
+        tool_choice?: unknown;
       };
       /** @description The identity that requested the invocation; it cannot vote. */
       requested_by: {

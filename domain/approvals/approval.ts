@@ -29,6 +29,9 @@ export interface ApprovalSummary {
   /** The reasons of the require_approval verdict (each names its policy and rule). */
   reasons: DecisionReason[];
   messages?: ChatMessage[];
+  /** The tools the request offers the model and its tool_choice, as they would be sent (single read only). */
+  tools?: unknown[];
+  toolChoice?: unknown;
 }
 
 export interface Approval {

@@ -38,6 +38,8 @@ export interface ApprovalRow {
   resolved_at: Time | null;
   votes: { voter_type: string; voter_id: string; decision: string; comment: string | null; at: Time }[];
   messages?: StoredMessage[] | null;
+  tools?: unknown[] | null;
+  tool_choice?: unknown;
 }
 
 export const approvalJson = (a: Approval) => ({
@@ -85,6 +87,8 @@ export const toApproval = (r: ApprovalRow): Approval => ({
     estimatedCostUsd: r.summary.estimated_cost_usd,
     reasons: loadReasons(r.summary.reasons),
     ...(r.messages ? { messages: r.messages.map(loadMessage) } : {}),
+    ...(r.tools ? { tools: r.tools } : {}),
+    ...(r.tool_choice !== null && r.tool_choice !== undefined ? { toolChoice: r.tool_choice } : {}),
   },
   requestedBy: { type: r.requested_by_type as ActorType, id: r.requested_by },
   approversRequired: Number(r.approvers_required),

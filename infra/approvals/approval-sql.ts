@@ -12,7 +12,10 @@ export const approvalRecordset = (param: string): string => `json_to_recordset($
   requested_by text, approvers_required integer, status text, created_at timestamptz,
   expires_at timestamptz)`;
 
-/** An approval with its votes (oldest first) and, on request, its invocation's messages. */
+/**
+ * An approval with its votes (oldest first) and, on request, what its invocation would send
+ * besides the summary: its messages, the tools it offers and its tool_choice.
+ */
 export const approvalSelect = (withMessages: boolean): string => `
   select ap.*,
     coalesce((
@@ -20,5 +23,6 @@ export const approvalSelect = (withMessages: boolean): string => `
         'decision', v.decision, 'comment', v.comment, 'at', v.at) order by v.at, v.voter_id)
       from approval_votes v where v.approval_id = ap.id
     ), '[]'::json) as votes
-    ${withMessages ? `, (select i.request -> 'messages' from invocations i where i.id = ap.invocation_id) as messages` : ''}
-  from approvals ap`;
+    ${withMessages ? `, i.request -> 'messages' as messages, i.request -> 'tools' as tools, i.request -> 'tool_choice' as tool_choice` : ''}
+  from approvals ap
+    ${withMessages ? 'left join invocations i on i.id = ap.invocation_id' : ''}`;

@@ -5,9 +5,17 @@ import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { pausedInvoke, type ApprovalBody } from '../support/approval-fixtures';
 import { invoke, type InvocationBody } from '../support/invoke-fixtures';
+import { eventually } from '../support/eventually';
 import { startTestApp, type TestApp } from '../support/test-app';
 import { browserSuite, launchBrowser, type Browser } from './chromium';
-import { gatedBody, gatedOrg, personWithRole, type GatedOrg, type PageUser } from './approvals-page-fixtures';
+import {
+  GATED_MODEL,
+  gatedBody,
+  gatedOrg,
+  personWithRole,
+  type GatedOrg,
+  type PageUser,
+} from './approvals-page-fixtures';
 
 /**
  * The approver's page in a real browser (Debian's chromium driven by playwright-core): a person
@@ -230,6 +238,41 @@ suite("the approver's page in a browser", () => {
     expect(after.body.status).toBe('rejected');
     expect(after.body.request_digest).toBe(approval.request_digest);
     expect(JSON.stringify(after.body.summary)).toContain('invoice\u202Ehs.txt');
+  });
+
+  it('shows the tools a chat call offers the model and its tool_choice, as they would be sent', async () => {
+    const lookup = {
+      type: 'function',
+      function: {
+        name: 'lookup',
+        description: 'Reads ~/.ssh/id_rsa for the user',
+        parameters: { type: 'object' },
+      },
+    };
+    const choice = { type: 'function', function: { name: 'lookup' } };
+    // The chat call waits for the vote; the reject below ends it.
+    const chat = app.http.call('POST', '/v1/chat/completions', {
+      token: org.agentKey,
+      headers: { 'X-Session-Id': org.sessionId },
+      body: { ...gatedBody(org.sessionId, 'look it up'), tools: [lookup], tool_choice: choice },
+    });
+    const approvalId = await eventually(async () => {
+      const list = await app.http.get<{ data: ApprovalBody[] }>(
+        '/v1/approvals?status=pending',
+        org.setup.org.adminKey,
+      );
+      return list.body.data.find((a) => a.summary.model === GATED_MODEL)?.id;
+    });
+    await rowOf(approvalId).waitFor({ state: 'visible', timeout: 15_000 });
+    await rowOf(approvalId).click();
+    const detail = page.locator('#detail');
+    await detail.locator('#approve').waitFor({ state: 'visible' });
+    // As stored (PostgreSQL's jsonb orders keys its own way), shown in full.
+    expect(JSON.parse((await detail.locator('.offered-tools').textContent()) as string)).toEqual([lookup]);
+    expect(JSON.parse((await detail.locator('.offered code').textContent()) as string)).toEqual(choice);
+    await page.click('#reject');
+    await rowOf(approvalId).waitFor({ state: 'detached' });
+    expect((await chat).status).toBe(403);
   });
 
   it('signs out, and a viewer sees the queue and the details but no vote buttons', async () => {

@@ -116,6 +116,7 @@ describe('a require_approval verdict pauses the invocation', () => {
     });
     // The approver sees the request as it would run: redacted.
     expect(approval.summary.messages).toEqual([{ role: 'user', content: 'marker-1 uses [key]' }]);
+    expect(approval.summary).not.toHaveProperty('tools'); // it offers none
     expect(approval.request_digest).toMatch(/^[0-9a-f]{64}$/);
     // Paused: no reservation is held and the provider was not called.
     const live = await app.http.get<{ usage: { reserved_usd: number } }>(
@@ -141,6 +142,50 @@ describe('a require_approval verdict pauses the invocation', () => {
     expect(sent).toHaveLength(1);
     expect(JSON.stringify(sent[0]?.body)).toContain('marker-1 uses [key]');
     expect(JSON.stringify(sent[0]?.body)).not.toContain('sk-abc123');
+  });
+
+  it('shows the approver the tools a chat call offers and its tool_choice, redacted as they would be sent (QA)', async () => {
+    const { model: m } = await gated({
+      extraRules: [{ type: 'redact_pattern', pattern: 'sk-[a-z0-9]+', replacement: '[key]' }],
+    });
+    const session = await sessionFor(app.http, setup);
+    const lookup = {
+      type: 'function',
+      function: {
+        name: 'lookup',
+        description: 'marker-tools: uses sk-abc123',
+        parameters: { type: 'object' },
+      },
+    };
+    const choice = { type: 'function', function: { name: 'lookup' } };
+    const chat = app.http.call<{ choices?: unknown[] }>('POST', '/v1/chat/completions', {
+      token: agentKey,
+      headers: { 'X-Session-Id': session.id },
+      body: {
+        model: m,
+        max_tokens: 20,
+        messages: [{ role: 'user', content: 'go' }],
+        tools: [lookup],
+        tool_choice: choice,
+      },
+    });
+    const pending = await eventually(async () => {
+      const list = await app.http.get<{ data: ApprovalBody[] }>(
+        `/v1/approvals?status=pending&session_id=${session.id}`,
+        approvers[0],
+      );
+      return list.body.data[0];
+    });
+    const approval = (await app.http.get<ApprovalBody>(`/v1/approvals/${pending.id}`, approvers[0])).body;
+    expect(approval.summary.tools).toEqual([
+      { ...lookup, function: { ...lookup.function, description: 'marker-tools: uses [key]' } },
+    ]);
+    expect(approval.summary.tool_choice).toEqual(choice);
+    expect(pending.summary).not.toHaveProperty('tools'); // a list carries only the summary's facts
+    expect((await vote(app.http, approvers[0] as string, pending.id, 'approve')).status).toBe(200);
+    expect((await chat).status).toBe(200);
+    const sent = stub.requests.filter((r) => JSON.stringify(r.body).includes('marker-tools'));
+    expect((sent[0]?.body as { tools: unknown }).tools).toEqual(approval.summary.tools);
   });
 
   it('a rejection denies the invocation with approval_rejected and never calls the provider', async () => {

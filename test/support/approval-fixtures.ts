@@ -26,6 +26,8 @@ export interface ApprovalBody {
     estimated_cost_usd: number;
     reasons: { policy_id: string | null; code: string }[];
     messages?: { role: string; content: string }[];
+    tools?: unknown[];
+    tool_choice?: unknown;
   };
   requested_by: { type: string; id: string };
   approvers_required: number;

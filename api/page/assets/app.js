@@ -365,6 +365,14 @@
     ]);
   }
 
+  function offeredToolsOf(tools, choice) {
+    if (!tools || !tools.length) return el('p', { className: 'muted', text: 'No tools offered.' });
+    return el('div', { className: 'offered' }, [
+      el('pre', { className: 'offered-tools', text: pretty(tools) }),
+      choice === undefined ? null : el('div', {}, ['tool_choice: ', el('code', { text: pretty(choice) })]),
+    ]);
+  }
+
   function messagesOf(messages) {
     if (!messages || !messages.length) return el('p', { className: 'muted', text: 'No messages.' });
     return el(
@@ -442,6 +450,8 @@
       reasonsOf(a.summary.reasons),
       el('h3', { text: 'Tool' }),
       toolOf(a.summary.tool),
+      el('h3', { text: 'Tools offered to the model, exactly as they would be sent' }),
+      offeredToolsOf(a.summary.tools, a.summary.tool_choice),
       el('h3', { text: 'Messages, exactly as they would be sent' }),
       messagesOf(a.summary.messages),
       el('h3', { text: 'Votes' }),
