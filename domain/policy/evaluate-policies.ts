@@ -30,9 +30,18 @@ interface RuleOutcome {
 const inList = (list: readonly string[] | undefined, value: string | null | undefined): boolean =>
   list === undefined || (value !== null && value !== undefined && list.includes(value));
 
+/**
+ * A tool name as rules compare it: folded (fullwidth letters, invisible characters) and in lower
+ * case, so that `Danger`, `ｄａｎｇｅｒ` or `dan\u200bger` is the `danger` a rule names (QA: an
+ * agent names its own tools; a person reading "danger" must not be approving something else).
+ */
+const toolKey = (name: string): string => foldText(name).toLowerCase();
+
 /** The first of the action's tools (action-tools.ts) that `list` names, if any. */
-const listedTool = (list: readonly string[], action: Action): string | undefined =>
-  toolNamesOf(action).find((name) => list.includes(name));
+const listedTool = (list: readonly string[], action: Action): string | undefined => {
+  const keys = new Set(list.map(toolKey));
+  return toolNamesOf(action).find((name) => keys.has(toolKey(name)));
+};
 
 /**
  * Every listed dimension must match; one the action lacks (a tool list, no tool) does not. A tool

@@ -347,6 +347,13 @@ describe('the policy engine: every rule type', () => {
     expect(decide([policy([{ type: 'deny_pattern', pattern: 'secret_' }])], keyed).verdict).toBe('allow');
   });
 
+  it('deny_tools names a tool whatever its case, width or invisible characters (QA)', () => {
+    const p = policy([{ type: 'deny_tools', tools: ['danger'] }]);
+    for (const name of ['Danger', 'ＤＡＮＧＥＲ', 'dan\u200bger', 'danger'])
+      expect(decide([p], action({ offeredTools: [fn(name)] })).verdict).toBe('deny');
+    expect(decide([p], action({ offeredTools: [fn('dangerous')] })).verdict).toBe('allow');
+  });
+
   it('numbers in the tool definitions are read and redacted too, a changed one becoming a string (QA)', () => {
     const billing = fn('bill', {
       parameters: { properties: { card: { default: 4111111111111111, maximum: 12 } } },
