@@ -209,7 +209,7 @@ export function buildOpenApi(routes: RouteDef[]) {
         'string). A query parameter given no value (`?status=`) is as if left out.',
         'Bodies are UTF-8 JSON: another charset or any Content-Encoding but identity is a 415, and an object',
         'that names a key twice is a validation_error (JSON.parse would keep the last; a reader of the request',
-        'might take the first).',
+        'might take the first), as is a key named __proto__ anywhere in a body (it would be dropped unseen).',
         "Each operation's x-required-scope is the scope it needs (org:admin implies every scope); where any of",
         'several will do, x-accepted-scopes lists them all.',
         'Lists are newest first with `limit` (1..100, default 20) and an opaque `cursor`.',

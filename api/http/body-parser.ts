@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import getRawBody from 'raw-body';
 import { DomainError, invalidField } from '../../domain/errors';
-import { duplicateKey } from './duplicate-keys';
+import { refusedKey } from './duplicate-keys';
 
 const hasBody = (ctx: Context): boolean =>
   Boolean(ctx.get('Transfer-Encoding')) || Number(ctx.get('Content-Length') || 0) > 0;
@@ -57,11 +57,12 @@ export async function readJsonBody(ctx: Context, limitBytes: number): Promise<un
   } catch {
     throw new DomainError('invalid_json', 'the body is not valid JSON');
   }
-  const twice = duplicateKey(text);
-  if (twice !== null)
+  const refused = refusedKey(text);
+  if (refused?.reason === 'repeated')
     throw invalidField(
-      twice,
-      `the key ${JSON.stringify(twice.slice(0, 64))} appears twice in one object: send each key once`,
+      refused.key,
+      `the key ${JSON.stringify(refused.key.slice(0, 64))} appears twice in one object: send each key once`,
     );
+  if (refused) throw invalidField(refused.key, 'a key named "__proto__" is not accepted anywhere in a body');
   return body;
 }

@@ -19,6 +19,12 @@ function nextCode(text: string, at: number): number {
   return code;
 }
 
+/** A key the API refuses: named twice in one object, or `__proto__`. */
+export interface RefusedKey {
+  key: string;
+  reason: 'repeated' | 'reserved';
+}
+
 /**
  * The first key that one object of `text` (JSON that JSON.parse took) names twice, or null.
  * JSON.parse keeps the last of them silently, while a proxy, a log or a reviewer reading the
@@ -26,7 +32,16 @@ function nextCode(text: string, at: number): number {
  * that reads as a read-only one. Keys are compared as decoded (`"a"` and `"\u0061"` are one).
  * Strings are skipped with indexOf, so a large prompt costs about what copying it would.
  */
-export function duplicateKey(text: string): string | null {
+export const duplicateKey = (text: string): string | null => scanKeys(text, false)?.key ?? null;
+
+/**
+ * As duplicateKey, and a key `__proto__` too (however escaped): copying the parsed body into
+ * objects (validation does) would set their prototype instead of keeping it, and the key would
+ * vanish from what is stored and sent (QA: a tool schema's `__proto__` reached the provider as `{}`).
+ */
+export const refusedKey = (text: string): RefusedKey | null => scanKeys(text, true);
+
+function scanKeys(text: string, refuseReserved: boolean): RefusedKey | null {
   /** Per open container, innermost last: the keys an object has named so far; null for an array. */
   const open: Array<Set<string> | null> = [];
   for (let at = 0; at < text.length; at++) {
@@ -37,7 +52,8 @@ export function duplicateKey(text: string): string | null {
       if (keys && nextCode(text, close + 1) === COLON) {
         const raw = text.slice(at, close + 1);
         const key = raw.includes('\\') ? (JSON.parse(raw) as string) : raw.slice(1, -1);
-        if (keys.has(key)) return key;
+        if (keys.has(key)) return { key, reason: 'repeated' };
+        if (refuseReserved && key === '__proto__') return { key, reason: 'reserved' };
         keys.add(key);
       }
       at = close;

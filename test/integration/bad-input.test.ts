@@ -656,6 +656,19 @@ describe('HTTP conventions', () => {
     expect(await app.infra.knex('api_keys').count('* as n').first()).toEqual(before);
   });
 
+  it('refuses a key named __proto__ with 400 validation_error, rather than dropping it unseen (QA)', async () => {
+    const res = await app.http.call('POST', '/v1/agents', {
+      token: org.adminKey,
+      rawBody: '{"name":"proto","metadata":{"__proto__":{"role":"admin"}}}',
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({
+      error_code: 'validation_error',
+      message: expect.stringContaining('__proto__'),
+    });
+  });
+
   it.each(['utf-16', 'iso-8859-1', '"UTF-16LE"'])(
     'refuses a JSON body in charset %s as 415 unsupported_media_type',
     async (charset) => {

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { duplicateKey } from '../../api/http/duplicate-keys';
+import { duplicateKey, refusedKey } from '../../api/http/duplicate-keys';
 
 describe('duplicateKey', () => {
   it.each([
@@ -41,5 +41,21 @@ describe('duplicateKey', () => {
         },
       ),
     );
+  });
+});
+
+describe('refusedKey', () => {
+  it.each([
+    '{"__proto__":{"a":1}}',
+    '{"tools":[{"function":{"parameters":{"__proto__":{"description":"x"}}}}]}',
+    '{"\\u005f\\u005fproto\\u005f\\u005f":1}', // however escaped
+  ])('refuses the key __proto__ in %s', (text) => {
+    expect(refusedKey(text)).toEqual({ key: '__proto__', reason: 'reserved' });
+  });
+
+  it('names a repeated key as duplicateKey does, and takes "__proto__" as a value', () => {
+    expect(refusedKey('{"a":1,"a":2}')).toEqual({ key: 'a', reason: 'repeated' });
+    expect(refusedKey('{"a":"__proto__","b":["__proto__"]}')).toBeNull();
+    expect(duplicateKey('{"__proto__":1}')).toBeNull();
   });
 });
