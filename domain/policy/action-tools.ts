@@ -62,9 +62,10 @@ function texts(action: Action): string[] {
       found.push(c.id, c.function.name, ...argumentTexts(c.function.arguments));
   }
   if (action.tool) stringsIn(action.tool.arguments, { into: found });
-  // The offered tools and the choice among them, numbers too: the model reads all of it.
-  if (action.offeredTools) stringsIn(action.offeredTools, { into: found, numbers: true });
-  if (typeof action.toolChoice === 'object') stringsIn(action.toolChoice, { into: found, numbers: true });
+  // The offered tools and the choice among them, keys and numbers too: the model reads all of it.
+  const definition = { into: found, keys: true, numbers: true };
+  if (action.offeredTools) stringsIn(action.offeredTools, definition);
+  if (typeof action.toolChoice === 'object') stringsIn(action.toolChoice, definition);
   return found;
 }
 
@@ -87,7 +88,7 @@ function argumentTexts(text: string): string[] {
 interface Walk {
   /** Where the strings go (returned). */
   into: string[];
-  /** Keys too (a tool call's escaped arguments). */
+  /** Keys too (a tool call's escaped arguments, tool definitions). */
   keys?: boolean;
   /** Numbers too, as written by JSON (tool definitions). */
   numbers?: boolean;
@@ -111,21 +112,43 @@ function stringsIn(value: unknown, walk: Walk): string[] {
 }
 
 /**
- * The same JSON value with `change` applied to each of its strings (keys kept), and to its
- * numbers when asked (one it changes becomes a string, as in a tool call's arguments): its shape
- * survives.
+ * The same JSON value with `change` applied to each of its strings (keys kept): the arguments of
+ * the action's own tool call, whose shape survives.
  */
-function mapStrings(value: unknown, change: (text: string) => string, numbers = false): unknown {
+function mapStrings(value: unknown, change: (text: string) => string): unknown {
   if (typeof value === 'string') return change(value);
-  if (typeof value === 'number' && numbers) {
+  if (Array.isArray(value)) return value.map((v) => mapStrings(v, change));
+  if (value !== null && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, mapStrings(v, change)]));
+  return value;
+}
+
+/**
+ * Tool definitions (or a tool_choice) with `change` applied to every string, key and number in
+ * them: a number it changes becomes a string (as in a tool call's arguments), and a property
+ * renamed in `properties` is renamed alike in `required`, the same text changing the same way.
+ * Two keys of one object that a redaction would make one cannot both be sent: that is an error,
+ * so the evaluation fails closed rather than drop one.
+ */
+function mapDefinition(value: unknown, change: (text: string) => string): unknown {
+  if (typeof value === 'string') return change(value);
+  if (typeof value === 'number') {
     const written = JSON.stringify(value);
     const after = change(written);
     return after === written ? value : after;
   }
-  if (Array.isArray(value)) return value.map((v) => mapStrings(v, change, numbers));
-  if (value !== null && typeof value === 'object')
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, mapStrings(v, change, numbers)]));
-  return value;
+  if (Array.isArray(value)) return value.map((v) => mapDefinition(v, change));
+  if (value === null || typeof value !== 'object') return value;
+  const mapped: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value)) {
+    const renamed = change(key);
+    if (Object.hasOwn(mapped, renamed))
+      throw new Error(
+        `a redaction would make two keys of one tool definition the same (${JSON.stringify(renamed)})`,
+      );
+    mapped[renamed] = mapDefinition(v, change);
+  }
+  return mapped;
 }
 
 /**
@@ -157,9 +180,10 @@ export function offeredToolNames(tools: unknown[] | undefined): string[] {
  * the conversation, which the model reads as much as the content (and the strings in them as
  * decoded, when they hold escapes), every string in the arguments of the tool call the action
  * itself is about (`tool`) and every string in the definitions of the tools it offers the model
- * (names, descriptions, parameter schemas: the model reads those too, and they could carry what a
- * pattern stops); and the folded form of each (`foldText`) where folding changes it. Keys are not
- * read: they are the arguments' and the schemas' shape.
+ * (names, descriptions, parameter schemas with their keys and numbers: the model reads those too,
+ * and they could carry what a pattern stops) and in its tool_choice; and the folded form of each
+ * (`foldText`) where folding changes it. The keys of the action's own tool call's arguments are
+ * not read: they are its shape.
  */
 export const textsOf = (action: Action): string[] => derived(action).texts;
 
@@ -180,12 +204,8 @@ export const mapActionTexts = (action: Action, change: (text: string) => string)
   ...action,
   ...(action.messages ? { messages: mapTexts(action.messages, change) } : {}),
   ...(action.tool ? { tool: { ...action.tool, arguments: mapStrings(action.tool.arguments, change) } } : {}),
-  ...(action.offeredTools
-    ? { offeredTools: mapStrings(action.offeredTools, change, true) as unknown[] }
-    : {}),
-  ...(typeof action.toolChoice === 'object'
-    ? { toolChoice: mapStrings(action.toolChoice, change, true) }
-    : {}),
+  ...(action.offeredTools ? { offeredTools: mapDefinition(action.offeredTools, change) as unknown[] } : {}),
+  ...(typeof action.toolChoice === 'object' ? { toolChoice: mapDefinition(action.toolChoice, change) } : {}),
 });
 
 const mapTexts = (messages: ChatMessage[], change: (text: string) => string): ChatMessage[] =>

@@ -342,9 +342,25 @@ describe('the policy engine: every rule type', () => {
       { ...lookup, function: { ...lookup.function, description: 'card on file: #-#-#-#' } },
     ]);
     expect(lookup.function.description).toBe('card on file: 4111-1111-1111-1111'); // not mutated
-    // A key is the schema's shape, not text the patterns read.
-    const keyed = action({ offeredTools: [fn('f', { parameters: { properties: { secret_4111: {} } } })] });
-    expect(decide([policy([{ type: 'deny_pattern', pattern: 'secret_' }])], keyed).verdict).toBe('allow');
+  });
+
+  it('reads the keys of the tool definitions too, renaming a property alike where `required` names it (QA)', () => {
+    const schema = (name: string) => ({
+      parameters: { type: 'object', properties: { [name]: { type: 'string' } }, required: [name] },
+    });
+    const keyed = action({ offeredTools: [fn('f', schema('secret_4111'))] });
+    expect(codes(decide([policy([{ type: 'deny_pattern', pattern: 'secret_' }])], keyed))).toEqual([
+      'pattern_denied',
+    ]);
+    const d = decide([policy([{ type: 'redact_pattern', pattern: '\\d{4}', replacement: 'n' }])], keyed);
+    expect(d.modifiedAction?.offeredTools).toEqual([fn('f', schema('secret_n'))]);
+    // Two properties a redaction would make one: not sent with one dropped, denied.
+    const twins = action({
+      offeredTools: [fn('f', { parameters: { properties: { a_1111: {}, a_2222: {} } } })],
+    });
+    expect(
+      codes(decide([policy([{ type: 'redact_pattern', pattern: '\\d{4}', replacement: 'n' }])], twins)),
+    ).toEqual(['policy_evaluation_failed']);
   });
 
   it('deny_tools names a tool whatever its case, width or invisible characters (QA)', () => {
