@@ -58,8 +58,10 @@ function texts(action: Action): string[] {
   for (const m of action.messages ?? []) {
     found.push(m.content);
     if (m.toolCallId !== undefined) found.push(m.toolCallId);
-    for (const c of m.toolCalls ?? [])
-      found.push(c.id, c.function.name, ...argumentTexts(c.function.arguments));
+    for (const c of m.toolCalls ?? []) {
+      found.push(c.id, c.function.name);
+      argumentTexts(c.function.arguments, found);
+    }
   }
   if (action.tool) stringsIn(action.tool.arguments, { into: found });
   // The offered tools and the choice among them, keys and numbers too: the model reads all of it.
@@ -73,15 +75,16 @@ const lengthOf = (texts: string[]): number => texts.reduce((n, t) => n + t.lengt
 
 /**
  * A tool call's arguments as sent (JSON text) and, when the text escapes characters, the strings
- * it holds (keys too) as decoded: `"pass\u200bword"` is ASCII as sent, and a pattern must see
- * what the model reads.
+ * it holds (keys too) as decoded, added to `into`: `"pass\u200bword"` is ASCII as sent, and a
+ * pattern must see what the model reads.
  */
-function argumentTexts(text: string): string[] {
-  if (!text.includes('\\')) return [text];
+function argumentTexts(text: string, into: string[]): void {
+  into.push(text);
+  if (!text.includes('\\')) return;
   try {
-    return stringsIn(JSON.parse(text) as unknown, { into: [text], keys: true });
+    stringsIn(JSON.parse(text) as unknown, { into, keys: true });
   } catch {
-    return [text];
+    // Not JSON: the text as sent is all there is to read.
   }
 }
 
@@ -176,9 +179,10 @@ export function offeredToolNames(tools: unknown[] | undefined): string[] {
 }
 
 /**
- * The text that patterns judge: every message's content and the arguments of every tool call in
- * the conversation, which the model reads as much as the content (and the strings in them as
- * decoded, when they hold escapes), every string in the arguments of the tool call the action
+ * The text that patterns judge: every message's content, and the names, ids and arguments of
+ * every tool call in the conversation (and each result's tool_call_id), which the model reads as
+ * much as the content (and the strings in the arguments as decoded, when they hold escapes),
+ * every string in the arguments of the tool call the action
  * itself is about (`tool`) and every string in the definitions of the tools it offers the model
  * (names, descriptions, parameter schemas with their keys and numbers: the model reads those too,
  * and they could carry what a pattern stops) and in its tool_choice; and the folded form of each

@@ -425,6 +425,14 @@ describe('the policy engine: every rule type', () => {
     expect(result?.toolCallId).toBe('call_x');
   });
 
+  it('reads a tool call whose escaped arguments hold 150,000 strings (no argument list too long)', () => {
+    // One escape (a newline) has its strings decoded: 150,000 texts from one tool call.
+    const args = JSON.stringify({ list: Array<string>(150_000).fill(''), note: 'a\nb' });
+    const call = { id: 'call_1', type: 'function' as const, function: { name: 'f', arguments: args } };
+    const a = action({ messages: [{ role: 'assistant', content: '', toolCalls: [call] }] });
+    expect(decide([policy([{ type: 'deny_pattern', pattern: 'zzz' }])], a).verdict).toBe('allow');
+  });
+
   it('counts each text as work however short, so a schema of many empty strings is not taken for none (QA)', () => {
     const many = action({
       offeredTools: [fn('f', { parameters: { enum: Array<string>(100_000).fill('') } })],
