@@ -327,8 +327,9 @@ const newHolds = (held: RuleOutcome[], deciding: RuleOutcome[]) =>
  * a require_approval they do apply (modifiedAction), though only the approval's reasons are
  * reported: the approver is asked about the request exactly as it would run, redacted and
  * clamped. A modify composes every enforced modification, and the action a redaction makes is
- * judged again: a deny of it denies, and an approval it needs is asked for. Shadow policies are evaluated alike but only recorded,
- * each reason with the verdict it would have given; they never change the verdict or the action.
+ * judged again: a deny of it denies, and an approval it needs is asked for. Shadow policies are
+ * evaluated alike but only recorded, each reason with the verdict it would have given; they never
+ * change the verdict or the action.
  * Any error is a deny that says so and names its policy (policy_evaluation_failed).
  */
 export function evaluatePolicies(
