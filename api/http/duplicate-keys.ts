@@ -26,24 +26,21 @@ export interface RefusedKey {
 }
 
 /**
- * The first key that one object of `text` (JSON that JSON.parse took) names twice, or null.
- * JSON.parse keeps the last of them silently, while a proxy, a log or a reviewer reading the
- * request may take the first: `{"scopes":["read"],"scopes":["org:admin"]}` would mint an admin key
- * that reads as a read-only one. Keys are compared as decoded (`"a"` and `"\u0061"` are one).
- * Strings are skipped with indexOf, so a large prompt costs about what copying it would.
+ * A key the body may not hold, or null: the first key that one object of `text` (JSON that
+ * JSON.parse took) names twice, else a key `__proto__` anywhere.
+ * - Named twice: JSON.parse keeps the last of them silently, while a proxy, a log or a reviewer
+ *   reading the request may take the first: `{"scopes":["read"],"scopes":["org:admin"]}` would
+ *   mint an admin key that reads as a read-only one.
+ * - `__proto__`: copying the parsed body into objects (validation does) sets their prototype
+ *   instead of keeping it, so the key would vanish from what is stored and sent (QA: a tool
+ *   schema's `__proto__` reached the provider as `{}`).
+ * Keys are compared as decoded (`"a"` and `"\u0061"` are one). Strings are skipped with indexOf,
+ * so a large prompt costs about what copying it would.
  */
-export const duplicateKey = (text: string): string | null => scanKeys(text, false)?.key ?? null;
-
-/**
- * As duplicateKey, and a key `__proto__` too (however escaped): copying the parsed body into
- * objects (validation does) would set their prototype instead of keeping it, and the key would
- * vanish from what is stored and sent (QA: a tool schema's `__proto__` reached the provider as `{}`).
- */
-export const refusedKey = (text: string): RefusedKey | null => scanKeys(text, true);
-
-function scanKeys(text: string, refuseReserved: boolean): RefusedKey | null {
+export function refusedKey(text: string): RefusedKey | null {
   /** Per open container, innermost last: the keys an object has named so far; null for an array. */
   const open: Array<Set<string> | null> = [];
+  let reserved = false;
   for (let at = 0; at < text.length; at++) {
     const code = text.charCodeAt(at);
     if (code === QUOTE) {
@@ -53,7 +50,7 @@ function scanKeys(text: string, refuseReserved: boolean): RefusedKey | null {
         const raw = text.slice(at, close + 1);
         const key = raw.includes('\\') ? (JSON.parse(raw) as string) : raw.slice(1, -1);
         if (keys.has(key)) return { key, reason: 'repeated' };
-        if (refuseReserved && key === '__proto__') return { key, reason: 'reserved' };
+        if (key === '__proto__') reserved = true;
         keys.add(key);
       }
       at = close;
@@ -61,5 +58,5 @@ function scanKeys(text: string, refuseReserved: boolean): RefusedKey | null {
     else if (code === 0x5b) open.push(null);
     else if (code === 0x7d || code === 0x5d) open.pop();
   }
-  return null;
+  return reserved ? { key: '__proto__', reason: 'reserved' } : null;
 }

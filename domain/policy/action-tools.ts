@@ -4,6 +4,8 @@ import type { Action } from './policy';
 
 interface Derived {
   tools: string[];
+  /** Each of `tools` as rules compare it (toolKey). */
+  toolKeys: string[];
   /** The texts as sent, then the folded form of each that folding changes. */
   texts: string[];
   /** What a scan of every text reads, folded forms included, each text weighing TEXT_WEIGHT more. */
@@ -38,7 +40,14 @@ function derived(action: Action): Derived {
     }
     const foldedLength = lengthOf(folded);
     const all = folded.length > 0 ? sent.concat(folded) : sent;
-    found = { tools: toolNames(action), texts: all, textLength: lengthOf(sent) + foldedLength, foldedLength };
+    const tools = toolNames(action);
+    found = {
+      tools,
+      toolKeys: tools.map(toolKey),
+      texts: all,
+      textLength: lengthOf(sent) + foldedLength,
+      foldedLength,
+    };
     memo.set(action, found);
   }
   return found;
@@ -161,6 +170,16 @@ function mapDefinition(value: unknown, change: (text: string) => string): unknow
  * model may call, or has called, is as much the agent's use of it as a call made directly.
  */
 export const toolNamesOf = (action: Action): string[] => derived(action).tools;
+
+/**
+ * A tool name as rules compare it: folded (fullwidth letters, invisible characters) and in lower
+ * case, so that `Danger`, `ｄａｎｇｅｒ` or `dan\u200bger` is the `danger` a rule names (QA: an
+ * agent names its own tools; a person reading "danger" must not be approving something else).
+ */
+export const toolKey = (name: string): string => foldText(name).toLowerCase();
+
+/** toolNamesOf's names as rules compare them, in the same order. */
+export const toolKeysOf = (action: Action): string[] => derived(action).toolKeys;
 
 /** The function a Chat Completions `tool_choice` forces (`{ type: "function", function: { name } }`), if any. */
 const chosenToolName = (choice: unknown): string | undefined => {

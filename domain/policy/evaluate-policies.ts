@@ -1,5 +1,5 @@
 import { RE2JS } from 're2js';
-import { mapActionTexts, textsOf, toolNamesOf } from './action-tools';
+import { mapActionTexts, textsOf, toolKey, toolKeysOf, toolNamesOf } from './action-tools';
 import { foldText } from './fold-text';
 import type { CompiledPolicy, CompiledPolicySet, CompiledRule } from './compile-policies';
 import { PatternBudget } from './pattern-budget';
@@ -30,17 +30,23 @@ interface RuleOutcome {
 const inList = (list: readonly string[] | undefined, value: string | null | undefined): boolean =>
   list === undefined || (value !== null && value !== undefined && list.includes(value));
 
-/**
- * A tool name as rules compare it: folded (fullwidth letters, invisible characters) and in lower
- * case, so that `Danger`, `ｄａｎｇｅｒ` or `dan\u200bger` is the `danger` a rule names (QA: an
- * agent names its own tools; a person reading "danger" must not be approving something else).
- */
-const toolKey = (name: string): string => foldText(name).toLowerCase();
+/** A rule's tool list as keys (toolKey), worked out once per compiled list. */
+const listKeys = new WeakMap<readonly string[], ReadonlySet<string>>();
+
+function keysOf(list: readonly string[]): ReadonlySet<string> {
+  let keys = listKeys.get(list);
+  if (!keys) {
+    keys = new Set(list.map(toolKey));
+    listKeys.set(list, keys);
+  }
+  return keys;
+}
 
 /** The first of the action's tools (action-tools.ts) that `list` names, if any. */
 const listedTool = (list: readonly string[], action: Action): string | undefined => {
-  const keys = new Set(list.map(toolKey));
-  return toolNamesOf(action).find((name) => keys.has(toolKey(name)));
+  const keys = keysOf(list);
+  const at = toolKeysOf(action).findIndex((key) => keys.has(key));
+  return at === -1 ? undefined : toolNamesOf(action)[at];
 };
 
 /**
@@ -352,11 +358,15 @@ export function evaluatePolicies(
       const again = redacted
         ? judgedOnceRedacted(compiled, result.action, context, budgets.enforce)
         : { denied: [], held: [] };
-      modifiedAction = again.denied.length > 0 ? null : result.action;
       if (again.denied.length > 0) [verdict, deciding] = ['deny', again.denied];
-      else if (again.held.length > 0 && verdict === 'modify')
-        [verdict, deciding] = ['require_approval', again.held];
-      else if (again.held.length > 0) deciding = [...deciding, ...newHolds(again.held, deciding)];
+      else {
+        modifiedAction = result.action;
+        // Held now for what the redaction made of it: alone, or beside the holds already asked for.
+        if (again.held.length > 0) {
+          deciding = verdict === 'modify' ? again.held : [...deciding, ...newHolds(again.held, deciding)];
+          verdict = 'require_approval';
+        }
+      }
     }
   }
   return {
