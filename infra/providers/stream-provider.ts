@@ -35,6 +35,10 @@ export const toolCallTextOf = (calls: Iterable<{ name: string; arguments: string
 
 const aborted = () =>
   new ProviderError('final', 'provider_aborted', 'the client hung up; the call was stopped');
+const notAStream = () =>
+  badResponse(
+    'a 2xx answer without server-sent events (does this provider, or a gateway in front of it, support stream: true?)',
+  );
 const connectionLost = () =>
   new ProviderError('retryable', 'provider_connection_lost', 'the stream from the provider broke');
 
@@ -120,12 +124,19 @@ export async function streamProvider(
       res.retryAfter,
     );
   let finished = false;
+  let events = 0;
   try {
-    for await (const data of sseData(res.chunks, transport.maxBytes))
+    for await (const data of sseData(res.chunks, transport.maxBytes)) {
+      events++;
       if ((finished = parser.event(data))) break;
+    }
   } catch (err) {
     throw broken(err, parser, req, res.deadline.aborted);
   }
+  // A whole 2xx body without one event (a JSON completion from a gateway that ignores `stream`,
+  // an HTML page) is an answer that cannot be read, not a lost connection: asking again would be
+  // billed again for the same answer.
+  if (events === 0 && !res.signal.aborted) throw broken(notAStream(), parser, req, false);
   // A body that ended before the provider's end marker was cut off on the way, unless the usage
   // (which comes last) had arrived: some compatible servers never send the marker.
   if (!finished && (parser.usage === null || res.signal.aborted))

@@ -33,6 +33,15 @@ const end = (res: ServerResponse, completionTokens: number) => {
   res.end('data: [DONE]\n\n');
 };
 
+/** A whole chat completion, as a gateway that ignores `stream` answers. */
+const wholeAnswer = (res: ServerResponse): void =>
+  void res.writeHead(200, { 'content-type': 'application/json' }).end(
+    JSON.stringify({
+      choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 10, completion_tokens: 5 },
+    }),
+  );
+
 /** The stub's answer, chosen by the marker the prompt starts with. */
 function answer(req: RecordedRequest, res: ServerResponse): void {
   const prompt = (req.body as { messages: { content: string }[] }).messages[0]?.content ?? '';
@@ -41,6 +50,7 @@ function answer(req: RecordedRequest, res: ServerResponse): void {
     if (!res.writableFinished) cutOff.add(marker);
   });
   if (marker.startsWith('never')) return; // accepted, never answered
+  if (marker.startsWith('whole')) return wholeAnswer(res);
   res.writeHead(200, { 'content-type': 'text/event-stream' });
   if (marker.startsWith('flood')) {
     for (let i = 0; i < 20_000; i++) write(res, piece('x'));
@@ -137,6 +147,21 @@ it('does not try a stream again once its pieces reached the client: it ends with
   expect(sentWith('broken')).toBe(1);
   // Charged what arrived (one token per byte at most), not the 1000-token reservation.
   expect(done.usage?.output_tokens).toBeLessThan(100);
+});
+
+it('a whole JSON answer to a stream is not taken for a lost connection: one provider call, no retry', async () => {
+  const { id } = await session();
+  const refused = await clientFor(id)
+    .chat.completions.create(ask('whole'))
+    .catch((err: unknown) => err);
+  // Nothing had gone to the client, so the failure is the answer's status.
+  expect(refused).toMatchObject({ status: 502, code: 'provider_bad_response' });
+  const invocationId = (refused as InstanceType<typeof OpenAI.APIError>).headers?.get('x-invocation-id');
+  const done = await finished(app.http, key, invocationId as string);
+  expect(done).toMatchObject({ status: 'failed', error: { error_code: 'provider_bad_response' } });
+  expect(sentWith('whole')).toBe(1);
+  // An answer that could not be read may still be billed: one call, at the reservation.
+  expect(done.usage?.output_tokens).toBe(1000);
 });
 
 it('a client that hangs up before the first piece stops the provider call, which is charged as unknown', async () => {

@@ -26,6 +26,12 @@ const request = (over: Partial<CompletionRequest> = {}): CompletionRequest => ({
   ...over,
 });
 
+/** A whole (not streamed) chat completion, as a gateway that ignores `stream` answers. */
+const COMPLETION = {
+  choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
+  usage: { prompt_tokens: 10, completion_tokens: 5 },
+};
+
 describe('openai and openai_compatible, streamed', () => {
   it('hands on the pieces in order and resolves with the assembled answer and the usage chunk', async () => {
     stub.handler = (_req, res) =>
@@ -97,6 +103,26 @@ describe('openai and openai_compatible, streamed', () => {
       streamed: { content: 'x' },
     });
   });
+
+  it.each([
+    ['a JSON completion (a gateway that ignores stream)', 'application/json', JSON.stringify(COMPLETION)],
+    ['an HTML page', 'text/html', '<html><body>sign in to the proxy</body></html>'],
+    ['an empty body', 'text/event-stream', ''],
+  ])(
+    'a whole 2xx answer with no event in it (%s) is a bad response, final, not a lost connection',
+    async (_what, type, body) => {
+      stub.handler = (_req, res) => res.writeHead(200, { 'content-type': type }).end(body);
+      const { pieces, error } = await collect(router, request());
+      expect(pieces).toEqual([]);
+      expect(error).toMatchObject({
+        kind: 'final',
+        code: 'provider_bad_response',
+        delivery: 'unknown',
+        streamed: { content: '', usage: null },
+      });
+      expect(error?.message).toContain('without server-sent events');
+    },
+  );
 
   it('an abort through the signal stops the call: provider_aborted, delivery unknown', async () => {
     // A piece that cannot start a form of the secret, so it is not held back (answer-secrets.ts).
@@ -221,6 +247,17 @@ describe('anthropic, streamed', () => {
       },
       { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: 'clear' }] },
     ]);
+  });
+
+  it('a whole Messages answer to a streamed request is a bad response, final', async () => {
+    stub.answer(200, {
+      model: 'claude-haiku-4-5',
+      content: [{ type: 'text', text: 'Sunny.' }],
+      stop_reason: 'end_turn',
+      usage: { input_tokens: 30, output_tokens: 2 },
+    });
+    const { error } = await collect(router, request({ provider: 'anthropic', baseUrl: stub.url }));
+    expect(error).toMatchObject({ kind: 'final', code: 'provider_bad_response', delivery: 'unknown' });
   });
 });
 
