@@ -214,6 +214,9 @@ export function buildOpenApi(routes: RouteDef[]) {
         'several will do, x-accepted-scopes lists them all.',
         'Lists are newest first with `limit` (1..100, default 20) and an opaque `cursor`.',
         "Another org's resource answers 404.",
+        'A request whose headers do not arrive within CP_HEADERS_TIMEOUT_MS (10 s), or whose whole body does',
+        'not within CP_REQUEST_TIMEOUT_MS (30 s), is answered 408 request_timeout and its connection closed;',
+        'the answer itself is not timed.',
         REQUEST_ID_RULE,
         UNSTORABLE_INPUT_RULE,
         `Error codes and statuses: ${Object.entries(ERROR_STATUS)

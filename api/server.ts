@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerOptions } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Infra } from '../infra/container';
 import { createApp, type AppOptions } from './app';
@@ -11,6 +11,17 @@ export interface RunningApi {
   close(): Promise<void>;
 }
 
+/**
+ * How long a request may take to arrive (not to be answered: long polls and streams are not cut).
+ * Node refuses a headers timeout above the request's, and checks both only every
+ * connectionsCheckingInterval (30 s unless set), which would add up to that to each.
+ */
+function arrivalLimits(infra: Infra): ServerOptions {
+  const requestTimeout = infra.config.CP_REQUEST_TIMEOUT_MS;
+  const headersTimeout = Math.min(infra.config.CP_HEADERS_TIMEOUT_MS, requestTimeout);
+  return { requestTimeout, headersTimeout, connectionsCheckingInterval: Math.min(1000, headersTimeout) };
+}
+
 export async function startApi(
   infra: Infra,
   port = infra.config.PORT,
@@ -19,7 +30,7 @@ export async function startApi(
 ): Promise<RunningApi> {
   // Waiting clients are answered from one subscription per process: open it before taking requests.
   await infra.completions.listen();
-  const server = createServer(createApp(infra, options).callback());
+  const server = createServer(arrivalLimits(infra), createApp(infra, options).callback());
   server.keepAliveTimeout = 65_000;
   answerClientErrors(server);
   if (!infra.config.CP_TRUST_PROXY)

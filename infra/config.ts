@@ -42,6 +42,10 @@ const schema = z
     CP_TRUST_PROXY: bool.default(false),
     // Open connections one client address may hold (not applied behind a proxy: CP_TRUST_PROXY).
     CP_MAX_CONNECTIONS_PER_CLIENT: int(1, 1_000_000).default(1024),
+    // A request's headers, then the whole request, must arrive within these, else 408: a client
+    // that stalls mid-request does not hold its connection for Node's five minutes.
+    CP_HEADERS_TIMEOUT_MS: int(100, 600_000).default(10_000),
+    CP_REQUEST_TIMEOUT_MS: int(100, 600_000).default(30_000),
     // Start although what the database holds was sealed under master keys not configured (lost).
     CP_MASTER_KEY_LOST: bool.default(false),
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
