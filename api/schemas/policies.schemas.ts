@@ -18,7 +18,10 @@ import { isoInput, notRoundedToZero, ROUNDS_TO_ZERO, timestamp } from './common'
 /** Every list of a policy: present means non-empty (an empty list would match nothing, silently). */
 const list = <T extends z.ZodType>(item: T) => z.array(item).min(1).max(MAX_LIST_ITEMS);
 const name = z.string().trim().min(1).max(100);
-const models = list(modelName);
+const models = list(modelName).meta({
+  description:
+    'Model names. In deny_models, applies_to and require_approval.when, a listed alias (a name without a date: gpt-4o-mini, claude-3-5-haiku-latest, claude-opus-4-0) also covers its dated snapshots (gpt-4o-mini-2024-07-18, claude-3-5-haiku-20241022, claude-opus-4-20250514); a listed snapshot covers only itself. allow_models_only is exact: list every snapshot it allows.',
+});
 const tools = list(name).meta({
   description:
     "Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it.",

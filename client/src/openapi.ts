@@ -3628,6 +3628,7 @@ export interface operations {
               /** @description Every list given must match the action; an absent list matches every action. */
               applies_to: {
                 agent_ids?: string[];
+                /** @description Model names. In deny_models, applies_to and require_approval.when, a listed alias (a name without a date: gpt-4o-mini, claude-3-5-haiku-latest, claude-opus-4-0) also covers its dated snapshots (gpt-4o-mini-2024-07-18, claude-3-5-haiku-20241022, claude-opus-4-20250514); a listed snapshot covers only itself. allow_models_only is exact: list every snapshot it allows. */
                 models?: string[];
                 action_types?: string[];
                 /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
@@ -3637,11 +3638,13 @@ export interface operations {
                 | {
                     /** @constant */
                     type: 'deny_models';
+                    /** @description Model names. In deny_models, applies_to and require_approval.when, a listed alias (a name without a date: gpt-4o-mini, claude-3-5-haiku-latest, claude-opus-4-0) also covers its dated snapshots (gpt-4o-mini-2024-07-18, claude-3-5-haiku-20241022, claude-opus-4-20250514); a listed snapshot covers only itself. allow_models_only is exact: list every snapshot it allows. */
                     models: string[];
                   }
                 | {
                     /** @constant */
                     type: 'allow_models_only';
+                    /** @description Model names. In deny_models, applies_to and require_approval.when, a listed alias (a name without a date: gpt-4o-mini, claude-3-5-haiku-latest, claude-opus-4-0) also covers its dated snapshots (gpt-4o-mini-2024-07-18, claude-3-5-haiku-20241022, claude-opus-4-20250514); a listed snapshot covers only itself. allow_models_only is exact: list every snapshot it allows. */
                     models: string[];
                   }
                 | {
@@ -3684,6 +3687,7 @@ export interface operations {
                      * @default {}
                      */
                     when: {
+                      /** @description Model names. In deny_models, applies_to and require_approval.when, a listed alias (a name without a date: gpt-4o-mini, claude-3-5-haiku-latest, claude-opus-4-0) also covers its dated snapshots (gpt-4o-mini-2024-07-18, claude-3-5-haiku-20241022, claude-opus-4-20250514); a listed snapshot covers only itself. allow_models_only is exact: list every snapshot it allows. */
                       models?: string[];
                       /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
                       tools?: string[];
@@ -3792,6 +3796,7 @@ export interface operations {
            */
           applies_to?: {
             agent_ids?: string[];
+            /** @description Model names. In deny_models, applies_to and require_approval.when, a listed alias (a name without a date: gpt-4o-mini, claude-3-5-haiku-latest, claude-opus-4-0) also covers its dated snapshots (gpt-4o-mini-2024-07-18, claude-3-5-haiku-20241022, claude-opus-4-20250514); a listed snapshot covers only itself. allow_models_only is exact: list every snapshot it allows. */
             models?: string[];
             action_types?: string[];
             /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
@@ -3801,11 +3806,13 @@ export interface operations {
             | {
                 /** @constant */
                 type: 'deny_models';
+                /** @description Model names. In deny_models, applies_to and require_approval.when, a listed alias (a name without a date: gpt-4o-mini, claude-3-5-haiku-latest, claude-opus-4-0) also covers its dated snapshots (gpt-4o-mini-2024-07-18, claude-3-5-haiku-20241022, claude-opus-4-20250514); a listed snapshot covers only itself. allow_models_only is exact: list every snapshot it allows. */
                 models: string[];
               }
             | {
                 /** @constant */
                 type: 'allow_models_only';
+                /** @description Model names. In deny_models, applies_to and require_approval.when, a listed alias (a name without a date: gpt-4o-mini, claude-3-5-haiku-latest, claude-opus-4-0) also covers its dated snapshots (gpt-4o-mini-2024-07-18, claude-3-5-haiku-20241022, claude-opus-4-20250514); a listed snapshot covers only itself. allow_models_only is exact: list every snapshot it allows. */
                 models: string[];
               }
             | {
@@ -3848,6 +3855,7 @@ export interface operations {
                  * @default {}
                  */
                 when?: {
+                  /** @description Model names. In deny_models, applies_to and require_approval.when, a listed alias (a name without a date: gpt-4o-mini, claude-3-5-haiku-latest, claude-opus-4-0) also covers its dated snapshots (gpt-4o-mini-2024-07-18, claude-3-5-haiku-20241022, claude-opus-4-20250514); a listed snapshot covers only itself. allow_models_only is exact: list every snapshot it allows. */
                   models?: string[];
                   /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
                   tools?: string[];
@@ -3880,6 +3888,7 @@ export interface operations {
             /** @description Every list given must match the action; an absent list matches every action. */
             applies_to: {
               agent_ids?: string[];
+              /** @description Model names. In deny_models, applies_to and require_approval.when, a listed alias (a name without a date: gpt-4o-mini, claude-3-5-haiku-latest, claude-opus-4-0) also covers its dated snapshots (gpt-4o-mini-2024-07-18, claude-3-5-haiku-20241022, claude-opus-4-20250514); a listed snapshot covers only itself. allow_models_only is exact: list every snapshot it allows. */
               models?: string[];
               action_types?: string[];
               /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
@@ -3889,11 +3898,13 @@ export interface operations {
               | {
                   /** @constant */
                   type: 'deny_models';
+                  /** @description Model names. In deny_models, applies_to and require_approval.when, a listed alias (a name without a date: gpt-4o-mini, claude-3-5-haiku-latest, claude-opus-4-0) also covers its dated snapshots (gpt-4o-mini-2024-07-18, claude-3-5-haiku-20241022, claude-opus-4-20250514); a listed snapshot covers only itself. allow_models_only is exact: list every snapshot it allows. */
                   models: string[];
                 }
               | {
                   /** @constant */
                   type: 'allow_models_only';
+                  /** @description Model names. In deny_models, applies_to and require_approval.when, a listed alias (a name without a date: gpt-4o-mini, claude-3-5-haiku-latest, claude-opus-4-0) also covers its dated snapshots (gpt-4o-mini-2024-07-18, claude-3-5-haiku-20241022, claude-opus-4-20250514); a listed snapshot covers only itself. allow_models_only is exact: list every snapshot it allows. */
                   models: string[];
                 }
               | {
@@ -3936,6 +3947,7 @@ export interface operations {
                    * @default {}
                    */
                   when: {
+                    /** @description Model names. In deny_models, applies_to and require_approval.when, a listed alias (a name without a date: gpt-4o-mini, claude-3-5-haiku-latest, claude-opus-4-0) also covers its dated snapshots (gpt-4o-mini-2024-07-18, claude-3-5-haiku-20241022, claude-opus-4-20250514); a listed snapshot covers only itself. allow_models_only is exact: list every snapshot it allows. */
                     models?: string[];
                     /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
                     tools?: string[];
@@ -4062,6 +4074,7 @@ export interface operations {
              */
             applies_to?: {
               agent_ids?: string[];
+              /** @description Model names. In deny_models, applies_to and require_approval.when, a listed alias (a name without a date: gpt-4o-mini, claude-3-5-haiku-latest, claude-opus-4-0) also covers its dated snapshots (gpt-4o-mini-2024-07-18, claude-3-5-haiku-20241022, claude-opus-4-20250514); a listed snapshot covers only itself. allow_models_only is exact: list every snapshot it allows. */
               models?: string[];
               action_types?: string[];
               /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
@@ -4071,11 +4084,13 @@ export interface operations {
               | {
                   /** @constant */
                   type: 'deny_models';
+                  /** @description Model names. In deny_models, applies_to and require_approval.when, a listed alias (a name without a date: gpt-4o-mini, claude-3-5-haiku-latest, claude-opus-4-0) also covers its dated snapshots (gpt-4o-mini-2024-07-18, claude-3-5-haiku-20241022, claude-opus-4-20250514); a listed snapshot covers only itself. allow_models_only is exact: list every snapshot it allows. */
                   models: string[];
                 }
               | {
                   /** @constant */
                   type: 'allow_models_only';
+                  /** @description Model names. In deny_models, applies_to and require_approval.when, a listed alias (a name without a date: gpt-4o-mini, claude-3-5-haiku-latest, claude-opus-4-0) also covers its dated snapshots (gpt-4o-mini-2024-07-18, claude-3-5-haiku-20241022, claude-opus-4-20250514); a listed snapshot covers only itself. allow_models_only is exact: list every snapshot it allows. */
                   models: string[];
                 }
               | {
@@ -4118,6 +4133,7 @@ export interface operations {
                    * @default {}
                    */
                   when?: {
+                    /** @description Model names. In deny_models, applies_to and require_approval.when, a listed alias (a name without a date: gpt-4o-mini, claude-3-5-haiku-latest, claude-opus-4-0) also covers its dated snapshots (gpt-4o-mini-2024-07-18, claude-3-5-haiku-20241022, claude-opus-4-20250514); a listed snapshot covers only itself. allow_models_only is exact: list every snapshot it allows. */
                     models?: string[];
                     /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
                     tools?: string[];
@@ -4275,6 +4291,7 @@ export interface operations {
             /** @description Every list given must match the action; an absent list matches every action. */
             applies_to: {
               agent_ids?: string[];
+              /** @description Model names. In deny_models, applies_to and require_approval.when, a listed alias (a name without a date: gpt-4o-mini, claude-3-5-haiku-latest, claude-opus-4-0) also covers its dated snapshots (gpt-4o-mini-2024-07-18, claude-3-5-haiku-20241022, claude-opus-4-20250514); a listed snapshot covers only itself. allow_models_only is exact: list every snapshot it allows. */
               models?: string[];
               action_types?: string[];
               /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
@@ -4284,11 +4301,13 @@ export interface operations {
               | {
                   /** @constant */
                   type: 'deny_models';
+                  /** @description Model names. In deny_models, applies_to and require_approval.when, a listed alias (a name without a date: gpt-4o-mini, claude-3-5-haiku-latest, claude-opus-4-0) also covers its dated snapshots (gpt-4o-mini-2024-07-18, claude-3-5-haiku-20241022, claude-opus-4-20250514); a listed snapshot covers only itself. allow_models_only is exact: list every snapshot it allows. */
                   models: string[];
                 }
               | {
                   /** @constant */
                   type: 'allow_models_only';
+                  /** @description Model names. In deny_models, applies_to and require_approval.when, a listed alias (a name without a date: gpt-4o-mini, claude-3-5-haiku-latest, claude-opus-4-0) also covers its dated snapshots (gpt-4o-mini-2024-07-18, claude-3-5-haiku-20241022, claude-opus-4-20250514); a listed snapshot covers only itself. allow_models_only is exact: list every snapshot it allows. */
                   models: string[];
                 }
               | {
@@ -4331,6 +4350,7 @@ export interface operations {
                    * @default {}
                    */
                   when: {
+                    /** @description Model names. In deny_models, applies_to and require_approval.when, a listed alias (a name without a date: gpt-4o-mini, claude-3-5-haiku-latest, claude-opus-4-0) also covers its dated snapshots (gpt-4o-mini-2024-07-18, claude-3-5-haiku-20241022, claude-opus-4-20250514); a listed snapshot covers only itself. allow_models_only is exact: list every snapshot it allows. */
                     models?: string[];
                     /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
                     tools?: string[];
@@ -4448,6 +4468,7 @@ export interface operations {
            */
           applies_to?: {
             agent_ids?: string[];
+            /** @description Model names. In deny_models, applies_to and require_approval.when, a listed alias (a name without a date: gpt-4o-mini, claude-3-5-haiku-latest, claude-opus-4-0) also covers its dated snapshots (gpt-4o-mini-2024-07-18, claude-3-5-haiku-20241022, claude-opus-4-20250514); a listed snapshot covers only itself. allow_models_only is exact: list every snapshot it allows. */
             models?: string[];
             action_types?: string[];
             /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
@@ -4457,11 +4478,13 @@ export interface operations {
             | {
                 /** @constant */
                 type: 'deny_models';
+                /** @description Model names. In deny_models, applies_to and require_approval.when, a listed alias (a name without a date: gpt-4o-mini, claude-3-5-haiku-latest, claude-opus-4-0) also covers its dated snapshots (gpt-4o-mini-2024-07-18, claude-3-5-haiku-20241022, claude-opus-4-20250514); a listed snapshot covers only itself. allow_models_only is exact: list every snapshot it allows. */
                 models: string[];
               }
             | {
                 /** @constant */
                 type: 'allow_models_only';
+                /** @description Model names. In deny_models, applies_to and require_approval.when, a listed alias (a name without a date: gpt-4o-mini, claude-3-5-haiku-latest, claude-opus-4-0) also covers its dated snapshots (gpt-4o-mini-2024-07-18, claude-3-5-haiku-20241022, claude-opus-4-20250514); a listed snapshot covers only itself. allow_models_only is exact: list every snapshot it allows. */
                 models: string[];
               }
             | {
@@ -4504,6 +4527,7 @@ export interface operations {
                  * @default {}
                  */
                 when?: {
+                  /** @description Model names. In deny_models, applies_to and require_approval.when, a listed alias (a name without a date: gpt-4o-mini, claude-3-5-haiku-latest, claude-opus-4-0) also covers its dated snapshots (gpt-4o-mini-2024-07-18, claude-3-5-haiku-20241022, claude-opus-4-20250514); a listed snapshot covers only itself. allow_models_only is exact: list every snapshot it allows. */
                   models?: string[];
                   /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
                   tools?: string[];
@@ -4536,6 +4560,7 @@ export interface operations {
             /** @description Every list given must match the action; an absent list matches every action. */
             applies_to: {
               agent_ids?: string[];
+              /** @description Model names. In deny_models, applies_to and require_approval.when, a listed alias (a name without a date: gpt-4o-mini, claude-3-5-haiku-latest, claude-opus-4-0) also covers its dated snapshots (gpt-4o-mini-2024-07-18, claude-3-5-haiku-20241022, claude-opus-4-20250514); a listed snapshot covers only itself. allow_models_only is exact: list every snapshot it allows. */
               models?: string[];
               action_types?: string[];
               /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
@@ -4545,11 +4570,13 @@ export interface operations {
               | {
                   /** @constant */
                   type: 'deny_models';
+                  /** @description Model names. In deny_models, applies_to and require_approval.when, a listed alias (a name without a date: gpt-4o-mini, claude-3-5-haiku-latest, claude-opus-4-0) also covers its dated snapshots (gpt-4o-mini-2024-07-18, claude-3-5-haiku-20241022, claude-opus-4-20250514); a listed snapshot covers only itself. allow_models_only is exact: list every snapshot it allows. */
                   models: string[];
                 }
               | {
                   /** @constant */
                   type: 'allow_models_only';
+                  /** @description Model names. In deny_models, applies_to and require_approval.when, a listed alias (a name without a date: gpt-4o-mini, claude-3-5-haiku-latest, claude-opus-4-0) also covers its dated snapshots (gpt-4o-mini-2024-07-18, claude-3-5-haiku-20241022, claude-opus-4-20250514); a listed snapshot covers only itself. allow_models_only is exact: list every snapshot it allows. */
                   models: string[];
                 }
               | {
@@ -4592,6 +4619,7 @@ export interface operations {
                    * @default {}
                    */
                   when: {
+                    /** @description Model names. In deny_models, applies_to and require_approval.when, a listed alias (a name without a date: gpt-4o-mini, claude-3-5-haiku-latest, claude-opus-4-0) also covers its dated snapshots (gpt-4o-mini-2024-07-18, claude-3-5-haiku-20241022, claude-opus-4-20250514); a listed snapshot covers only itself. allow_models_only is exact: list every snapshot it allows. */
                     models?: string[];
                     /** @description Tool names. An action involves a tool when it is the action's `tool`, a function tool an invoke offers the model (Chat Completions `tools`), or a tool called in its messages (`tool_calls`); the list matches when any of them is on it. */
                     tools?: string[];

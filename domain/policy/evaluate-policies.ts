@@ -1,6 +1,7 @@
 import { RE2JS } from 're2js';
 import { mapActionTexts, textsOf, toolKey, toolKeysOf, toolNamesOf } from './action-tools';
 import { foldText } from './fold-text';
+import { modelListOf } from './model-names';
 import type { CompiledPolicy, CompiledPolicySet, CompiledRule } from './compile-policies';
 import { PatternBudget } from './pattern-budget';
 import type {
@@ -49,13 +50,17 @@ const listedTool = (list: readonly string[], action: Action): string | undefined
   return at === -1 ? undefined : toolNamesOf(action)[at];
 };
 
+/** Whether `list` names the action's model, or the alias a dated snapshot of it is (model-names.ts). */
+const listedModel = (list: readonly string[], action: Action): boolean =>
+  !!action.model && modelListOf(list).has(action.model);
+
 /**
  * Every listed dimension must match; one the action lacks (a tool list, no tool) does not. A tool
  * list matches when any tool the action involves is on it.
  */
 export const appliesTo = (a: AppliesTo, action: Action, context: EvaluationContext): boolean =>
   inList(a.agentIds, context.agentId) &&
-  inList(a.models, action.model) &&
+  (a.models === undefined || listedModel(a.models, action)) &&
   inList(a.actionTypes, action.type) &&
   (a.tools === undefined || listedTool(a.tools, action) !== undefined);
 
@@ -83,7 +88,7 @@ const over = (value: number, limit: number) => !(value <= limit);
 
 function approvalNeeded(rule: Extract<CompiledRule['rule'], { type: 'require_approval' }>, action: Action) {
   const { models, tools, minEstimatedCostUsd } = rule.when;
-  if (models && !(action.model && models.includes(action.model))) return false;
+  if (models && !listedModel(models, action)) return false;
   if (tools && listedTool(tools, action) === undefined) return false;
   if (minEstimatedCostUsd === undefined) return true;
   // A cost it cannot judge (none, or not a number) asks a person rather than letting it through.
@@ -109,7 +114,7 @@ function evaluateRule(
     outcome(policy, compiled, verdict, code, what);
   switch (rule.type) {
     case 'deny_models':
-      return action.model && rule.models.includes(action.model)
+      return listedModel(rule.models, action)
         ? say('deny', 'model_denied', `model ${action.model} is denied`)
         : null;
     case 'allow_models_only':

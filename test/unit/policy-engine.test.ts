@@ -122,6 +122,39 @@ describe('the policy engine: every rule type', () => {
     expect(decide([p], without('model')).verdict).toBe('allow');
   });
 
+  it.each([
+    ['gpt-4o-mini', 'gpt-4o-mini-2024-07-18', true],
+    ['claude-3-5-haiku-latest', 'claude-3-5-haiku-20241022', true],
+    ['claude-opus-4-0', 'claude-opus-4-20250514', true],
+    ['claude-opus-4-1', 'claude-opus-4-1-20250805', true],
+    ['gpt-4o', 'gpt-4o-mini', false],
+    ['gpt-4o', 'gpt-4o-mini-2024-07-18', false],
+    ['claude-opus-4-0', 'claude-opus-4-1', false],
+    ['gpt-4o-2024-08-06', 'gpt-4o', false],
+    ['gpt-4o-2024-08-06', 'gpt-4o-2024-11-20', false],
+  ])('deny_models listing %s, asked for %s: denied %s', (listed, asked, denied) => {
+    const p = policy([{ type: 'deny_models', models: [listed] }]);
+    expect(decide([p], action({ model: asked })).verdict).toBe(denied ? 'deny' : 'allow');
+  });
+
+  it('an alias listed in applies_to or require_approval.when also covers its dated snapshots', () => {
+    const snapshot = action({ model: 'gpt-4o-mini-2024-07-18' });
+    const scoped = policy([RULE_FOR.require_approval as Rule], { appliesTo: { models: ['gpt-4o-mini'] } });
+    expect(decide([scoped], snapshot).verdict).toBe('require_approval');
+    const when = policy([
+      { ...(RULE_FOR.require_approval as Rule), when: { models: ['gpt-4o-mini'] } } as Rule,
+    ]);
+    expect(decide([when], snapshot).verdict).toBe('require_approval');
+    expect(decide([when], action({ model: 'gpt-4o' })).verdict).toBe('allow');
+  });
+
+  it('allow_models_only stays exact: an allowed alias does not allow a snapshot it does not list', () => {
+    const p = policy([{ type: 'allow_models_only', models: ['gpt-4o-mini'] }]);
+    expect(codes(decide([p], action({ model: 'gpt-4o-mini-2024-07-18' })))).toEqual([
+      'model_not_in_policy_allowlist',
+    ]);
+  });
+
   it('allow_models_only denies a model outside its list, and not an action without a model', () => {
     const p = policy([{ type: 'allow_models_only', models: ['gpt-4o-mini'] }]);
     expect(codes(decide([p]))).toEqual(['model_not_in_policy_allowlist']);
