@@ -51,6 +51,19 @@ export function networkError(baseUrl: string, cause: unknown): ControlPlaneError
   );
 }
 
+/** A 2xx answer that is not JSON: whatever answered is not the API (a web server, another port). */
+export function notTheApi(cause: unknown): ControlPlaneError {
+  return new ControlPlaneError(
+    0,
+    {
+      error_code: 'unexpected_answer',
+      message:
+        "the server's answer is not the API's JSON: is CP_BASE_URL (or --base-url) the control plane's URL?",
+    },
+    { cause },
+  );
+}
+
 // Duck-typed, not `instanceof Error`: fetch's errors may come from another realm (a test VM, a polyfill).
 const messageOf = (value: unknown) =>
   value && typeof value === 'object' && typeof (value as { message?: unknown }).message === 'string'

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import createClient, { type Client, type Middleware } from 'openapi-fetch';
-import { errorFromResponse } from './errors';
+import { errorFromResponse, notTheApi } from './errors';
 import type { paths } from './openapi';
 import { retryingFetch } from './retry';
 
@@ -70,7 +70,10 @@ export function createRawClient(options: ControlPlaneOptions): { raw: RawClient;
 export async function unwrap<T>(
   call: Promise<{ data?: T; error?: unknown; response: Response }>,
 ): Promise<{ data: T; response: Response }> {
-  const { data, error, response } = await call;
+  const { data, error, response } = await call.catch((err: unknown) => {
+    // openapi-fetch reads a 2xx body as JSON; what is not JSON did not come from the API.
+    throw err instanceof SyntaxError ? notTheApi(err) : err;
+  });
   if (!response.ok) throw errorFromResponse(response, error);
   return { data: data as T, response };
 }

@@ -92,7 +92,7 @@ describe('control-plane CLI: approvals, audit', () => {
   it('follows the log until interrupted', async () => {
     const stop = new AbortController();
     let stdout = '';
-    const following = cli(['audit', 'tail', '--limit', '1', '--follow', '--interval', '0.1', '--json'], {
+    const following = cli(['audit', 'tail', '--limit', '1', '--follow', '--interval', '1', '--json'], {
       signal: stop.signal,
       watch: (output) => (stdout = output.stdout),
     });
@@ -111,6 +111,14 @@ describe('control-plane CLI: approvals, audit', () => {
       .map((l) => (JSON.parse(l) as { seq: number }).seq);
     expect(new Set(seqs).size).toBe(seqs.length); // nothing printed twice
     expect(JSON.parse(line)).toMatchObject({ resource: { id: key.id } });
+  });
+
+  it('refuses a --follow interval under a second (a tight loop spends the key’s rate limit), exit 2', async () => {
+    for (const interval of ['0', '-1', '0.5']) {
+      const { code, stderr } = await cli(['audit', 'tail', '--follow', '--interval', interval]);
+      expect({ interval, code }).toEqual({ interval, code: 2 });
+      expect(stderr).toContain('must be at least 1');
+    }
   });
 
   it('verifies the chain: the count checked in a table, the API’s answer with --json', async () => {

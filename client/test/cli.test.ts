@@ -149,6 +149,50 @@ describe('control-plane CLI: keys, credentials, agents, exit codes', () => {
     expect(flagged.code).toBe(0);
   });
 
+  it('exits 2 on a key no header can carry, without a request and without printing it', async () => {
+    const recorder = recordingFetch();
+    for (const key of [`${org.adminKey}\n# ci key`, `“${org.adminKey}”`, `${org.adminKey} x`]) {
+      const { code, stderr } = await cli(['keys', 'list'], {
+        env: { CP_API_KEY: key },
+        fetch: recorder.fetch,
+      });
+      expect(code).toBe(2);
+      expect(stderr).toMatch(/^error: the API key holds a space, a line break or a character outside ASCII/);
+      expect(stderr).not.toContain(org.adminKey.slice(4));
+    }
+    expect(recorder.exchanges).toEqual([]);
+  });
+
+  it('masks the password of a base URL it refuses', async () => {
+    const { code, stderr } = await cli([
+      '--base-url',
+      'http://ci:hunter2secret@127.0.0.1:8080',
+      'keys',
+      'list',
+    ]);
+    expect(code).toBe(2);
+    expect(stderr).toContain('http://ci:***@127.0.0.1:8080');
+    expect(stderr).not.toContain('hunter2secret');
+  });
+
+  it('exits 3 when what answers at the base URL is not the API', async () => {
+    const notApi = (async () =>
+      new Response('ok', { status: 200, headers: { 'content-type': 'application/json' } })) as typeof fetch;
+    const { code, stderr } = await cli(['keys', 'list'], { fetch: notApi });
+    expect(code).toBe(3);
+    expect(stderr).toMatch(/^unexpected_answer: the server's answer is not the API's JSON: is CP_BASE_URL/);
+  });
+
+  it('prints control characters from the server as escapes, never to the terminal', async () => {
+    const name = 'k\x1b]52;c;ZWNobyBwd25lZA==\x07\x9b31m';
+    const created = await cli(['keys', 'create', '--name', name, '--scopes', 'read']);
+    expect(created.code).toBe(0);
+    expect(created.stdout).toContain('k\\u001b]52;c;ZWNobyBwd25lZA==\\u0007\\u009b31m');
+    expect([...created.stdout].some((c) => ['\x1b', '\x07', '\x9b'].includes(c))).toBe(false);
+    const listed = await cli(['keys', 'list', '--json']);
+    expect(listed.json<{ data: { name: string }[] }>().data.map((k) => k.name)).toContain(name);
+  });
+
   it('exits 3 when nothing answers at the base URL, and takes --base-url over CP_BASE_URL', async () => {
     const nowhere = `http://127.0.0.1:${await closedPort()}`;
     const unreachable = await cli(['keys', 'list'], { env: { CP_BASE_URL: nowhere } });

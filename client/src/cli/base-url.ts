@@ -17,9 +17,17 @@ export function serverRoot(value: string, source: string): string {
   const problem = url ? whyNotAServer(url) : 'not a URL';
   if (problem || !url)
     throw new UsageError(
-      `${source} ${JSON.stringify(value)}: ${problem}; give the server's http:// or https:// URL, e.g. ${DEFAULT_BASE_URL}`,
+      `${source} ${JSON.stringify(shown(value, url))}: ${problem}; give the server's http:// or https:// URL, e.g. ${DEFAULT_BASE_URL}`,
     );
   return rootOf(url.origin + url.pathname);
+}
+
+/** The value as it may be printed: a password in it is masked. */
+function shown(value: string, url: URL | undefined): string {
+  if (!url?.password) return value;
+  const masked = new URL(url.href);
+  masked.password = '***';
+  return masked.href;
 }
 
 /** What fetch would refuse, or what would garble the paths appended to the URL. */

@@ -12,6 +12,19 @@ export interface GlobalOptions {
   json?: boolean;
 }
 
+/**
+ * Control characters but tab and line feed, shown as escapes: text from the server (a key's name,
+ * a vote's comment, a model's answer) must not drive the reader's terminal (colours, a title, the
+ * clipboard). JSON output has them escaped already, but for the C1 range, handled the same way.
+ */
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
+export const printable = (text: string): string =>
+  text.replace(CONTROL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+
+/** What an Authorization header can carry: visible ASCII, no spaces or line breaks. */
+const HEADER_SAFE = /^[\x21-\x7e]+$/;
+
 /** One command being run: its parsed options and arguments, the client, and where output goes. */
 export class Call<O = Record<string, never>> {
   readonly options: O & GlobalOptions;
@@ -36,6 +49,11 @@ export class Call<O = Record<string, never>> {
   client(): ControlPlane {
     const apiKey = this.options.apiKey ?? this.io.env.CP_API_KEY;
     if (!apiKey) throw new UsageError('no API key: set CP_API_KEY or pass --api-key');
+    // Never echoed: a header would refuse it with the whole secret in its message.
+    if (!HEADER_SAFE.test(apiKey))
+      throw new UsageError(
+        'the API key holds a space, a line break or a character outside ASCII: check CP_API_KEY or --api-key (a key file with a second line, or quotes pasted with it?)',
+      );
     return createControlPlane({
       baseUrl: baseUrlOf(this.options.baseUrl, this.io.env),
       apiKey,
@@ -45,11 +63,11 @@ export class Call<O = Record<string, never>> {
   }
 
   out(text: string): void {
-    this.io.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
+    this.io.stdout.write(printable(text.endsWith('\n') ? text : `${text}\n`));
   }
 
   err(text: string): void {
-    this.io.stderr.write(text.endsWith('\n') ? text : `${text}\n`);
+    this.io.stderr.write(printable(text.endsWith('\n') ? text : `${text}\n`));
   }
 
   /** The API's JSON as it answered (`--json`), or the readable rendering. */

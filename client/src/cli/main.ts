@@ -7,6 +7,7 @@ import { invokeCommand } from './commands/invoke';
 import { keysCommand } from './commands/keys';
 import { sessionsCommand } from './commands/sessions';
 import { statsCommand } from './commands/stats';
+import { printable } from './call';
 import { describeError, EXIT, EXIT_CODES_HELP, exitCodeOf } from './exit-codes';
 import type { CliIo } from './io';
 import type { RunState } from './state';
@@ -32,7 +33,7 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
   } catch (error) {
     // Commander has already written its message (or the help) through configureOutput.
     if (error instanceof CommanderError) return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
-    io.stderr.write(describeError(error));
+    io.stderr.write(printable(describeError(error)));
     return exitCodeOf(error);
   }
 }

@@ -15,6 +15,13 @@ export function positiveNumber(value: string): number {
   return parsed;
 }
 
+/** A polling interval in seconds: at least one, so a loop cannot spend the key's rate limit. */
+export function pollSeconds(value: string): number {
+  const parsed = number(value);
+  if (parsed < 1) throw new InvalidArgumentError('must be at least 1 (second).');
+  return parsed;
+}
+
 export function integer(value: string): number {
   const parsed = number(value);
   if (!Number.isInteger(parsed)) throw new InvalidArgumentError('not a whole number.');

@@ -6,7 +6,7 @@ import type { AuditEntry } from '../../types';
 import { action, type Call } from '../call';
 import { EXIT } from '../exit-codes';
 import { record, table, when } from '../format';
-import { integer, number } from '../parsers';
+import { integer, pollSeconds } from '../parsers';
 import { progress } from '../spinner';
 import type { RunState } from '../state';
 
@@ -26,7 +26,11 @@ export function auditCommand(state: RunState): Command {
     .addOption(new Option('--limit <n>', 'how many (1..100)').argParser(integer).default(20))
     .option('--action <action>', 'only this action (e.g. key.created)')
     .option('-f, --follow', 'keep printing new entries until interrupted')
-    .addOption(new Option('--interval <seconds>', 'how often --follow asks').argParser(number).default(2))
+    .addOption(
+      new Option('--interval <seconds>', 'how often --follow asks, at least 1')
+        .argParser(pollSeconds)
+        .default(2),
+    )
     .action(action<TailOptions>(state, tail));
 
   audit
