@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isoInput, pageQuery, timestamp } from './common';
+import { isoInput, pageQuery, sinceBeforeUntil, timestamp } from './common';
 
 const id = z.string().max(100);
 
@@ -9,10 +9,11 @@ export const AuditQuery = z
     actor_id: id.optional(),
     resource_id: id.optional(),
     since: isoInput.optional(),
-    until: isoInput.optional(),
+    until: isoInput.optional().meta({ description: 'Exclusive; after since.' }),
     ...pageQuery,
   })
-  .strict();
+  .strict()
+  .superRefine(sinceBeforeUntil);
 
 export const AuditEntry = z
   .object({

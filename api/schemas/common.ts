@@ -5,6 +5,15 @@ import { findUnstorable, MAX_BODY_DEPTH } from '../http/unstorable-input';
 
 export const timestamp = z.string().meta({ format: 'date-time', description: 'ISO 8601 UTC' });
 export const isoInput = z.iso.datetime({ offset: true });
+
+/** A list's time window: an `until` not after `since` can match nothing, and is a mistake. */
+export const sinceBeforeUntil = (
+  q: { since?: string | undefined; until?: string | undefined },
+  ctx: z.RefinementCtx,
+) => {
+  if (q.since && q.until && Date.parse(q.until) <= Date.parse(q.since))
+    ctx.addIssue({ code: 'custom', path: ['until'], message: 'must be after since' });
+};
 export const email = z.email().max(254);
 export const newPassword = z
   .string()

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { isoInput, pageQuery } from './common';
+import { isoInput, pageQuery, sinceBeforeUntil } from './common';
 
 const id = z.string().max(100);
 
@@ -12,7 +12,8 @@ export const DecisionQuery = z
       .optional()
       .meta({ description: 'Decisions with a reason or a shadow reason from this policy.' }),
     since: isoInput.optional().meta({ description: 'Inclusive.' }),
-    until: isoInput.optional().meta({ description: 'Exclusive.' }),
+    until: isoInput.optional().meta({ description: 'Exclusive; after since.' }),
     ...pageQuery,
   })
-  .strict();
+  .strict()
+  .superRefine(sinceBeforeUntil);

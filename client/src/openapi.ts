@@ -6713,6 +6713,7 @@ export interface operations {
         actor_id?: string;
         resource_id?: string;
         since?: string;
+        /** @description Exclusive; after since. */
         until?: string;
         limit?: number;
         /** @description The previous page's next_cursor. A cursor pages only the list that returned it: one of another list is a 400 validation_error */
@@ -7041,7 +7042,7 @@ export interface operations {
         policy_id?: string;
         /** @description Inclusive. */
         since?: string;
-        /** @description Exclusive. */
+        /** @description Exclusive; after since. */
         until?: string;
         limit?: number;
         /** @description The previous page's next_cursor. A cursor pages only the list that returned it: one of another list is a 400 validation_error */
