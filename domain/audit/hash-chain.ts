@@ -106,8 +106,10 @@ export class ChainVerifier {
 
   result(): VerifyResult {
     const { seq } = this.expected;
+    // Entries cut from the end leave the last one standing unsigned: the cut is what to report.
     if ([...this.anchors.keys()].some((s) => s > seq)) this.markBroken(seq + 1, 'truncated');
-    if (this.options.signedHead && seq > 0 && !this.anchors.has(seq)) this.markBroken(seq, 'unsigned_head');
+    else if (this.options.signedHead && seq > 0 && !this.anchors.has(seq))
+      this.markBroken(seq, 'unsigned_head');
     return {
       valid: this.firstBroken === null,
       entriesChecked: this.checked,

@@ -153,6 +153,13 @@ describe('verifyAudit', () => {
     expect(result).toMatchObject({ valid: false, firstBrokenSeq: 3, reason: 'truncated' });
   });
 
+  it('names the first entry cut from the end, not the unsigned one the cut left last', async () => {
+    const result = await verifyAudit(logOf(chain.slice(0, 3), [signed(2), signed(4)], signed(4)), 'org_1', [
+      key,
+    ]);
+    expect(result).toMatchObject({ valid: false, firstBrokenSeq: 4, reason: 'truncated' });
+  });
+
   it('fails a chain whose last entry carries no signed checkpoint', async () => {
     const result = await verifyAudit(logOf(chain, [signed(2)]), 'org_1', [key]);
     expect(result).toMatchObject({ valid: false, firstBrokenSeq: 4, reason: 'unsigned_head' });
