@@ -44,6 +44,16 @@ function refuse(ctx: Context, code: ErrorCode, message: string): void {
   ctx.body = { error_code: code, message, request_id: ctx.state.requestId as string };
 }
 
+function refuseMethod(ctx: Context): void {
+  ctx.status = ERROR_STATUS.method_not_allowed;
+  ctx.set('Allow', 'GET, HEAD');
+  ctx.body = {
+    error_code: 'method_not_allowed',
+    message: `the queue dashboard is read-only: ${ctx.method} is not allowed`,
+    request_id: ctx.state.requestId as string,
+  };
+}
+
 /**
  * The queue dashboard (bull-board) at /admin/queues, for the operator: off (404) unless
  * CP_QUEUE_DASHBOARD_TOKEN is set, and then opened by that token alone. No org's key or person's
@@ -75,6 +85,9 @@ export function queueDashboard(infra: Infra): Middleware {
       await failures.record(ctx.ip);
       return refuse(ctx, 'invalid_credentials', 'that is not the queue dashboard token');
     }
+    // Read-only: bull-board refuses its own writes (PUT) with 405, and answered 500 to the
+    // methods it has no route for.
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return refuseMethod(ctx);
     await board(ctx, next);
     withoutThirdPartyFonts(ctx);
   };
