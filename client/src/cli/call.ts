@@ -13,12 +13,13 @@ export interface GlobalOptions {
 }
 
 /**
- * Control characters but tab and line feed, shown as escapes: text from the server (a key's name,
- * a vote's comment, a model's answer) must not drive the reader's terminal (colours, a title, the
- * clipboard). JSON output has them escaped already, but for the C1 range, handled the same way.
+ * Control characters but tab, line feed and a CR before one, shown as escapes: text from the
+ * server (a key's name, a vote's comment, a model's answer) must not drive the reader's terminal
+ * (colours, a title, the clipboard). JSON output has them escaped already, but for the C1 range,
+ * whose escapes mean the same there.
  */
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
-const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
+const CONTROL = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n)/g;
 export const printable = (text: string): string =>
   text.replace(CONTROL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 
