@@ -49,6 +49,9 @@ export async function readJsonBody(ctx: Context, limitBytes: number): Promise<un
         limit_bytes: limitBytes,
       });
     }
+    // Cut off: the client hung up, or the server's CP_REQUEST_TIMEOUT_MS ended it (and answered 408).
+    if ((err as { type?: string }).type === 'request.aborted')
+      throw new DomainError('request_timeout', 'the body stopped arriving before its end');
     throw new DomainError('invalid_json', 'the body could not be read as UTF-8 JSON');
   }
   let body: unknown;

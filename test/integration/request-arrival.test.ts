@@ -1,7 +1,13 @@
 import { Agent, request } from 'node:http';
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { invokeBody, openSession, setUpInvoking, type InvokeSetup } from '../support/invoke-fixtures';
+import {
+  eventually,
+  invokeBody,
+  openSession,
+  setUpInvoking,
+  type InvokeSetup,
+} from '../support/invoke-fixtures';
 import { startTestApp, type TestApp } from '../support/test-app';
 
 /**
@@ -17,6 +23,7 @@ let port: number;
 beforeAll(async () => {
   app = await startTestApp({
     workers: true,
+    captureLogs: true,
     env: { CP_HEADERS_TIMEOUT_MS: '300', CP_REQUEST_TIMEOUT_MS: '800' },
   });
   setup = await setUpInvoking(app.http, { models: ['mock-slow-1500'] });
@@ -51,6 +58,13 @@ it('answers a body that stops arriving with 408 request_timeout, on a public rou
   );
   expect(answer).toMatch(/^HTTP\/1\.1 408 Request Timeout\r\n/);
   expect(bodyOf(answer)).toMatchObject({ error_code: 'request_timeout' });
+  // The access log says what the client got, not a 400 for the body read the timeout cut off.
+  const logged = await eventually(() =>
+    app.logs
+      .map((line) => JSON.parse(line) as { msg?: string; path?: string; status?: number })
+      .find((l) => l.msg === 'request' && l.path === '/v1/orgs/signup' && l.status !== 201),
+  );
+  expect(logged.status).toBe(408);
 }, 10_000);
 
 it('does not cut an answer that takes longer than the request timeout (a sync invoke)', async () => {
