@@ -5,6 +5,7 @@ import { ERROR_STATUS } from '../http/error-status';
 import { basicPassword, bearerToken, isSameSecret } from '../../infra/auth/presented-secret';
 import { FailureLimit } from '../../infra/http/rate-limiters';
 import { setSecurityHeaders } from '../page/page-headers';
+import { allowOnlyReads } from '../http/static-file';
 import { DASHBOARD_PATH, queueBoard } from './queue-board';
 
 /**
@@ -44,16 +45,6 @@ function refuse(ctx: Context, code: ErrorCode, message: string): void {
   ctx.body = { error_code: code, message, request_id: ctx.state.requestId as string };
 }
 
-function refuseMethod(ctx: Context): void {
-  ctx.status = ERROR_STATUS.method_not_allowed;
-  ctx.set('Allow', 'GET, HEAD');
-  ctx.body = {
-    error_code: 'method_not_allowed',
-    message: `the queue dashboard is read-only: ${ctx.method} is not allowed`,
-    request_id: ctx.state.requestId as string,
-  };
-}
-
 /**
  * The queue dashboard (bull-board) at /admin/queues, for the operator: off (404) unless
  * CP_QUEUE_DASHBOARD_TOKEN is set, and then opened by that token alone. No org's key or person's
@@ -87,7 +78,7 @@ export function queueDashboard(infra: Infra): Middleware {
     }
     // Read-only: bull-board refuses its own writes (PUT) with 405, and answered 500 to the
     // methods it has no route for.
-    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return refuseMethod(ctx);
+    allowOnlyReads(ctx);
     await board(ctx, next);
     withoutThirdPartyFonts(ctx);
   };

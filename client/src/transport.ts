@@ -47,10 +47,24 @@ export const DEFAULT_BASE_URL = 'http://127.0.0.1:8080';
 export const serverRoot = (url: string): string =>
   url.replace(/\/+$/, '').replace(/\/v1$/, '').replace(/\/+$/, '');
 
+/** What an Authorization header can carry: visible ASCII, no spaces or line breaks. */
+const HEADER_SAFE = /^[\x21-\x7e]+$/;
+
+/**
+ * Why `apiKey` cannot be sent, or null. Said without the key: the Headers class would refuse it
+ * with the whole secret in its message.
+ */
+export const apiKeyProblem = (apiKey: string): string | null =>
+  HEADER_SAFE.test(apiKey)
+    ? null
+    : 'the API key holds a space, a line break or a character outside ASCII (a key file with a second line, or quotes pasted with it?)';
+
 /** The typed openapi-fetch client every resource calls through. */
 export function createRawClient(options: ControlPlaneOptions): { raw: RawClient; baseUrl: string } {
   const baseUrl = serverRoot(options.baseUrl ?? process.env.CP_BASE_URL ?? DEFAULT_BASE_URL);
   const apiKey = options.apiKey ?? process.env.CP_API_KEY;
+  const problem = apiKey ? apiKeyProblem(apiKey) : null;
+  if (problem) throw new TypeError(problem);
   const headers: Record<string, string> = { 'User-Agent': options.userAgent ?? 'control-plane-client' };
   if (apiKey) headers.Authorization = `Bearer ${apiKey}`;
   const raw = createClient<paths>({

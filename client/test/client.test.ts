@@ -96,6 +96,14 @@ describe('control-plane-client: keys, lists, errors, transport', () => {
     expect(error.requestId).toBe(recorder.exchanges[0]!.responseHeaders!.get('x-request-id'));
   });
 
+  it('refuses a key no header can carry without putting the key in its message', () => {
+    const secret = `${org.adminKey}\n# ci key`;
+    const made = () => createControlPlane({ baseUrl: app.http.baseUrl, apiKey: secret });
+    expect(made).toThrow(TypeError);
+    expect(made).toThrow(/the API key holds a space, a line break or a character outside ASCII/);
+    expect(() => made()).not.toThrow(org.adminKey.slice(4));
+  });
+
   it('says where it found no server when nothing answers', async () => {
     const port = await closedPort();
     const baseUrl = `http://127.0.0.1:${port}`;

@@ -2,6 +2,7 @@ import { RE2JS } from 're2js';
 import { mapActionTexts, textsOf, toolKey, toolKeysOf, toolNamesOf } from './action-tools';
 import { foldText } from './fold-text';
 import { modelListOf } from './model-names';
+import { perList } from './per-list';
 import type { CompiledPolicy, CompiledPolicySet, CompiledRule } from './compile-policies';
 import { PatternBudget } from './pattern-budget';
 import type {
@@ -31,17 +32,8 @@ interface RuleOutcome {
 const inList = (list: readonly string[] | undefined, value: string | null | undefined): boolean =>
   list === undefined || (value !== null && value !== undefined && list.includes(value));
 
-/** A rule's tool list as keys (toolKey), worked out once per compiled list. */
-const listKeys = new WeakMap<readonly string[], ReadonlySet<string>>();
-
-function keysOf(list: readonly string[]): ReadonlySet<string> {
-  let keys = listKeys.get(list);
-  if (!keys) {
-    keys = new Set(list.map(toolKey));
-    listKeys.set(list, keys);
-  }
-  return keys;
-}
+/** A rule's tool list as keys (toolKey). */
+const keysOf = perList((list): ReadonlySet<string> => new Set(list.map(toolKey)));
 
 /** The first of the action's tools (action-tools.ts) that `list` names, if any. */
 const listedTool = (list: readonly string[], action: Action): string | undefined => {

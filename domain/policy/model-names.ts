@@ -1,3 +1,5 @@
+import { perList } from './per-list';
+
 /** A dated snapshot's suffix: -2024-07-18 (OpenAI) or -20241022 (Anthropic). */
 const DATED = /-(?:\d{4}-\d{2}-\d{2}|\d{8})$/;
 /** A moving alias's suffix: -latest, or Anthropic's -0 for a model whose snapshot has no minor. */
@@ -17,15 +19,8 @@ export interface ModelList {
   has(model: string): boolean;
 }
 
-const lists = new WeakMap<readonly string[], ModelList>();
-
-export function modelListOf(list: readonly string[]): ModelList {
-  let matcher = lists.get(list);
-  if (!matcher) {
-    const exact = new Set(list);
-    const families = new Set(list.filter((m) => !DATED.test(m)).map(familyOf));
-    matcher = { has: (model) => exact.has(model) || families.has(familyOf(model)) };
-    lists.set(list, matcher);
-  }
-  return matcher;
-}
+export const modelListOf = perList((list): ModelList => {
+  const exact = new Set(list);
+  const families = new Set(list.filter((m) => !DATED.test(m)).map(familyOf));
+  return { has: (model) => exact.has(model) || families.has(familyOf(model)) };
+});

@@ -124,10 +124,10 @@ export async function streamProvider(
       res.retryAfter,
     );
   let finished = false;
-  let events = 0;
+  let anyEvent = false;
   try {
     for await (const data of sseData(res.chunks, transport.maxBytes)) {
-      events++;
+      anyEvent = true;
       if ((finished = parser.event(data))) break;
     }
   } catch (err) {
@@ -136,7 +136,7 @@ export async function streamProvider(
   // A whole 2xx body without one event (a JSON completion from a gateway that ignores `stream`,
   // an HTML page) is an answer that cannot be read, not a lost connection: asking again would be
   // billed again for the same answer.
-  if (events === 0 && !res.signal.aborted) throw broken(notAStream(), parser, req, false);
+  if (!anyEvent && !res.signal.aborted) throw broken(notAStream(), parser, req, false);
   // A body that ended before the provider's end marker was cut off on the way, unless the usage
   // (which comes last) had arrived: some compatible servers never send the marker.
   if (!finished && (parser.usage === null || res.signal.aborted))

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { createControlPlane, type ControlPlane } from '../control-plane';
+import { apiKeyProblem } from '../transport';
 import { baseUrlOf } from './base-url';
 import { EXIT, UsageError } from './exit-codes';
 import type { CliIo } from './io';
@@ -22,9 +23,6 @@ export interface GlobalOptions {
 const CONTROL = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n)/g;
 export const printable = (text: string): string =>
   text.replace(CONTROL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-
-/** What an Authorization header can carry: visible ASCII, no spaces or line breaks. */
-const HEADER_SAFE = /^[\x21-\x7e]+$/;
 
 /** One command being run: its parsed options and arguments, the client, and where output goes. */
 export class Call<O = Record<string, never>> {
@@ -50,11 +48,8 @@ export class Call<O = Record<string, never>> {
   client(): ControlPlane {
     const apiKey = this.options.apiKey ?? this.io.env.CP_API_KEY;
     if (!apiKey) throw new UsageError('no API key: set CP_API_KEY or pass --api-key');
-    // Never echoed: a header would refuse it with the whole secret in its message.
-    if (!HEADER_SAFE.test(apiKey))
-      throw new UsageError(
-        'the API key holds a space, a line break or a character outside ASCII: check CP_API_KEY or --api-key (a key file with a second line, or quotes pasted with it?)',
-      );
+    const problem = apiKeyProblem(apiKey);
+    if (problem) throw new UsageError(`${problem}: check CP_API_KEY or --api-key`);
     return createControlPlane({
       baseUrl: baseUrlOf(this.options.baseUrl, this.io.env),
       apiKey,

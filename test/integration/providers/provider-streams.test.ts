@@ -151,6 +151,14 @@ describe('openai and openai_compatible, streamed', () => {
   });
 });
 
+/** A whole (not streamed) Messages answer. */
+const WHOLE_MESSAGE = {
+  model: 'claude-haiku-4-5',
+  content: [{ type: 'text', text: 'Sunny.' }],
+  stop_reason: 'end_turn',
+  usage: { input_tokens: 30, output_tokens: 2 },
+};
+
 describe('anthropic, streamed', () => {
   it('maps Messages events (text, tool_use, usage, stop_reason) to pieces and the answer', async () => {
     stub.handler = (_req, res) =>
@@ -211,12 +219,7 @@ describe('anthropic, streamed', () => {
   });
 
   it('sends tool calls and tool results as tool_use and tool_result blocks', async () => {
-    stub.answer(200, {
-      model: 'claude-haiku-4-5',
-      content: [{ type: 'text', text: 'Sunny.' }],
-      stop_reason: 'end_turn',
-      usage: { input_tokens: 30, output_tokens: 2 },
-    });
+    stub.answer(200, WHOLE_MESSAGE);
     const result = await router.complete(
       request({
         provider: 'anthropic',
@@ -250,12 +253,7 @@ describe('anthropic, streamed', () => {
   });
 
   it('a whole Messages answer to a streamed request is a bad response, final', async () => {
-    stub.answer(200, {
-      model: 'claude-haiku-4-5',
-      content: [{ type: 'text', text: 'Sunny.' }],
-      stop_reason: 'end_turn',
-      usage: { input_tokens: 30, output_tokens: 2 },
-    });
+    stub.answer(200, WHOLE_MESSAGE);
     const { error } = await collect(router, request({ provider: 'anthropic', baseUrl: stub.url }));
     expect(error).toMatchObject({ kind: 'final', code: 'provider_bad_response', delivery: 'unknown' });
   });
