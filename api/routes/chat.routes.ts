@@ -1,7 +1,8 @@
 import { invalidField, notFound } from '../../domain/errors';
 import { getInvocation } from '../../domain/invocations/read-invocations';
-import type { InvocationSummary } from '../../domain/invocations/invocation';
-import { invoke } from '../../domain/invocations/submit-invocation';
+import type { Invocation } from '../../domain/invocations/invocation';
+import { assertSameRequest } from '../../domain/invocations/same-request';
+import { invoke, requestOf } from '../../domain/invocations/submit-invocation';
 import type { Infra } from '../../infra/container';
 import { completionOf, invocationHeaders, refusalOf } from '../chat/chat-replies';
 import { invokeInputOf } from '../chat/chat-request';
@@ -36,17 +37,27 @@ function headerId(
 
 /**
  * A resume names the invocation's own session, or none: a client that names one session and
- * resumes another's invocation would be told of a charge it did not expect.
+ * resumes another's invocation would be told of a charge it did not expect. And it sends the
+ * request that started the invocation, or it would be answered another prompt's completion.
  */
-const inSession =
-  (sessionId: string | undefined) =>
-  (invocation: InvocationSummary): void => {
+const resumable =
+  (input: RouteInput<ChatCompletionRequest, unknown>, sessionId: string | undefined) =>
+  async (invocation: Invocation): Promise<void> => {
     if (sessionId && invocation.sessionId !== sessionId)
       throw invalidField(
         'X-Session-Id',
         `X-Session-Id: invocation ${invocation.id} is in session ${invocation.sessionId}, not ${sessionId}; ` +
           'resume it with its own session, or leave X-Session-Id out',
       );
+    const asked = invokeInputOf(
+      input.body,
+      { sessionId: invocation.sessionId, credentialRef: undefined },
+      {},
+    );
+    await assertSameRequest(input.infra.decisionLog, invocation, {
+      model: asked.model,
+      request: requestOf(asked),
+    });
   };
 
 /**
@@ -60,7 +71,7 @@ function runner(input: RouteInput<ChatCompletionRequest, unknown>, ms: number): 
   const credentialRef = headerId(input, 'X-Credential-Ref', false);
   return (waiter) =>
     resume
-      ? getInvocation({ ...readDeps(input.infra), waiter }, ctx, resume, ms, inSession(sessionId))
+      ? getInvocation({ ...readDeps(input.infra), waiter }, ctx, resume, ms, resumable(input, sessionId))
       : invoke(
           { ...invokeDeps(input.infra), waiter },
           ctx,
@@ -131,7 +142,11 @@ export const chatRoutes = [
             '(one waiting for approval is left to the approvers).',
         },
       },
-      400: { description: 'validation_error (X-Session-Id missing, no max_tokens, ...) or unpriced_model' },
+      400: {
+        description:
+          'validation_error (X-Session-Id missing, no max_tokens, X-Invocation-Id sent with another request ' +
+          'than the one that started that invocation, ...) or unpriced_model',
+      },
       402: {
         description:
           'budget_exceeded: a cap of the session is reached, or what it has left cannot hold this call at its worst case',

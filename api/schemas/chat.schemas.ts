@@ -130,8 +130,10 @@ export const ChatHeaders = z.object({
   'X-Invocation-Id': headerId.meta({
     description:
       'Goes on waiting for the invocation a previous request started (after 409 approval_pending or ' +
-      'invocation_pending) instead of submitting anew; X-Session-Id is then not needed, and not read ' +
-      '(the invocation keeps its own session and request).',
+      'invocation_pending) instead of submitting anew. The body must be that request (the same model, ' +
+      'messages, max_tokens or max_completion_tokens, tools and tool_choice; stream and temperature may ' +
+      'differ), else 400 validation_error with param X-Invocation-Id. X-Session-Id is then not needed; ' +
+      "sent, it must be the invocation's session (400 validation_error otherwise).",
   }),
 });
 

@@ -6310,7 +6310,7 @@ export interface operations {
         'X-Session-Id'?: string;
         /** @description The credential to call the provider with, as credential_ref does; else the agent's default. */
         'X-Credential-Ref'?: string;
-        /** @description Goes on waiting for the invocation a previous request started (after 409 approval_pending or invocation_pending) instead of submitting anew; X-Session-Id is then not needed, and not read (the invocation keeps its own session and request). */
+        /** @description Goes on waiting for the invocation a previous request started (after 409 approval_pending or invocation_pending) instead of submitting anew. The body must be that request (the same model, messages, max_tokens or max_completion_tokens, tools and tool_choice; stream and temperature may differ), else 400 validation_error with param X-Invocation-Id. X-Session-Id is then not needed; sent, it must be the invocation's session (400 validation_error otherwise). */
         'X-Invocation-Id'?: string;
       };
       path?: never;
@@ -6395,7 +6395,7 @@ export interface operations {
           'text/event-stream': string;
         };
       };
-      /** @description validation_error (X-Session-Id missing, no max_tokens, ...) or unpriced_model; validation_error (with details); invalid_json */
+      /** @description validation_error (X-Session-Id missing, no max_tokens, X-Invocation-Id sent with another request than the one that started that invocation, ...) or unpriced_model; validation_error (with details); invalid_json */
       400: {
         headers: {
           [name: string]: unknown;

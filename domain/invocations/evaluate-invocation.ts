@@ -79,6 +79,14 @@ function modifiedRequest(invocation: Invocation, verdict: GuardianVerdict): Invo
 const actionJson = ({ estimatedCostUsd: _derived, ...action }: GuardedAction) => contractAction(action);
 
 /**
+ * SHA-256 of what the invocation asks (model, messages, max_tokens, tools, tool_choice, tool) as the
+ * contract spells it. Taken of the row before its decision, that is the request as submitted: the
+ * decision log keeps it, since a modify verdict rewrites the row.
+ */
+export const submittedDigest = (invocation: Pick<Invocation, 'model' | 'request' | 'reservation'>): string =>
+  actionDigest(actionJson(guardedAction(invocation)));
+
+/**
  * The digest is of the action the guardian saw (the request as submitted); the modified action is
  * kept without its messages and tool definitions: the invocation row holds the modified request.
  */
@@ -93,7 +101,7 @@ const decisionOf = (invocation: Invocation, verdict: GuardianVerdict, at: Date):
   shadowReasons: verdict.shadowReasons,
   modifiedAction: verdict.modifiedAction ? actionJson(verdict.modifiedAction) : null,
   policyVersion: verdict.policyVersion,
-  actionDigest: actionDigest(actionJson(guardedAction(invocation))),
+  actionDigest: submittedDigest(invocation),
   evaluatedAt: at,
 });
 
@@ -265,7 +273,7 @@ async function awaitApproval(deps: DecideDeps, approval: Approval): Promise<'awa
 }
 
 /** What the invocation asks to do, as the guardian sees it. */
-const guardedAction = (invocation: Invocation): GuardedAction => ({
+const guardedAction = (invocation: Pick<Invocation, 'model' | 'request' | 'reservation'>): GuardedAction => ({
   type: 'llm.invoke',
   model: invocation.model,
   messages: invocation.request.messages,

@@ -32,15 +32,15 @@ export async function getInvocation(
   id: string,
   waitMs: number,
   /** Throws if the invocation found may not be waited for by this caller (a chat resume's session). */
-  accept: (found: InvocationSummary) => void = () => undefined,
+  accept: (found: Invocation) => void | Promise<void> = () => undefined,
 ): Promise<InvocationSummary> {
   const orgId = ctx.principal.orgId;
   // Registered before the read, so a finish between the two is not missed.
   const waiting = waitMs > 0 ? deps.waiter.wait(id, waitMs) : null;
   const current = await deps.store
     .get(orgId, id)
-    .then((found) => {
-      if (found) accept(found);
+    .then(async (found) => {
+      if (found) await accept(found);
       return found;
     })
     .catch((err: unknown) => {

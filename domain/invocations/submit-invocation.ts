@@ -63,7 +63,8 @@ function credentialOf(input: InvokeInput, agent: AgentGate | null, context: Invo
   return context.credential;
 }
 
-function requestOf(input: InvokeInput): InvocationRequest {
+/** The request as the invocation keeps it. */
+export function requestOf(input: InvokeInput): InvocationRequest {
   return {
     messages: input.messages,
     maxTokens: input.maxTokens,

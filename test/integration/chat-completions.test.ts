@@ -191,8 +191,65 @@ describe('POST /v1/chat/completions with the official openai SDK', () => {
   });
 });
 
+describe('X-Invocation-Id resumes only the request that started the invocation', () => {
+  /** An org whose policy holds every call of `mock-1` for one approver, with extra rules. */
+  async function gatedOrg(extraRules: unknown[] = []) {
+    const org = await setUpInvoking(app.http, { models: ['mock-1'] });
+    const key = (await mintKey(app.http, org.org.adminKey, ['invoke'])).key;
+    await requireApproval(app.http, org.org.adminKey, { model: 'mock-1', extraRules });
+    const [approver] = (await approverKeys(app.http, org.org.adminKey, 1)) as [string];
+    return { client: clientFor(key, (await session(org)).id), approver };
+  }
+  const body = {
+    model: 'mock-1',
+    messages: [{ role: 'user' as const, content: 'deploy to production' }],
+    max_tokens: 8,
+  };
+
+  it('refuses another prompt, model or max_tokens under the id with 400 validation_error, and resumes the same one', async () => {
+    const { client, approver } = await gatedOrg();
+    const pending = await caught(client.chat.completions.create(body));
+    expect(pending).toMatchObject({ status: 409, code: 'approval_pending' });
+    const resume = { headers: { 'X-Invocation-Id': pending.headers?.get('x-invocation-id') as string } };
+    expect((await vote(app.http, approver, pending.param as string, 'approve')).status).toBe(200);
+    for (const other of [
+      { ...body, messages: [{ role: 'user' as const, content: 'delete production' }] },
+      { ...body, model: 'gated-1' },
+      { ...body, max_tokens: 9 },
+      { ...body, stream: true as const, max_tokens: 9 },
+    ]) {
+      const refused = await caught(client.chat.completions.create(other, resume));
+      expect(refused).toMatchObject({ status: 400, code: 'validation_error', param: 'X-Invocation-Id' });
+      expect(refused.message).toContain('another request');
+    }
+    // The same request, streamed or given another temperature, is the same call.
+    const resumed = await client.chat.completions.create({ ...body, temperature: 0.5 }, resume);
+    expect(resumed.choices[0]?.message.content).toBe('mock reply to: deploy to production');
+    let streamed = '';
+    for await (const chunk of await client.chat.completions.create({ ...body, stream: true }, resume))
+      streamed += chunk.choices[0]?.delta.content ?? '';
+    expect(streamed).toBe('mock reply to: deploy to production');
+  });
+
+  it('resumes a request a policy redacted and clamped, sent again as the client wrote it', async () => {
+    const { client, approver } = await gatedOrg([
+      { type: 'redact_pattern', pattern: 'production', replacement: '[env]' },
+      { type: 'max_tokens', limit: 4 },
+    ]);
+    const pending = await caught(client.chat.completions.create(body));
+    expect(pending).toMatchObject({ status: 409, code: 'approval_pending' });
+    const resume = { headers: { 'X-Invocation-Id': pending.headers?.get('x-invocation-id') as string } };
+    expect((await vote(app.http, approver, pending.param as string, 'approve')).status).toBe(200);
+    const resumed = await client.chat.completions.create(body, resume);
+    expect(resumed.choices[0]?.message.content).toBe('mock reply to: deploy to [env]');
+    const asRedacted = { ...body, messages: [{ role: 'user' as const, content: 'deploy to [env]' }] };
+    const refused = await caught(client.chat.completions.create({ ...asRedacted, max_tokens: 4 }, resume));
+    expect(refused).toMatchObject({ status: 400, param: 'X-Invocation-Id' });
+  });
+});
+
 describe('a streamed request resumed with X-Invocation-Id', () => {
-  it("names the invocation's model in every chunk, whatever the resumed body names", async () => {
+  it("names the invocation's model in every chunk", async () => {
     const gated = await setUpInvoking(app.http, { models: ['mock-stream-60', 'mock-1'] });
     const key = (await mintKey(app.http, gated.org.adminKey, ['invoke'])).key;
     await requireApproval(app.http, gated.org.adminKey, { model: 'mock-stream-60' });
@@ -208,10 +265,9 @@ describe('a streamed request resumed with X-Invocation-Id', () => {
     expect(pending).toMatchObject({ status: 409, code: 'approval_pending' });
     expect((await vote(app.http, approver, pending.param as string, 'approve')).status).toBe(200);
     const invocationId = pending.headers?.get('x-invocation-id') as string;
-    const stream = await client.chat.completions.create(
-      { ...body, model: 'mock-1' },
-      { headers: { 'X-Invocation-Id': invocationId } },
-    );
+    const stream = await client.chat.completions.create(body, {
+      headers: { 'X-Invocation-Id': invocationId },
+    });
     let text = '';
     const models = new Set<string>();
     for await (const chunk of stream) {
