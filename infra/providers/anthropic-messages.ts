@@ -127,7 +127,10 @@ export class AnthropicMessages implements ProviderClient {
       url(req),
       headers(req),
       { ...body(req), stream: true },
-      (metered) => new EventParser(req.model, metered),
+      {
+        events: (pieces) => new EventParser(req.model, pieces),
+        whole: (json) => toResult(json as MessagesResponse, req.model),
+      },
       onDelta,
     );
   }

@@ -29,7 +29,15 @@ export interface JsonResponse {
 
 /** A streamed answer: a 2xx one as its body's chunks (size-capped), any other read whole. */
 export type StreamResponse =
-  | { ok: true; status: number; chunks: AsyncIterable<Buffer>; signal: AbortSignal; deadline: AbortSignal }
+  | {
+      ok: true;
+      status: number;
+      /** The answer's media type, lower-cased, without parameters ('' when none was sent). */
+      contentType: string;
+      chunks: AsyncIterable<Buffer>;
+      signal: AbortSignal;
+      deadline: AbortSignal;
+    }
   | ({ ok: false } & JsonResponse);
 
 const blocked = (host: string) =>
@@ -110,6 +118,7 @@ export class HttpTransport {
         return {
           ok: true,
           status: res.statusCode,
+          contentType: mediaTypeOf(res),
           chunks: this.capped(res.body, this.maxBytes * STREAM_FRAMING_FACTOR),
           signal: call.signal,
           deadline: call.deadline,
@@ -209,6 +218,11 @@ function failure(err: unknown, call: Call): ProviderError {
 const retryAfterOf = (res: Dispatcher.ResponseData): string | null => {
   const value = res.headers['retry-after'];
   return typeof value === 'string' ? value : null;
+};
+
+const mediaTypeOf = (res: Dispatcher.ResponseData): string => {
+  const value = res.headers['content-type'];
+  return typeof value === 'string' ? (value.split(';')[0] ?? '').trim().toLowerCase() : '';
 };
 
 const parseJson = (text: string): unknown => {

@@ -84,7 +84,10 @@ export class OpenAiChat implements ProviderClient {
       this.url(req),
       this.headers(req),
       body,
-      (metered) => new ChunkParser(req.model, metered),
+      {
+        events: (pieces) => new ChunkParser(req.model, pieces),
+        whole: (json) => toResult(json as ChatCompletion, req.model),
+      },
       onDelta,
     );
   }

@@ -15,6 +15,15 @@ import {
 } from './provider-errors';
 import { sseData } from './sse-events';
 
+/**
+ * How an adapter reads a streamed call's answer: its event stream, or the whole JSON answer a
+ * gateway that ignores `stream` sends instead (the adapter's own reading of a plain call).
+ */
+export interface AnswerReaders {
+  events: (onDelta: OnDelta) => StreamParser;
+  whole: (json: object) => CompletionResult;
+}
+
 /** What an adapter makes of a provider's event stream: pieces as they come, the whole at the end. */
 export interface StreamParser {
   /** One event's data; true once the provider said it is done. */
@@ -37,7 +46,7 @@ const aborted = () =>
   new ProviderError('final', 'provider_aborted', 'the client hung up; the call was stopped');
 const notAStream = () =>
   badResponse(
-    'a 2xx answer without server-sent events (does this provider, or a gateway in front of it, support stream: true?)',
+    'a 2xx answer that is neither server-sent events nor a JSON completion (does this provider, or a gateway in front of it, support stream: true?)',
   );
 const connectionLost = () =>
   new ProviderError('retryable', 'provider_connection_lost', 'the stream from the provider broke');
@@ -93,11 +102,66 @@ function metered(onDelta: OnDelta, max: number): OnDelta {
   };
 }
 
+const isJsonType = (type: string): boolean => type === 'application/json' || type.endsWith('+json');
+
+/** A whole answer's body, read to its end within `max` bytes. */
+async function readWhole(chunks: AsyncIterable<Buffer>, max: number): Promise<string> {
+  const read: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of chunks) {
+    if ((size += chunk.length) > max) throw badResponse(`response larger than ${max} bytes`);
+    read.push(chunk);
+  }
+  return Buffer.concat(read).toString('utf8');
+}
+
+const parsedObject = (text: string): object | null => {
+  try {
+    const json: unknown = JSON.parse(text);
+    return json !== null && typeof json === 'object' ? json : null;
+  } catch {
+    return null;
+  }
+};
+
+/** A whole answer as the one piece a stream would have been made of. */
+const deltaOf = ({ output }: CompletionResult): StreamDelta => ({
+  ...(output.content ? { content: output.content } : {}),
+  ...(output.toolCalls?.length
+    ? {
+        toolCalls: output.toolCalls.map((t, index) => ({
+          index,
+          id: t.id,
+          name: t.function.name,
+          arguments: t.function.arguments,
+        })),
+      }
+    : {}),
+});
+
 /**
- * Posts a streamed provider request and feeds its events to the parser `parse` makes. A non-2xx
- * answer is the same classified error a plain call gives; a stream that breaks, times out or is
- * aborted after the request was sent, or whose answer runs past the transport's cap, rejects with
- * delivery `unknown` and what had arrived (`streamed`).
+ * A JSON answer to a streamed call (a gateway that ignores `stream`): read as the plain call's
+ * answer and handed on as one piece. One that cannot be read is a bad response, delivered.
+ */
+async function wholeAnswer(
+  chunks: AsyncIterable<Buffer>,
+  whole: AnswerReaders['whole'],
+  pieces: OnDelta,
+  max: number,
+): Promise<CompletionResult> {
+  const json = parsedObject(await readWhole(chunks, max));
+  if (!json) throw notAStream();
+  const result = whole(json);
+  const delta = deltaOf(result);
+  if (delta.content !== undefined || delta.toolCalls) pieces(delta);
+  return result;
+}
+
+/**
+ * Posts a streamed provider request and feeds its events to the parser the adapter makes (or, for
+ * a JSON answer, reads it whole). A non-2xx answer is the same classified error a plain call gives;
+ * a stream that breaks, times out or is aborted after the request was sent, or whose answer runs
+ * past the transport's cap, rejects with delivery `unknown` and what had arrived (`streamed`).
  */
 export async function streamProvider(
   transport: HttpTransport,
@@ -105,10 +169,11 @@ export async function streamProvider(
   url: string,
   headers: Record<string, string>,
   body: unknown,
-  parse: (onDelta: OnDelta) => StreamParser,
+  answer: AnswerReaders,
   onDelta: OnDelta,
 ): Promise<CompletionResult> {
-  const parser = parse(metered(onDelta, transport.maxBytes));
+  const pieces = metered(onDelta, transport.maxBytes);
+  const parser = answer.events(pieces);
   const res = await transport
     .postStream(url, { ...req.trace, ...headers }, body, req.timeoutMs, req.signal)
     .catch((err: unknown) => {
@@ -123,6 +188,10 @@ export async function streamProvider(
       scrubSecret(providerMessage(res.json, res.text), req.secret),
       res.retryAfter,
     );
+  if (isJsonType(res.contentType))
+    return wholeAnswer(res.chunks, answer.whole, pieces, transport.maxBytes).catch((err: unknown) => {
+      throw broken(err, parser, req, res.deadline.aborted);
+    });
   let finished = false;
   let anyEvent = false;
   try {
@@ -133,9 +202,8 @@ export async function streamProvider(
   } catch (err) {
     throw broken(err, parser, req, res.deadline.aborted);
   }
-  // A whole 2xx body without one event (a JSON completion from a gateway that ignores `stream`,
-  // an HTML page) is an answer that cannot be read, not a lost connection: asking again would be
-  // billed again for the same answer.
+  // A whole 2xx body without one event (an HTML page, JSON sent as text) is an answer that cannot
+  // be read, not a lost connection: asking again would be billed again for the same answer.
   if (!anyEvent && !res.signal.aborted) throw broken(notAStream(), parser, req, false);
   // A body that ended before the provider's end marker was cut off on the way, unless the usage
   // (which comes last) had arrived: some compatible servers never send the marker.

@@ -33,12 +33,12 @@ const end = (res: ServerResponse, completionTokens: number) => {
   res.end('data: [DONE]\n\n');
 };
 
-/** A whole chat completion, as a gateway that ignores `stream` answers. */
-const wholeAnswer = (res: ServerResponse): void =>
+/** A whole chat completion, as a gateway that ignores `stream` answers; without usage, unreadable. */
+const wholeAnswer = (res: ServerResponse, readable: boolean): void =>
   void res.writeHead(200, { 'content-type': 'application/json' }).end(
     JSON.stringify({
       choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
-      usage: { prompt_tokens: 10, completion_tokens: 5 },
+      ...(readable ? { usage: { prompt_tokens: 10, completion_tokens: 5 } } : {}),
     }),
   );
 
@@ -50,7 +50,8 @@ function answer(req: RecordedRequest, res: ServerResponse): void {
     if (!res.writableFinished) cutOff.add(marker);
   });
   if (marker.startsWith('never')) return; // accepted, never answered
-  if (marker.startsWith('whole')) return wholeAnswer(res);
+  if (marker.startsWith('whole')) return wholeAnswer(res, true);
+  if (marker.startsWith('unusage')) return wholeAnswer(res, false);
   res.writeHead(200, { 'content-type': 'text/event-stream' });
   if (marker.startsWith('flood')) {
     for (let i = 0; i < 20_000; i++) write(res, piece('x'));
@@ -149,17 +150,26 @@ it('does not try a stream again once its pieces reached the client: it ends with
   expect(done.usage?.output_tokens).toBeLessThan(100);
 });
 
-it('a whole JSON answer to a stream is not taken for a lost connection: one provider call, no retry', async () => {
+it('a whole JSON completion answering a stream (a gateway that ignores stream) is streamed on and charged as used', async () => {
+  const { id } = await session();
+  const stream = await clientFor(id).chat.completions.create(ask('whole')).withResponse();
+  expect(await read(stream.data)).toMatchObject({ text: 'hi', error: null });
+  const done = await finished(app.http, key, stream.response.headers.get('x-invocation-id') as string);
+  expect(done).toMatchObject({ status: 'succeeded', usage: { input_tokens: 10, output_tokens: 5 } });
+  expect(sentWith('whole')).toBe(1);
+});
+
+it('a whole JSON answer to a stream that cannot be read is not taken for a lost connection: one provider call, no retry', async () => {
   const { id } = await session();
   const refused = await clientFor(id)
-    .chat.completions.create(ask('whole'))
+    .chat.completions.create(ask('unusage'))
     .catch((err: unknown) => err);
   // Nothing had gone to the client, so the failure is the answer's status.
   expect(refused).toMatchObject({ status: 502, code: 'provider_bad_response' });
   const invocationId = (refused as InstanceType<typeof OpenAI.APIError>).headers?.get('x-invocation-id');
   const done = await finished(app.http, key, invocationId as string);
   expect(done).toMatchObject({ status: 'failed', error: { error_code: 'provider_bad_response' } });
-  expect(sentWith('whole')).toBe(1);
+  expect(sentWith('unusage')).toBe(1);
   // An answer that could not be read may still be billed: one call, at the reservation.
   expect(done.usage?.output_tokens).toBe(1000);
 });

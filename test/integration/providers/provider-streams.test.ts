@@ -1,7 +1,7 @@
 import { ProviderError, type CompletionRequest, type StreamDelta } from '../../../domain/providers';
 import { ProviderRouter } from '../../../infra/providers/provider-router';
 import { StubProvider } from '../../support/stub-provider';
-import { collect, sse, sseThenDrop } from './stream-harness';
+import { collect, sse, sseThenDrop, textOf } from './stream-harness';
 
 /** Streamed calls through the adapters against a local stub speaking each provider's event stream. */
 const SECRET = 'sk-proj-STREAMSECRETSECRET9876';
@@ -104,12 +104,36 @@ describe('openai and openai_compatible, streamed', () => {
     });
   });
 
+  it('takes a whole JSON completion (a gateway that ignores stream) as the answer, handed on as one piece', async () => {
+    const toolCall = { id: 'call_1', type: 'function', function: { name: 'f', arguments: '{}' } };
+    const message = { role: 'assistant', content: `hi, ${SECRET}`, tool_calls: [toolCall] };
+    const completion = { ...COMPLETION, choices: [{ index: 0, message, finish_reason: 'tool_calls' }] };
+    stub.handler = (_req, res) =>
+      res
+        .writeHead(200, { 'content-type': 'application/json; charset=utf-8' })
+        .end(JSON.stringify(completion));
+    const { pieces, result, error } = await collect(router, request());
+    expect(error).toBeNull();
+    // The secret is scrubbed from the piece and the result alike, as from any answer.
+    expect(textOf(pieces)).toBe('hi, [redacted]');
+    expect(pieces.flatMap((p) => p.toolCalls ?? [])).toEqual([
+      { index: 0, id: 'call_1', name: 'f', arguments: '{}' },
+    ]);
+    expect(result).toMatchObject({
+      output: { content: 'hi, [redacted]', toolCalls: [toolCall] },
+      usage: { inputTokens: 10, outputTokens: 5 },
+      finishReason: 'tool_calls',
+    });
+  });
+
   it.each([
-    ['a JSON completion (a gateway that ignores stream)', 'application/json', JSON.stringify(COMPLETION)],
+    ['a JSON completion without usage', 'application/json', JSON.stringify({ choices: COMPLETION.choices })],
+    ['JSON that is not an object', 'application/json', '"hi"'],
+    ['a body that is not JSON, sent as JSON', 'application/json', '<html></html>'],
     ['an HTML page', 'text/html', '<html><body>sign in to the proxy</body></html>'],
     ['an empty body', 'text/event-stream', ''],
   ])(
-    'a whole 2xx answer with no event in it (%s) is a bad response, final, not a lost connection',
+    'a whole 2xx answer that is neither events nor a completion (%s) is a bad response, final, not a lost connection',
     async (_what, type, body) => {
       stub.handler = (_req, res) => res.writeHead(200, { 'content-type': type }).end(body);
       const { pieces, error } = await collect(router, request());
@@ -120,7 +144,6 @@ describe('openai and openai_compatible, streamed', () => {
         delivery: 'unknown',
         streamed: { content: '', usage: null },
       });
-      expect(error?.message).toContain('without server-sent events');
     },
   );
 
@@ -252,8 +275,22 @@ describe('anthropic, streamed', () => {
     ]);
   });
 
-  it('a whole Messages answer to a streamed request is a bad response, final', async () => {
+  it('takes a whole Messages answer to a streamed request as the answer, in one piece', async () => {
     stub.answer(200, WHOLE_MESSAGE);
+    const { pieces, result, error } = await collect(
+      router,
+      request({ provider: 'anthropic', baseUrl: stub.url }),
+    );
+    expect(error).toBeNull();
+    expect(pieces).toEqual([{ content: 'Sunny.' }]);
+    expect(result).toMatchObject({
+      output: { content: 'Sunny.' },
+      usage: { inputTokens: 30, outputTokens: 2 },
+    });
+  });
+
+  it('a whole answer that is not a Messages answer is a bad response, final', async () => {
+    stub.answer(200, { type: 'error' });
     const { error } = await collect(router, request({ provider: 'anthropic', baseUrl: stub.url }));
     expect(error).toMatchObject({ kind: 'final', code: 'provider_bad_response', delivery: 'unknown' });
   });
