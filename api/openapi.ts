@@ -80,7 +80,7 @@ const IDEMPOTENCY_KEY = {
   in: 'header',
   required: false,
   description:
-    'The same key with the same body within 24 h returns the first response (with Idempotent-Replayed: true) and creates nothing; another body: 409 idempotency_conflict. Keys are scoped to the caller (the API key, or the dashboard user): the same key sent by another caller of the org is a separate request that runs and keeps its own response; a stored response is never replayed to anyone else.',
+    "The same key with the same body within 24 h returns the first response (with Idempotent-Replayed: true) and creates nothing; another body: 409 idempotency_conflict. Keys are scoped to the caller (the API key, or the dashboard user): the same key sent by another caller of the org is a separate request that runs and keeps its own response; a stored response is never replayed to anyone else. A request sent again while the first runs waits for its response. If the first request's process died, the same request takes the key over after max_wait_seconds + 30 s; an invoke whose invocation was already recorded then answers 202 with that invocation (its state when recorded; poll Location) instead of making another.",
   schema: { type: 'string', minLength: 1, maxLength: 255 },
 };
 

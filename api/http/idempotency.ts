@@ -34,7 +34,9 @@ async function settledClaim(infra: Infra, scope: RecordScope, hashes: RequestHas
  * and creates nothing new; with another body, 409 `idempotency_conflict`. Only successful
  * responses are kept, so a failed request may be retried with the same key. Keys belong to the
  * caller (API key or dashboard user): another caller's same key is a request of its own, as with
- * Stripe, so a response holding a secret is never replayed to anyone but its requester.
+ * Stripe, so a response holding a secret is never replayed to anyone but its requester. A route
+ * whose answer waits after its resource is made (an invoke's `wait`) records an interim answer
+ * first (`created`): if its process dies, a retry gets that, never a second resource.
  */
 export async function withIdempotency(
   ctx: Context,
@@ -42,7 +44,7 @@ export async function withIdempotency(
   principal: Principal,
   route: string,
   rawBody: unknown,
-  run: () => Promise<Reply>,
+  run: (created?: (reply: Reply) => Promise<void>) => Promise<Reply>,
 ): Promise<Reply> {
   const key = ctx.get('Idempotency-Key');
   if (!key) return run();
@@ -73,7 +75,7 @@ export async function withIdempotency(
     return { ...claim.response, headers: { ...claim.response.headers, 'Idempotent-Replayed': 'true' } };
   }
   try {
-    const reply = await run();
+    const reply = await run((interim) => store.created(scope, interim));
     if (reply.status < 300) await store.complete(scope, reply);
     else await store.release(scope);
     return reply;

@@ -8,7 +8,7 @@ import { authenticate, authenticatedIfAny, requireScope } from './authenticate';
 import { readJsonBody } from './body-parser';
 import { withIdempotency } from './idempotency';
 import { setRateHeaders } from './rate-headers';
-import type { ReplyCheck, RouteDef } from './route';
+import type { Reply, ReplyCheck, RouteDef } from './route';
 import { parseInput, refuseUnstorable } from './validate';
 
 export const koaPath = (openApiPath: string): string => openApiPath.replace(/\{(\w+)\}/g, ':$1');
@@ -87,7 +87,7 @@ function pipeline(
     if (!route.unlimited) await applyRateLimit(ctx, route, infra, principal);
     requireScope(principal, route.access, infra);
     const { raw, body } = await readInput(ctx, route, infra, principal);
-    const handle = () =>
+    const handle = (created?: (reply: Reply) => Promise<void>) =>
       route.handle({
         body,
         query: parseInput(query, givenValues(ctx.query), 'query'),
@@ -98,6 +98,7 @@ function pipeline(
         header: (name: string) => ctx.get(name),
         trace: (ctx.state.trace as Record<string, string> | undefined) ?? {},
         closed: hangUpSignal(ctx),
+        created,
         infra,
       });
     const reply =

@@ -35,6 +35,11 @@ export interface RouteInput<B, Q> {
   trace: Record<string, string>;
   /** Aborts when the client hangs up before the answer is complete (a stream it stopped reading). */
   closed: AbortSignal;
+  /**
+   * With an Idempotency-Key: records the answer a retry gets if this process dies before it
+   * answers, once the resource exists (see idempotency.ts). Absent without a key.
+   */
+  created?: ((reply: Reply) => Promise<void>) | undefined;
   infra: Infra;
 }
 

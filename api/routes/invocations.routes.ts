@@ -92,7 +92,7 @@ export const invocationRoutes = [
       409: { description: 'session_not_open (closed or expired), or invalid_state (the agent is suspended)' },
     },
     handle: async (input) => {
-      const { body } = input;
+      const { body, created } = input;
       const wait = waitOf(input);
       const invocation = await invoke(
         invokeDeps(input.infra),
@@ -110,6 +110,8 @@ export const invocationRoutes = [
           trace: input.trace,
         },
         wait.seconds * 1000,
+        // The answer a retry under its Idempotency-Key gets should this process die while waiting.
+        created && ((queued) => created(invokeReply(queued, wait))),
       );
       return invokeReply(invocation, wait);
     },

@@ -2137,7 +2137,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The same key with the same body within 24 h returns the first response (with Idempotent-Replayed: true) and creates nothing; another body: 409 idempotency_conflict. Keys are scoped to the caller (the API key, or the dashboard user): the same key sent by another caller of the org is a separate request that runs and keeps its own response; a stored response is never replayed to anyone else. */
+        /** @description The same key with the same body within 24 h returns the first response (with Idempotent-Replayed: true) and creates nothing; another body: 409 idempotency_conflict. Keys are scoped to the caller (the API key, or the dashboard user): the same key sent by another caller of the org is a separate request that runs and keeps its own response; a stored response is never replayed to anyone else. A request sent again while the first runs waits for its response. If the first request's process died, the same request takes the key over after max_wait_seconds + 30 s; an invoke whose invocation was already recorded then answers 202 with that invocation (its state when recorded; poll Location) instead of making another. */
         'Idempotency-Key'?: string;
       };
       path?: never;
@@ -2583,7 +2583,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The same key with the same body within 24 h returns the first response (with Idempotent-Replayed: true) and creates nothing; another body: 409 idempotency_conflict. Keys are scoped to the caller (the API key, or the dashboard user): the same key sent by another caller of the org is a separate request that runs and keeps its own response; a stored response is never replayed to anyone else. */
+        /** @description The same key with the same body within 24 h returns the first response (with Idempotent-Replayed: true) and creates nothing; another body: 409 idempotency_conflict. Keys are scoped to the caller (the API key, or the dashboard user): the same key sent by another caller of the org is a separate request that runs and keeps its own response; a stored response is never replayed to anyone else. A request sent again while the first runs waits for its response. If the first request's process died, the same request takes the key over after max_wait_seconds + 30 s; an invoke whose invocation was already recorded then answers 202 with that invocation (its state when recorded; poll Location) instead of making another. */
         'Idempotency-Key'?: string;
       };
       path?: never;
@@ -5498,7 +5498,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The same key with the same body within 24 h returns the first response (with Idempotent-Replayed: true) and creates nothing; another body: 409 idempotency_conflict. Keys are scoped to the caller (the API key, or the dashboard user): the same key sent by another caller of the org is a separate request that runs and keeps its own response; a stored response is never replayed to anyone else. */
+        /** @description The same key with the same body within 24 h returns the first response (with Idempotent-Replayed: true) and creates nothing; another body: 409 idempotency_conflict. Keys are scoped to the caller (the API key, or the dashboard user): the same key sent by another caller of the org is a separate request that runs and keeps its own response; a stored response is never replayed to anyone else. A request sent again while the first runs waits for its response. If the first request's process died, the same request takes the key over after max_wait_seconds + 30 s; an invoke whose invocation was already recorded then answers 202 with that invocation (its state when recorded; poll Location) instead of making another. */
         'Idempotency-Key'?: string;
       };
       path?: never;
@@ -5888,7 +5888,7 @@ export interface operations {
       header?: {
         /** @description RFC 7240 `wait=N`: waits as the `wait` query does, bounded to limits.max_wait_seconds instead of refused; the answer then carries `Preference-Applied: wait=N`. The `wait` query wins when both are sent. */
         Prefer?: string;
-        /** @description The same key with the same body within 24 h returns the first response (with Idempotent-Replayed: true) and creates nothing; another body: 409 idempotency_conflict. Keys are scoped to the caller (the API key, or the dashboard user): the same key sent by another caller of the org is a separate request that runs and keeps its own response; a stored response is never replayed to anyone else. */
+        /** @description The same key with the same body within 24 h returns the first response (with Idempotent-Replayed: true) and creates nothing; another body: 409 idempotency_conflict. Keys are scoped to the caller (the API key, or the dashboard user): the same key sent by another caller of the org is a separate request that runs and keeps its own response; a stored response is never replayed to anyone else. A request sent again while the first runs waits for its response. If the first request's process died, the same request takes the key over after max_wait_seconds + 30 s; an invoke whose invocation was already recorded then answers 202 with that invocation (its state when recorded; poll Location) instead of making another. */
         'Idempotency-Key'?: string;
       };
       path?: never;
@@ -7265,7 +7265,7 @@ export interface operations {
     parameters: {
       query?: never;
       header?: {
-        /** @description The same key with the same body within 24 h returns the first response (with Idempotent-Replayed: true) and creates nothing; another body: 409 idempotency_conflict. Keys are scoped to the caller (the API key, or the dashboard user): the same key sent by another caller of the org is a separate request that runs and keeps its own response; a stored response is never replayed to anyone else. */
+        /** @description The same key with the same body within 24 h returns the first response (with Idempotent-Replayed: true) and creates nothing; another body: 409 idempotency_conflict. Keys are scoped to the caller (the API key, or the dashboard user): the same key sent by another caller of the org is a separate request that runs and keeps its own response; a stored response is never replayed to anyone else. A request sent again while the first runs waits for its response. If the first request's process died, the same request takes the key over after max_wait_seconds + 30 s; an invoke whose invocation was already recorded then answers 202 with that invocation (its state when recorded; poll Location) instead of making another. */
         'Idempotency-Key'?: string;
       };
       path?: never;

@@ -196,8 +196,11 @@ export async function invoke(
   ctx: CallContext,
   input: InvokeInput,
   waitMs: number,
+  /** Told once the invocation is recorded, before the wait (an Idempotency-Key's interim answer). */
+  recorded?: (invocation: Invocation) => Promise<void>,
 ): Promise<InvocationSummary> {
   const invocation = await admit(deps, ctx, input);
+  if (recorded) await tellRecorded(deps, invocation, recorded);
   // Registered before the job exists, so even an instant finish is not missed.
   const waiting = waitMs > 0 ? deps.waiter.wait(invocation.id, waitMs) : null;
   if (!(await enqueueInvocation(deps, invocation, input.trace))) {
@@ -206,6 +209,22 @@ export async function invoke(
   }
   if (!waiting) return invocation;
   return awaitFinished(deps.store, invocation, waiting);
+}
+
+/** A failure to note the interim answer does not undo the invocation, which is committed. */
+async function tellRecorded(
+  deps: InvokeDeps,
+  invocation: Invocation,
+  recorded: (invocation: Invocation) => Promise<void>,
+): Promise<void> {
+  try {
+    await recorded(invocation);
+  } catch (err) {
+    deps.warn('the interim answer of an idempotent invoke could not be stored', {
+      invocation_id: invocation.id,
+      err,
+    });
+  }
 }
 
 /**

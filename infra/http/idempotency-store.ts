@@ -5,10 +5,18 @@ import { KeyringBox, type Keyring } from '../crypto/keyring';
 
 export const IDEMPOTENCY_TTL_HOURS = 24;
 
+/** The moment before which a claim without a final answer is stale; bind the seconds. */
+const STALE_BEFORE = 'now() - make_interval(secs => ?)';
+
 export interface StoredResponse {
   status: number;
   body?: unknown;
   headers?: Record<string, string>;
+  /**
+   * Kept once the request's resource exists, before its answer is final (an invoke waiting for
+   * its end): replayed only if the request's process died before it stored the final one.
+   */
+  interim?: boolean;
 }
 
 /**
@@ -93,19 +101,27 @@ export class IdempotencyStore {
       [scope.orgId, scope.principalId, scope.key, scope.route, requestHash],
     );
     if (inserted.rows.length > 0) return { kind: 'claimed' };
-    const row = await this.knex('idempotency_records').where(whereOf(scope)).first();
+    const row = (await this.knex('idempotency_records')
+      .where(whereOf(scope))
+      .first('*', this.knex.raw(`created_at < ${STALE_BEFORE} as stale`, [staleAfterMs / 1000]))) as
+      { request_hash: string; response: string | null; stale: boolean } | undefined;
     if (!row) return this.claim(scope, hashes, staleAfterMs);
     if (!row.response) {
       if (hashes.includes(row.request_hash) && (await this.takeOver(scope, hashes, staleAfterMs)))
         return { kind: 'claimed' };
       return { kind: 'replay', requestHash: row.request_hash, response: null };
     }
+    let response: StoredResponse;
     try {
-      const response = JSON.parse(this.unseal(row.response, this.context(scope))) as StoredResponse;
-      return { kind: 'replay', requestHash: row.request_hash, response };
+      response = JSON.parse(this.unseal(row.response, this.context(scope))) as StoredResponse;
     } catch {
       return { kind: 'unreadable' };
     }
+    // Its request may still be waiting for the final answer; once stale, its process died after
+    // the resource was made, and the interim answer is all there is: never a second resource.
+    if (!response.interim) return { kind: 'replay', requestHash: row.request_hash, response };
+    const { interim: _interim, ...interim } = response;
+    return { kind: 'replay', requestHash: row.request_hash, response: row.stale ? interim : null };
   }
 
   /** Restarts a claim left without a response for longer than `staleAfterMs`; true when this did. */
@@ -114,9 +130,17 @@ export class IdempotencyStore {
       .where(whereOf(scope))
       .whereIn('request_hash', hashes)
       .whereNull('response')
-      .andWhere('created_at', '<', this.knex.raw(`now() - make_interval(secs => ?)`, [staleAfterMs / 1000]))
+      .andWhere('created_at', '<', this.knex.raw(STALE_BEFORE, [staleAfterMs / 1000]))
       .update({ created_at: this.knex.fn.now() });
     return taken > 0;
+  }
+
+  /**
+   * The answer a retry gets if this request's process dies before `complete`: its resource exists
+   * from now on, so taking the claim over would make a second one.
+   */
+  async created(scope: RecordScope, response: StoredResponse): Promise<void> {
+    await this.complete(scope, { ...response, interim: true });
   }
 
   async complete(scope: RecordScope, response: StoredResponse): Promise<void> {
@@ -126,7 +150,10 @@ export class IdempotencyStore {
       .update({ response: `${keyId}.${sealed}` });
   }
 
-  /** A request that failed leaves nothing behind, so the client may retry with the same key. */
+  /**
+   * A request that failed leaves nothing behind, so the client may retry with the same key; one
+   * that failed after its resource was made (`created`) keeps that answer.
+   */
   async release(scope: RecordScope): Promise<void> {
     await this.knex('idempotency_records').where(whereOf(scope)).whereNull('response').delete();
   }
