@@ -26,7 +26,10 @@ const Message = z.object({ role: z.string(), content: z.string() });
 export const ApprovalView = z
   .object({
     id: z.string(),
-    status: z.enum(APPROVAL_STATUSES),
+    status: z.enum(APPROVAL_STATUSES).meta({
+      description:
+        'expired from expires_at on, even before the service has recorded it (resolved_at is null until it has)',
+    }),
     invocation_id: z.string(),
     session_id: z.string(),
     agent_id: z.string().nullable(),

@@ -1068,7 +1068,10 @@ export interface components {
     };
     Approval: {
       id: string;
-      /** @enum {string} */
+      /**
+       * @description expired from expires_at on, even before the service has recorded it (resolved_at is null until it has)
+       * @enum {string}
+       */
       status: 'pending' | 'approved' | 'rejected' | 'expired' | 'cancelled';
       invocation_id: string;
       session_id: string;

@@ -52,6 +52,8 @@ export interface ApprovalStore {
     orgId: string,
     filter: ApprovalFilter,
     page: ApprovalPage,
+    /** A pending approval past its time as of `now` is filtered as expired. */
+    now: Date,
   ): Promise<{ items: Approval[]; next: QueuePosition | null }>;
   /** One approval, with the messages of the request it would run. */
   get(orgId: string, id: string): Promise<Approval | null>;

@@ -3,7 +3,7 @@ import { conflict, DomainError, invalidState, notFound } from '../errors';
 import type { InvocationStore } from '../invocations/invocation-store';
 import type { CompletionSignal, StageQueue } from '../invocations/signals';
 import { actorOf, type CallContext } from '../principal';
-import type { Approval, VoteDecision } from './approval';
+import { approvalAsOf, type Approval, type VoteDecision } from './approval';
 import type {
   ApprovalFilter,
   ApprovalPage,
@@ -26,23 +26,26 @@ export interface ApprovalDeps {
  * `GET /v1/approvals`: the org's approvals, newest first as every list; the approver's page asks
  * for the queue oldest first (it is worked from its head, and the oldest expire first).
  */
-export const listApprovals = (
-  deps: Pick<ApprovalDeps, 'approvals'>,
+export async function listApprovals(
+  deps: Pick<ApprovalDeps, 'approvals' | 'clock'>,
   ctx: CallContext,
   filter: ApprovalFilter,
   page: ApprovalPage,
-): Promise<{ items: Approval[]; next: QueuePosition | null }> =>
-  deps.approvals.list(ctx.principal.orgId, filter, page);
+): Promise<{ items: Approval[]; next: QueuePosition | null }> {
+  const now = deps.clock.now();
+  const found = await deps.approvals.list(ctx.principal.orgId, filter, page, now);
+  return { ...found, items: found.items.map((a) => approvalAsOf(a, now)) };
+}
 
 /** `GET /v1/approvals/{id}`: one approval with the messages of the request it would run. */
 export async function getApproval(
-  deps: Pick<ApprovalDeps, 'approvals'>,
+  deps: Pick<ApprovalDeps, 'approvals' | 'clock'>,
   ctx: CallContext,
   id: string,
 ): Promise<Approval> {
   const approval = await deps.approvals.get(ctx.principal.orgId, id);
   if (!approval) throw notFound('approval');
-  return approval;
+  return approvalAsOf(approval, deps.clock.now());
 }
 
 /**

@@ -57,3 +57,12 @@ export interface Approval {
 }
 
 export const isResolved = (approval: Pick<Approval, 'status'>): boolean => approval.status !== 'pending';
+
+/**
+ * An approval past its time is expired from that moment, as it reads, though the job or sweep that
+ * records it (and denies its invocation) may not have run yet (no worker up).
+ */
+export const approvalAsOf = (approval: Approval, now: Date): Approval =>
+  approval.status === 'pending' && approval.expiresAt.getTime() <= now.getTime()
+    ? { ...approval, status: 'expired' }
+    : approval;

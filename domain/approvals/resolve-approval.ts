@@ -121,7 +121,8 @@ function vote(locked: LockedApproval, r: Vote, at: Date, lines: Lineages) {
 /**
  * Decides what one resolution writes to a locked approval: the rules of who may vote, when it is
  * decided (any rejection, or `approvers_required` distinct approvals) and that nothing moves it
- * once it left `pending`. A vote that arrives after the approval's time expires it instead.
+ * once it left `pending`. A vote or a cancel that arrives after the approval's time expires it
+ * instead.
  */
 export function resolveApproval(
   locked: LockedApproval,
@@ -138,6 +139,8 @@ export function resolveApproval(
       if (at < approval.expiresAt) return { change: null, result: 'not_due' };
       return { change: resolveAs(system, 'expired'), result: 'resolved' };
     case 'cancel':
+      // Past its time, the approval has expired (the agent is told so), not been cancelled.
+      if (at >= approval.expiresAt) return { change: resolveAs(system, 'expired'), result: 'expired' };
       return {
         change: resolveAs(
           { approval, actor: resolution.by, at, requestId: resolution.requestId },

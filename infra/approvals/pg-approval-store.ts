@@ -31,12 +31,17 @@ export class PgApprovalStore implements ApprovalStore {
     orgId: string,
     filter: ApprovalFilter,
     page: ApprovalPage,
+    now: Date,
   ): Promise<{ items: Approval[]; next: QueuePosition | null }> {
     const oldestFirst = page.order === 'oldest';
     const where = ['ap.org_id = ?'];
     const values: Knex.Value[] = [orgId];
     const add = (clause: string, value: Knex.Value) => (where.push(clause), values.push(value));
-    if (filter.status) add('ap.status = ?', filter.status);
+    // As approvalAsOf reads them: a pending approval past its time is expired.
+    if (filter.status === 'pending') add(`ap.status = 'pending' and ap.expires_at > ?`, now);
+    else if (filter.status === 'expired')
+      add(`(ap.status = 'expired' or (ap.status = 'pending' and ap.expires_at <= ?))`, now);
+    else if (filter.status) add('ap.status = ?', filter.status);
     if (filter.agentId) add('ap.agent_id = ?', filter.agentId);
     if (filter.sessionId) add('ap.session_id = ?', filter.sessionId);
     if (filter.policyId) add('ap.policy_id = ?', filter.policyId);
