@@ -1,3 +1,4 @@
+import { canSpinOn } from './io';
 import { run } from './main';
 
 // The process's own streams; the exit code is set, not forced, so pending output is flushed.
@@ -5,7 +6,7 @@ void run(process.argv.slice(2), {
   env: process.env,
   stdout: process.stdout,
   stderr: process.stderr,
-  isTTY: process.stderr.isTTY === true,
+  isTTY: canSpinOn(process.stderr),
 }).then((code) => {
   process.exitCode = code;
 });
