@@ -29,14 +29,18 @@ export class ControlPlaneError extends Error {
 
 /** The error a non-2xx answer stands for; `parsed` is the body openapi-fetch read (JSON or text). */
 export function errorFromResponse(response: Response, parsed: unknown): ControlPlaneError {
-  const body =
-    parsed && typeof parsed === 'object' && !Array.isArray(parsed)
-      ? (parsed as Record<string, unknown>)
-      : { message: typeof parsed === 'string' && parsed ? parsed : `HTTP ${response.status}` };
-  return new ControlPlaneError(response.status, body, {
-    requestId: response.headers.get('x-request-id') ?? undefined,
-  });
+  const requestId = response.headers.get('x-request-id') ?? undefined;
+  if (!isApiError(parsed)) return notTheApi(null, response.status, requestId);
+  return new ControlPlaneError(response.status, parsed, { requestId });
 }
+
+/** Every error of the API is a JSON object with its error_code (OpenAI-shaped ones nest it). */
+const isApiError = (parsed: unknown): parsed is Record<string, unknown> =>
+  !!parsed &&
+  typeof parsed === 'object' &&
+  !Array.isArray(parsed) &&
+  (typeof (parsed as { error_code?: unknown }).error_code === 'string' ||
+    typeof (parsed as { error?: { code?: unknown } }).error?.code === 'string');
 
 /** No answer: the message says what to check, since the cause is almost always where the server is. */
 export function networkError(baseUrl: string, cause: unknown): ControlPlaneError {
@@ -51,16 +55,20 @@ export function networkError(baseUrl: string, cause: unknown): ControlPlaneError
   );
 }
 
-/** A 2xx answer that is not JSON: whatever answered is not the API (a web server, another port). */
-export function notTheApi(cause: unknown): ControlPlaneError {
+/**
+ * An answer that is not the API's JSON (a 2xx one that is not JSON, an error without the API's
+ * error_code): whatever answered is not the API (a web server, another port, a proxy's page). Its
+ * body is not repeated: it may be a whole HTML page. `status` is the answer's, 0 for a 2xx one.
+ */
+export function notTheApi(cause: unknown, status = 0, requestId?: string): ControlPlaneError {
+  const answered = status > 0 ? ` (HTTP ${status})` : '';
   return new ControlPlaneError(
-    0,
+    status,
     {
       error_code: 'unexpected_answer',
-      message:
-        "the server's answer is not the API's JSON: is CP_BASE_URL (or --base-url) the control plane's URL?",
+      message: `the server's answer${answered} is not the API's JSON: is CP_BASE_URL (or --base-url) the control plane's URL?`,
     },
-    { cause },
+    { requestId, ...(cause === null ? {} : { cause }) },
   );
 }
 

@@ -183,6 +183,24 @@ describe('control-plane CLI: keys, credentials, agents, exit codes', () => {
     expect(stderr).toMatch(/^unexpected_answer: the server's answer is not the API's JSON: is CP_BASE_URL/);
   });
 
+  it('exits 3 for an error answer that is not the API (another server, a proxy page), without its body', async () => {
+    const page = '<!DOCTYPE HTML><html><body>Not Found, and a long page</body></html>';
+    const notApi = (async () =>
+      new Response(page, { status: 404, headers: { 'content-type': 'text/html' } })) as typeof fetch;
+    const { code, stderr } = await cli(['keys', 'list'], { fetch: notApi });
+    expect(code).toBe(3);
+    expect(stderr).toMatch(/^unexpected_answer: the server's answer \(HTTP 404\) is not the API's JSON/);
+    expect(stderr).not.toContain('DOCTYPE');
+    // JSON that is not the API's error (a gateway's) is not the API either; the API's own is.
+    const gateway = (async () => Response.json({ message: 'no route' }, { status: 502 })) as typeof fetch;
+    expect((await cli(['keys', 'list'], { fetch: gateway })).code).toBe(3);
+    const api = (async () =>
+      Response.json({ error_code: 'not_found', message: 'key not found' }, { status: 404 })) as typeof fetch;
+    const refused = await cli(['keys', 'list'], { fetch: api });
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^not_found: key not found/);
+  });
+
   it('prints control characters from the server as escapes, never to the terminal', async () => {
     const name = 'k\x1b]52;c;ZWNobyBwd25lZA==\x07\x9b31m';
     const created = await cli(['keys', 'create', '--name', name, '--scopes', 'read']);

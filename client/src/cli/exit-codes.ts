@@ -30,7 +30,8 @@ export class UsageError extends Error {
 
 export function exitCodeOf(error: unknown): number {
   if (error instanceof UsageError) return EXIT.usage;
-  if (error instanceof ControlPlaneError) return error.status > 0 ? EXIT.refused : EXIT.unreachable;
+  if (error instanceof ControlPlaneError)
+    return error.status > 0 && error.errorCode !== 'unexpected_answer' ? EXIT.refused : EXIT.unreachable;
   return EXIT.refused;
 }
 
