@@ -115,6 +115,9 @@ function genericErrors(route: RouteDef): Record<number, string> {
     out[413] = `payload_too_large: ${sent} over the limit (limit_bytes)`;
     out[415] = `unsupported_media_type: ${sent}${route.body ? ' not sent' : ', not'} as application/json`;
   }
+  if (route.idempotent)
+    out[409] =
+      'idempotency_conflict: the Idempotency-Key was sent with another body, or its first request still runs after the longest a request may take';
   if (!route.unlimited)
     out[429] =
       route.access.kind === 'public'

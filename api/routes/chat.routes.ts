@@ -175,7 +175,11 @@ export const chatRoutes = [
     access: needs('llm:invoke'),
     errorShape: 'openai',
     headers: ModelHeaders,
-    responses: { 200: { description: 'the models', schema: ModelList } },
+    responses: {
+      200: { description: 'the models', schema: ModelList },
+      400: { description: 'validation_error: X-Session-Id is not an id' },
+      404: { description: 'not_found: no session X-Session-Id in this org' },
+    },
     handle: async (input) => {
       const models = await callableModels(input.infra, callOf(input), headerId(input, 'X-Session-Id', false));
       return { status: 200, body: { object: 'list', data: models.map(modelView) } };

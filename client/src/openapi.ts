@@ -2193,6 +2193,15 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description idempotency_conflict: the Idempotency-Key was sent with another body, or its first request still runs after the longest a request may take */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description payload_too_large: the body is over the limit (limit_bytes) */
       413: {
         headers: {
@@ -2635,6 +2644,15 @@ export interface operations {
       };
       /** @description insufficient_scope: requires credentials:write */
       403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description idempotency_conflict: the Idempotency-Key was sent with another body, or its first request still runs after the longest a request may take */
+      409: {
         headers: {
           [name: string]: unknown;
         };
@@ -5573,7 +5591,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description invalid_state: the agent is suspended */
+      /** @description invalid_state: the agent is suspended; idempotency_conflict: the Idempotency-Key was sent with another body, or its first request still runs after the longest a request may take */
       409: {
         headers: {
           [name: string]: unknown;
@@ -5991,7 +6009,7 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
-      /** @description session_not_open (closed or expired), or invalid_state (the agent is suspended) */
+      /** @description session_not_open (closed or expired), or invalid_state (the agent is suspended); idempotency_conflict: the Idempotency-Key was sent with another body, or its first request still runs after the longest a request may take */
       409: {
         headers: {
           [name: string]: unknown;
@@ -6520,6 +6538,15 @@ export interface operations {
           'application/json': components['schemas']['ModelList'];
         };
       };
+      /** @description validation_error: X-Session-Id is not an id */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAIError'];
+        };
+      };
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
@@ -6531,6 +6558,15 @@ export interface operations {
       };
       /** @description insufficient_scope: requires llm:invoke */
       403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAIError'];
+        };
+      };
+      /** @description not_found: no session X-Session-Id in this org */
+      404: {
         headers: {
           [name: string]: unknown;
         };
@@ -7315,6 +7351,15 @@ export interface operations {
       };
       /** @description insufficient_scope: requires org:admin */
       403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description idempotency_conflict: the Idempotency-Key was sent with another body, or its first request still runs after the longest a request may take */
+      409: {
         headers: {
           [name: string]: unknown;
         };

@@ -187,6 +187,27 @@ describe('GET /v1/openapi.json', () => {
     }
   });
 
+  it('documents 409 idempotency_conflict on every route that reads Idempotency-Key', async () => {
+    const { body } = await app.http.get<LooseDoc>('/v1/openapi.json');
+    const idempotent = ROUTES.filter((r) => r.idempotent);
+    expect(idempotent.map((r) => r.path)).toEqual(expect.arrayContaining(['/v1/keys', '/v1/llm/invoke']));
+    for (const route of idempotent) {
+      const { responses, parameters } = operationOf(body, route);
+      expect(parameters?.some((p) => p.name === 'Idempotency-Key')).toBe(true);
+      expect([route.path, responses['409']?.description]).toEqual([
+        route.path,
+        expect.stringContaining('idempotency_conflict'),
+      ]);
+    }
+  });
+
+  it('documents the 400 and 404 GET /v1/models answers for its X-Session-Id', async () => {
+    const { body } = await app.http.get<LooseDoc>('/v1/openapi.json');
+    const { responses } = body.paths['/v1/models']?.get as Operation;
+    expect(responses['400']?.description).toContain('X-Session-Id');
+    expect(responses['404']?.description).toContain('X-Session-Id');
+  });
+
   it('documents the Prefer: wait=N header of the routes that wait', async () => {
     const { body } = await app.http.get<LooseDoc>('/v1/openapi.json');
     for (const [path, method] of [
