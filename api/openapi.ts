@@ -127,6 +127,39 @@ function genericErrors(route: RouteDef): Record<number, string> {
   return out;
 }
 
+const stringHeader = (description: string) => ({ description, schema: { type: 'string' } });
+
+const RATE_HEADERS = {
+  'RateLimit-Limit': 'requests allowed per window (IETF draft RateLimit fields)',
+  'RateLimit-Remaining': 'requests left in the current window',
+  'RateLimit-Reset': 'seconds until the window resets',
+};
+
+/**
+ * The headers an answer of the route carries: X-Request-Id always, the RateLimit fields on
+ * rate-limited routes, Retry-After on 429 and 503, Idempotent-Replayed on a replayed success, and
+ * the route's own for that status.
+ */
+function headersOf(route: RouteDef, status: number, own: Record<string, string> = {}) {
+  const headers: Record<string, { description: string; schema: { type: string } }> = {
+    'X-Request-Id': stringHeader(REQUEST_ID_RULE),
+  };
+  if (!route.unlimited)
+    for (const [name, description] of Object.entries(RATE_HEADERS))
+      headers[name] = { description, schema: { type: 'integer' } };
+  if (status === 429 || status === 503)
+    headers['Retry-After'] = {
+      description: 'seconds to wait before sending again',
+      schema: { type: 'integer' },
+    };
+  if (route.idempotent && status < 300)
+    headers['Idempotent-Replayed'] = stringHeader(
+      'true: the stored answer of an earlier request with the same Idempotency-Key and body',
+    );
+  for (const [name, description] of Object.entries(own)) headers[name] = stringHeader(description);
+  return headers;
+}
+
 function successResponse(response: ResponseDef, components: Record<string, unknown>) {
   const content: Record<string, unknown> = {};
   if (response.schema)
@@ -157,6 +190,11 @@ function responsesOf(route: RouteDef, components: Record<string, unknown>) {
     const description = own ? `${own}; ${generic}` : generic;
     out[status] = errorResponse(description, errorRef);
   }
+  for (const status of Object.keys(out))
+    out[status] = {
+      ...(out[status] as object),
+      headers: headersOf(route, Number(status), route.responses[Number(status)]?.headers),
+    };
   return out;
 }
 

@@ -51,6 +51,8 @@ export interface ResponseDef {
   contentType?: string;
   /** Also answered as server-sent events (`stream: true`): what the events hold. */
   eventStream?: { description: string };
+  /** Headers of this answer beyond those every answer carries (X-Request-Id, RateLimit-*): name → meaning. */
+  headers?: Record<string, string>;
 }
 
 export interface RouteDef<B extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType> {

@@ -132,6 +132,11 @@ export const chatRoutes = [
         description:
           'the completion (headers X-Invocation-Id, X-Cost-Usd), or with stream: true an event stream',
         schema: ChatCompletionView,
+        headers: {
+          'X-Invocation-Id': 'the governed invocation behind the completion (GET /v1/llm/invocations/{id})',
+          'X-Cost-Usd':
+            'what the call was charged, in US dollars (not sent on a stream, whose cost is known at its end)',
+        },
         eventStream: {
           description:
             'Server-sent events: `data: <chat.completion.chunk JSON>` per piece, each naming the model; then ' +

@@ -47,6 +47,11 @@ function waitOf(input: RouteInput<unknown, { wait?: number | undefined }>): {
 const preferenceApplied = (wait: { seconds: number; preferred: boolean }): Record<string, string> =>
   wait.preferred ? { 'Preference-Applied': `wait=${wait.seconds}` } : {};
 
+const INVOKE_HEADERS = {
+  Location: 'the invocation: /v1/llm/invocations/{id}, to poll (with wait) until it finishes',
+  'Preference-Applied': 'wait=N: the Prefer: wait=N header was honoured, with N the seconds waited at most',
+};
+
 /** 200 once finished, 202 (with where to poll) while not. */
 const invokeReply = (invocation: InvocationSummary, wait: { seconds: number; preferred: boolean }) => ({
   status: isTerminal(invocation.status) ? 200 : 202,
@@ -74,6 +79,7 @@ export const invocationRoutes = [
           "guardian denies (credential_not_allowed) a credential_ref outside the agent's credential_refs; " +
           'an agent with none may use no credential.',
         schema: InvocationView,
+        headers: INVOKE_HEADERS,
       },
       202: {
         description:
@@ -82,6 +88,7 @@ export const invocationRoutes = [
           'until the reaper enqueues it, within CP_REAP_AFTER_MS plus 10 s. A Redis failure after the ' +
           'invocation is recorded never turns this answer into a 503.',
         schema: InvocationView,
+        headers: INVOKE_HEADERS,
       },
       400: { description: 'validation_error, or unpriced_model (with model)' },
       402: {

@@ -1507,6 +1507,8 @@ export interface operations {
       /** @description alive */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -1519,6 +1521,10 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1539,6 +1545,8 @@ export interface operations {
       /** @description ready */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -1557,6 +1565,10 @@ export interface operations {
       /** @description a check failed; unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1577,6 +1589,14 @@ export interface operations {
       /** @description configuration */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1612,6 +1632,16 @@ export interface operations {
       /** @description rate_limited: the client address's limit; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1621,6 +1651,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1651,6 +1691,14 @@ export interface operations {
       /** @description created */
       201: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1665,6 +1713,14 @@ export interface operations {
       /** @description validation_error (with details); invalid_json */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1674,6 +1730,14 @@ export interface operations {
       /** @description email taken */
       409: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1683,6 +1747,14 @@ export interface operations {
       /** @description payload_too_large: the body is over the limit (limit_bytes) */
       413: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1692,6 +1764,14 @@ export interface operations {
       /** @description unsupported_media_type: the body is not sent as application/json */
       415: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1701,6 +1781,16 @@ export interface operations {
       /** @description rate_limited: the client address's limit; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1710,6 +1800,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1740,6 +1840,14 @@ export interface operations {
       /** @description created */
       201: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1751,6 +1859,14 @@ export interface operations {
       /** @description invalid input, or an unknown, used or expired invite; validation_error (with details); invalid_json */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1760,6 +1876,14 @@ export interface operations {
       /** @description email taken */
       409: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1769,6 +1893,14 @@ export interface operations {
       /** @description payload_too_large: the body is over the limit (limit_bytes) */
       413: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1778,6 +1910,14 @@ export interface operations {
       /** @description unsupported_media_type: the body is not sent as application/json */
       415: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1787,6 +1927,16 @@ export interface operations {
       /** @description rate_limited: the client address's limit; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1796,6 +1946,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1823,6 +1983,14 @@ export interface operations {
       /** @description logged in */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1840,6 +2008,14 @@ export interface operations {
       /** @description validation_error (with details); invalid_json */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1849,6 +2025,14 @@ export interface operations {
       /** @description invalid_credentials */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1858,6 +2042,14 @@ export interface operations {
       /** @description payload_too_large: the body is over the limit (limit_bytes) */
       413: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1867,6 +2059,14 @@ export interface operations {
       /** @description unsupported_media_type: the body is not sent as application/json */
       415: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1876,6 +2076,16 @@ export interface operations {
       /** @description rate_limited: the client address's limit; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1885,6 +2095,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1905,6 +2125,14 @@ export interface operations {
       /** @description logged out */
       204: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content?: never;
@@ -1912,6 +2140,14 @@ export interface operations {
       /** @description validation_error (path authorization): the token is an API key; logout takes a dashboard session token (css_), keys are revoked instead; invalid_json when a body is sent and is not JSON (this route reads none: leave it out or send {}) */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1921,6 +2157,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1930,6 +2174,14 @@ export interface operations {
       /** @description payload_too_large: a body was sent over the limit (limit_bytes) */
       413: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1939,6 +2191,14 @@ export interface operations {
       /** @description unsupported_media_type: a body was sent, not as application/json */
       415: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1948,6 +2208,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1957,6 +2227,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1986,6 +2266,14 @@ export interface operations {
       /** @description created */
       201: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2002,6 +2290,14 @@ export interface operations {
       /** @description validation_error (with details); invalid_json */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2011,6 +2307,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2020,6 +2324,14 @@ export interface operations {
       /** @description insufficient_scope: requires org:admin */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2029,6 +2341,14 @@ export interface operations {
       /** @description payload_too_large: the body is over the limit (limit_bytes) */
       413: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2038,6 +2358,14 @@ export interface operations {
       /** @description unsupported_media_type: the body is not sent as application/json */
       415: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2047,6 +2375,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2056,6 +2394,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2080,6 +2428,14 @@ export interface operations {
       /** @description a page of keys */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2092,6 +2448,14 @@ export interface operations {
       /** @description validation_error (with details) */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2101,6 +2465,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2110,6 +2482,14 @@ export interface operations {
       /** @description insufficient_scope: requires org:admin */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2119,6 +2499,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2128,6 +2518,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2160,6 +2560,16 @@ export interface operations {
       /** @description minted */
       201: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description true: the stored answer of an earlier request with the same Idempotency-Key and body */
+          'Idempotent-Replayed'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -2169,6 +2579,14 @@ export interface operations {
       /** @description validation_error (with details); invalid_json */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2178,6 +2596,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2187,6 +2613,14 @@ export interface operations {
       /** @description insufficient_scope: requires org:admin */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2196,6 +2630,14 @@ export interface operations {
       /** @description idempotency_conflict: the Idempotency-Key was sent with another body, or its first request still runs after the longest a request may take */
       409: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2205,6 +2647,14 @@ export interface operations {
       /** @description payload_too_large: the body is over the limit (limit_bytes) */
       413: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2214,6 +2664,14 @@ export interface operations {
       /** @description unsupported_media_type: the body is not sent as application/json */
       415: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2223,6 +2681,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2232,6 +2700,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2254,6 +2732,14 @@ export interface operations {
       /** @description the key */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2263,6 +2749,14 @@ export interface operations {
       /** @description validation_error (with details); an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2272,6 +2766,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2281,6 +2783,14 @@ export interface operations {
       /** @description insufficient_scope: requires org:admin */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2290,6 +2800,14 @@ export interface operations {
       /** @description no such key in this org */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2299,6 +2817,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2308,6 +2836,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2330,6 +2868,14 @@ export interface operations {
       /** @description the revoked key */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2339,6 +2885,14 @@ export interface operations {
       /** @description validation_error (with details); invalid_json when a body is sent and is not JSON (this route reads none: leave it out or send {}); an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2348,6 +2902,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2357,6 +2919,14 @@ export interface operations {
       /** @description insufficient_scope: requires org:admin */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2366,6 +2936,14 @@ export interface operations {
       /** @description no such key in this org */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2375,6 +2953,14 @@ export interface operations {
       /** @description payload_too_large: a body was sent over the limit (limit_bytes) */
       413: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2384,6 +2970,14 @@ export interface operations {
       /** @description unsupported_media_type: a body was sent, not as application/json */
       415: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2393,6 +2987,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2402,6 +3006,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2430,6 +3044,14 @@ export interface operations {
       /** @description the new key */
       201: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2439,6 +3061,14 @@ export interface operations {
       /** @description validation_error (with details); invalid_json; an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2448,6 +3078,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2457,6 +3095,14 @@ export interface operations {
       /** @description insufficient_scope: requires org:admin */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2466,6 +3112,14 @@ export interface operations {
       /** @description no such key in this org */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2475,6 +3129,14 @@ export interface operations {
       /** @description invalid_state: the key is already revoked or rotated */
       409: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2484,6 +3146,14 @@ export interface operations {
       /** @description payload_too_large: the body is over the limit (limit_bytes) */
       413: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2493,6 +3163,14 @@ export interface operations {
       /** @description unsupported_media_type: the body is not sent as application/json */
       415: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2502,6 +3180,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2511,6 +3199,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2535,6 +3233,14 @@ export interface operations {
       /** @description a page of credentials */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2547,6 +3253,14 @@ export interface operations {
       /** @description validation_error (with details) */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2556,6 +3270,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2565,6 +3287,14 @@ export interface operations {
       /** @description insufficient_scope: requires credentials:read */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2574,6 +3304,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2583,6 +3323,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2618,6 +3368,16 @@ export interface operations {
       /** @description stored */
       201: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description true: the stored answer of an earlier request with the same Idempotency-Key and body */
+          'Idempotent-Replayed'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -2627,6 +3387,14 @@ export interface operations {
       /** @description validation_error (with details); invalid_json */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2636,6 +3404,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2645,6 +3421,14 @@ export interface operations {
       /** @description insufficient_scope: requires credentials:write */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2654,6 +3438,14 @@ export interface operations {
       /** @description idempotency_conflict: the Idempotency-Key was sent with another body, or its first request still runs after the longest a request may take */
       409: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2663,6 +3455,14 @@ export interface operations {
       /** @description payload_too_large: the body is over the limit (limit_bytes) */
       413: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2672,6 +3472,14 @@ export interface operations {
       /** @description unsupported_media_type: the body is not sent as application/json */
       415: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2681,6 +3489,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2690,6 +3508,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2712,6 +3540,14 @@ export interface operations {
       /** @description the credential */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2721,6 +3557,14 @@ export interface operations {
       /** @description validation_error (with details); an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2730,6 +3574,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2739,6 +3591,14 @@ export interface operations {
       /** @description insufficient_scope: requires credentials:read */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2748,6 +3608,14 @@ export interface operations {
       /** @description no such credential in this org (or it was deleted) */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2757,6 +3625,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2766,6 +3644,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2788,6 +3676,14 @@ export interface operations {
       /** @description deleted */
       204: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content?: never;
@@ -2795,6 +3691,14 @@ export interface operations {
       /** @description validation_error (with details); invalid_json when a body is sent and is not JSON (this route reads none: leave it out or send {}); an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2804,6 +3708,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2813,6 +3725,14 @@ export interface operations {
       /** @description insufficient_scope: requires credentials:write */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2822,6 +3742,14 @@ export interface operations {
       /** @description no such credential in this org (or it was deleted) */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2831,6 +3759,14 @@ export interface operations {
       /** @description payload_too_large: a body was sent over the limit (limit_bytes) */
       413: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2840,6 +3776,14 @@ export interface operations {
       /** @description unsupported_media_type: a body was sent, not as application/json */
       415: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2849,6 +3793,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2858,6 +3812,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2887,6 +3851,14 @@ export interface operations {
       /** @description the rotated credential */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2896,6 +3868,14 @@ export interface operations {
       /** @description validation_error (with details); invalid_json; an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2905,6 +3885,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2914,6 +3902,14 @@ export interface operations {
       /** @description insufficient_scope: requires credentials:write */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2923,6 +3919,14 @@ export interface operations {
       /** @description no such credential in this org (or it was deleted) */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2932,6 +3936,14 @@ export interface operations {
       /** @description payload_too_large: the body is over the limit (limit_bytes) */
       413: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2941,6 +3953,14 @@ export interface operations {
       /** @description unsupported_media_type: the body is not sent as application/json */
       415: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2950,6 +3970,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2959,6 +3989,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2983,6 +4023,14 @@ export interface operations {
       /** @description a page of agents */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2995,6 +4043,14 @@ export interface operations {
       /** @description validation_error (with details) */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3004,6 +4060,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3013,6 +4077,14 @@ export interface operations {
       /** @description insufficient_scope: requires agents:read */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3022,6 +4094,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3031,6 +4113,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3073,6 +4165,14 @@ export interface operations {
       /** @description created */
       201: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3082,6 +4182,14 @@ export interface operations {
       /** @description validation_error (with details); invalid_json */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3091,6 +4199,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3100,6 +4216,14 @@ export interface operations {
       /** @description insufficient_scope: requires agents:write */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3109,6 +4233,14 @@ export interface operations {
       /** @description payload_too_large: the body is over the limit (limit_bytes) */
       413: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3118,6 +4250,14 @@ export interface operations {
       /** @description unsupported_media_type: the body is not sent as application/json */
       415: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3127,6 +4267,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3136,6 +4286,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3158,6 +4318,14 @@ export interface operations {
       /** @description the agent */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3167,6 +4335,14 @@ export interface operations {
       /** @description validation_error (with details); an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3176,6 +4352,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3185,6 +4369,14 @@ export interface operations {
       /** @description insufficient_scope: requires agents:read */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3194,6 +4386,14 @@ export interface operations {
       /** @description no such agent in this org */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3203,6 +4403,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3212,6 +4422,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3256,6 +4476,14 @@ export interface operations {
       /** @description the agent */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3265,6 +4493,14 @@ export interface operations {
       /** @description validation_error (with details); invalid_json; an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3274,6 +4510,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3283,6 +4527,14 @@ export interface operations {
       /** @description insufficient_scope: requires agents:write */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3292,6 +4544,14 @@ export interface operations {
       /** @description no such agent in this org */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3301,6 +4561,14 @@ export interface operations {
       /** @description payload_too_large: the body is over the limit (limit_bytes) */
       413: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3310,6 +4578,14 @@ export interface operations {
       /** @description unsupported_media_type: the body is not sent as application/json */
       415: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3319,6 +4595,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3328,6 +4614,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3350,6 +4646,14 @@ export interface operations {
       /** @description the agent */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3359,6 +4663,14 @@ export interface operations {
       /** @description validation_error (with details); invalid_json when a body is sent and is not JSON (this route reads none: leave it out or send {}); an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3368,6 +4680,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3377,6 +4697,14 @@ export interface operations {
       /** @description insufficient_scope: requires agents:write */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3386,6 +4714,14 @@ export interface operations {
       /** @description no such agent in this org */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3395,6 +4731,14 @@ export interface operations {
       /** @description invalid_state: the agent is already suspended */
       409: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3404,6 +4748,14 @@ export interface operations {
       /** @description payload_too_large: a body was sent over the limit (limit_bytes) */
       413: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3413,6 +4765,14 @@ export interface operations {
       /** @description unsupported_media_type: a body was sent, not as application/json */
       415: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3422,6 +4782,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3431,6 +4801,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3453,6 +4833,14 @@ export interface operations {
       /** @description the agent */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3462,6 +4850,14 @@ export interface operations {
       /** @description validation_error (with details); invalid_json when a body is sent and is not JSON (this route reads none: leave it out or send {}); an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3471,6 +4867,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3480,6 +4884,14 @@ export interface operations {
       /** @description insufficient_scope: requires agents:write */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3489,6 +4901,14 @@ export interface operations {
       /** @description no such agent in this org */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3498,6 +4918,14 @@ export interface operations {
       /** @description invalid_state: the agent is already active */
       409: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3507,6 +4935,14 @@ export interface operations {
       /** @description payload_too_large: a body was sent over the limit (limit_bytes) */
       413: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3516,6 +4952,14 @@ export interface operations {
       /** @description unsupported_media_type: a body was sent, not as application/json */
       415: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3525,6 +4969,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3534,6 +4988,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3556,6 +5020,14 @@ export interface operations {
       /** @description the AGBOM */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3565,6 +5037,14 @@ export interface operations {
       /** @description validation_error (with details); an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3574,6 +5054,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3583,6 +5071,14 @@ export interface operations {
       /** @description insufficient_scope: requires agents:read */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3592,6 +5088,14 @@ export interface operations {
       /** @description no such agent in this org */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3601,6 +5105,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3610,6 +5124,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3634,6 +5158,14 @@ export interface operations {
       /** @description a page of policies */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3742,6 +5274,14 @@ export interface operations {
       /** @description validation_error (with details) */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3751,6 +5291,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3760,6 +5308,14 @@ export interface operations {
       /** @description insufficient_scope: requires policies:read */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3769,6 +5325,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3778,6 +5344,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3895,6 +5471,14 @@ export interface operations {
       /** @description created */
       201: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4000,6 +5584,14 @@ export interface operations {
       /** @description validation_error (with details); invalid_json */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4009,6 +5601,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4018,6 +5618,14 @@ export interface operations {
       /** @description insufficient_scope: requires policies:write */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4027,6 +5635,14 @@ export interface operations {
       /** @description payload_too_large: the body is over the limit (limit_bytes) */
       413: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4036,6 +5652,14 @@ export interface operations {
       /** @description unsupported_media_type: the body is not sent as application/json */
       415: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4045,6 +5669,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4054,6 +5688,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4184,6 +5828,14 @@ export interface operations {
       /** @description the verdicts the draft would change */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4222,6 +5874,14 @@ export interface operations {
       /** @description validation_error (with details); invalid_json */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4231,6 +5891,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4240,6 +5908,14 @@ export interface operations {
       /** @description insufficient_scope: requires policies:read */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4249,6 +5925,14 @@ export interface operations {
       /** @description payload_too_large: the body is over the limit (limit_bytes) */
       413: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4258,6 +5942,14 @@ export interface operations {
       /** @description unsupported_media_type: the body is not sent as application/json */
       415: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4267,6 +5959,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4276,6 +5978,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4298,6 +6010,14 @@ export interface operations {
       /** @description the policy */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4403,6 +6123,14 @@ export interface operations {
       /** @description validation_error (with details); an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4412,6 +6140,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4421,6 +6157,14 @@ export interface operations {
       /** @description insufficient_scope: requires policies:read */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4430,6 +6174,14 @@ export interface operations {
       /** @description no such policy in this org */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4439,6 +6191,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4448,6 +6210,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4567,6 +6339,14 @@ export interface operations {
       /** @description the policy */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4672,6 +6452,14 @@ export interface operations {
       /** @description validation_error (with details); invalid_json; an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4681,6 +6469,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4690,6 +6486,14 @@ export interface operations {
       /** @description insufficient_scope: requires policies:write */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4699,6 +6503,14 @@ export interface operations {
       /** @description no such policy in this org */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4708,6 +6520,14 @@ export interface operations {
       /** @description payload_too_large: the body is over the limit (limit_bytes) */
       413: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4717,6 +6537,14 @@ export interface operations {
       /** @description unsupported_media_type: the body is not sent as application/json */
       415: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4726,6 +6554,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4735,6 +6573,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4757,6 +6605,14 @@ export interface operations {
       /** @description deleted */
       204: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content?: never;
@@ -4764,6 +6620,14 @@ export interface operations {
       /** @description validation_error (with details); invalid_json when a body is sent and is not JSON (this route reads none: leave it out or send {}); an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4773,6 +6637,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4782,6 +6654,14 @@ export interface operations {
       /** @description insufficient_scope: requires policies:write */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4791,6 +6671,14 @@ export interface operations {
       /** @description no such policy in this org */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4800,6 +6688,14 @@ export interface operations {
       /** @description payload_too_large: a body was sent over the limit (limit_bytes) */
       413: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4809,6 +6705,14 @@ export interface operations {
       /** @description unsupported_media_type: a body was sent, not as application/json */
       415: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4818,6 +6722,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4827,6 +6741,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4856,6 +6780,14 @@ export interface operations {
       /** @description a page of approvals (summaries without messages) */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4868,6 +6800,14 @@ export interface operations {
       /** @description validation_error (with details) */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4877,6 +6817,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4886,6 +6834,14 @@ export interface operations {
       /** @description insufficient_scope: requires policies:read */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4895,6 +6851,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4904,6 +6870,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4926,6 +6902,14 @@ export interface operations {
       /** @description the approval */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4935,6 +6919,14 @@ export interface operations {
       /** @description validation_error (with details); an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4944,6 +6936,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4953,6 +6953,14 @@ export interface operations {
       /** @description insufficient_scope: requires policies:read */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4962,6 +6970,14 @@ export interface operations {
       /** @description no such approval in this org */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4971,6 +6987,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4980,6 +7006,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5009,6 +7045,14 @@ export interface operations {
       /** @description the approval after this vote */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5018,6 +7062,14 @@ export interface operations {
       /** @description validation_error (with details); invalid_json; an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5027,6 +7079,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5036,6 +7096,14 @@ export interface operations {
       /** @description self_approval_forbidden: the identity that requested the invocation cannot vote, nor can its rotated key or a key it minted (directly or through its keys); the key an org signup returned is the identity of the person who signed up; insufficient_scope: requires policies:write */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5045,6 +7113,14 @@ export interface operations {
       /** @description no such approval in this org */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5054,6 +7130,14 @@ export interface operations {
       /** @description conflict: this identity already voted (a key and a key it minted or was rotated into, in either order, are one identity); invalid_state: the approval is no longer pending (a vote after expires_at expires it) */
       409: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5063,6 +7147,14 @@ export interface operations {
       /** @description payload_too_large: the body is over the limit (limit_bytes) */
       413: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5072,6 +7164,14 @@ export interface operations {
       /** @description unsupported_media_type: the body is not sent as application/json */
       415: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5081,6 +7181,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5090,6 +7200,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5119,6 +7239,14 @@ export interface operations {
       /** @description the approval after this vote */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5128,6 +7256,14 @@ export interface operations {
       /** @description validation_error (with details); invalid_json; an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5137,6 +7273,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5146,6 +7290,14 @@ export interface operations {
       /** @description self_approval_forbidden: the identity that requested the invocation cannot vote, nor can its rotated key or a key it minted (directly or through its keys); the key an org signup returned is the identity of the person who signed up; insufficient_scope: requires policies:write */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5155,6 +7307,14 @@ export interface operations {
       /** @description no such approval in this org */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5164,6 +7324,14 @@ export interface operations {
       /** @description conflict: this identity already voted (a key and a key it minted or was rotated into, in either order, are one identity); invalid_state: the approval is no longer pending (a vote after expires_at expires it) */
       409: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5173,6 +7341,14 @@ export interface operations {
       /** @description payload_too_large: the body is over the limit (limit_bytes) */
       413: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5182,6 +7358,14 @@ export interface operations {
       /** @description unsupported_media_type: the body is not sent as application/json */
       415: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5191,6 +7375,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5200,6 +7394,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5220,6 +7424,14 @@ export interface operations {
       /** @description the price table */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5229,6 +7441,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5238,6 +7458,14 @@ export interface operations {
       /** @description insufficient_scope: requires stats:read */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5247,6 +7475,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5256,6 +7494,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5287,6 +7535,14 @@ export interface operations {
       /** @description the price now in force */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5296,6 +7552,14 @@ export interface operations {
       /** @description validation_error (with details); invalid_json; an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5305,6 +7569,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5314,6 +7586,14 @@ export interface operations {
       /** @description insufficient_scope: requires org:admin */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5323,6 +7603,14 @@ export interface operations {
       /** @description payload_too_large: the body is over the limit (limit_bytes) */
       413: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5332,6 +7620,14 @@ export interface operations {
       /** @description unsupported_media_type: the body is not sent as application/json */
       415: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5341,6 +7637,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5350,6 +7656,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5372,6 +7688,14 @@ export interface operations {
       /** @description the org has no price of its own for the model (also when it had none: idempotent) */
       204: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content?: never;
@@ -5379,6 +7703,14 @@ export interface operations {
       /** @description validation_error (with details); invalid_json when a body is sent and is not JSON (this route reads none: leave it out or send {}); an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5388,6 +7720,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5397,6 +7737,14 @@ export interface operations {
       /** @description insufficient_scope: requires org:admin */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5406,6 +7754,14 @@ export interface operations {
       /** @description payload_too_large: a body was sent over the limit (limit_bytes) */
       413: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5415,6 +7771,14 @@ export interface operations {
       /** @description unsupported_media_type: a body was sent, not as application/json */
       415: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5424,6 +7788,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5433,6 +7807,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5459,6 +7843,14 @@ export interface operations {
       /** @description a page of sessions */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5471,6 +7863,14 @@ export interface operations {
       /** @description validation_error (with details) */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5480,6 +7880,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5489,6 +7897,14 @@ export interface operations {
       /** @description insufficient_scope: requires sessions:read */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5498,6 +7914,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5507,6 +7933,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5549,6 +7985,16 @@ export interface operations {
       /** @description the open session */
       201: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description true: the stored answer of an earlier request with the same Idempotency-Key and body */
+          'Idempotent-Replayed'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -5558,6 +8004,14 @@ export interface operations {
       /** @description validation_error (with details); invalid_json */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5567,6 +8021,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5576,6 +8038,14 @@ export interface operations {
       /** @description insufficient_scope: requires sessions:write */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5585,6 +8055,14 @@ export interface operations {
       /** @description agent_id names no agent of this org */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5594,6 +8072,14 @@ export interface operations {
       /** @description invalid_state: the agent is suspended; idempotency_conflict: the Idempotency-Key was sent with another body, or its first request still runs after the longest a request may take */
       409: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5603,6 +8089,14 @@ export interface operations {
       /** @description payload_too_large: the body is over the limit (limit_bytes) */
       413: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5612,6 +8106,14 @@ export interface operations {
       /** @description unsupported_media_type: the body is not sent as application/json */
       415: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5621,6 +8123,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5630,6 +8142,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5652,6 +8174,14 @@ export interface operations {
       /** @description the session */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5661,6 +8191,14 @@ export interface operations {
       /** @description validation_error (with details); an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5670,6 +8208,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5679,6 +8225,14 @@ export interface operations {
       /** @description insufficient_scope: requires sessions:read */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5688,6 +8242,14 @@ export interface operations {
       /** @description no such session in this org */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5697,6 +8259,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5706,6 +8278,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5732,6 +8314,14 @@ export interface operations {
       /** @description a page of history items */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5744,6 +8334,14 @@ export interface operations {
       /** @description validation_error (with details); an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5753,6 +8351,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5762,6 +8368,14 @@ export interface operations {
       /** @description insufficient_scope: requires sessions:read */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5771,6 +8385,14 @@ export interface operations {
       /** @description no such session in this org */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5780,6 +8402,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5789,6 +8421,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5811,6 +8453,14 @@ export interface operations {
       /** @description the closed session */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5820,6 +8470,14 @@ export interface operations {
       /** @description validation_error (with details); invalid_json when a body is sent and is not JSON (this route reads none: leave it out or send {}); an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5829,6 +8487,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5838,6 +8504,14 @@ export interface operations {
       /** @description insufficient_scope: requires sessions:write */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5847,6 +8521,14 @@ export interface operations {
       /** @description no such session in this org */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5856,6 +8538,14 @@ export interface operations {
       /** @description invalid_state: the session is already closed or expired */
       409: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5865,6 +8555,14 @@ export interface operations {
       /** @description payload_too_large: a body was sent over the limit (limit_bytes) */
       413: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5874,6 +8572,14 @@ export interface operations {
       /** @description unsupported_media_type: a body was sent, not as application/json */
       415: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5883,6 +8589,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5892,6 +8608,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5949,6 +8675,20 @@ export interface operations {
       /** @description finished within the wait (succeeded, failed, denied or cancelled). With an agent, the guardian denies (credential_not_allowed) a credential_ref outside the agent's credential_refs; an agent with none may use no credential. */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description true: the stored answer of an earlier request with the same Idempotency-Key and body */
+          'Idempotent-Replayed'?: string;
+          /** @description the invocation: /v1/llm/invocations/{id}, to poll (with wait) until it finishes */
+          Location?: string;
+          /** @description wait=N: the Prefer: wait=N header was honoured, with N the seconds waited at most */
+          'Preference-Applied'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -5958,6 +8698,20 @@ export interface operations {
       /** @description accepted and not finished yet; poll Location. The invocation is recorded and will run: if the job queue is briefly unreachable (Redis just restarted), it stays queued (the wait is skipped) until the reaper enqueues it, within CP_REAP_AFTER_MS plus 10 s. A Redis failure after the invocation is recorded never turns this answer into a 503. */
       202: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description true: the stored answer of an earlier request with the same Idempotency-Key and body */
+          'Idempotent-Replayed'?: string;
+          /** @description the invocation: /v1/llm/invocations/{id}, to poll (with wait) until it finishes */
+          Location?: string;
+          /** @description wait=N: the Prefer: wait=N header was honoured, with N the seconds waited at most */
+          'Preference-Applied'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -5967,6 +8721,14 @@ export interface operations {
       /** @description validation_error, or unpriced_model (with model); validation_error (with details); invalid_json */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5976,6 +8738,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5985,6 +8755,14 @@ export interface operations {
       /** @description budget_exceeded: a cap of the session is reached, or what it has left (settled usage and calls in flight) cannot hold this call at its worst case (see the README: the worst-case reservation) */
       402: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5994,6 +8772,14 @@ export interface operations {
       /** @description insufficient_scope: requires llm:invoke */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6003,6 +8789,14 @@ export interface operations {
       /** @description the session (or the agent named) does not exist in this org */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6012,6 +8806,14 @@ export interface operations {
       /** @description session_not_open (closed or expired), or invalid_state (the agent is suspended); idempotency_conflict: the Idempotency-Key was sent with another body, or its first request still runs after the longest a request may take */
       409: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6021,6 +8823,14 @@ export interface operations {
       /** @description payload_too_large: the body is over the limit (limit_bytes) */
       413: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6030,6 +8840,14 @@ export interface operations {
       /** @description unsupported_media_type: the body is not sent as application/json */
       415: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6039,6 +8857,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6048,6 +8876,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6076,6 +8914,14 @@ export interface operations {
       /** @description the invocation as it is now */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6085,6 +8931,14 @@ export interface operations {
       /** @description validation_error (with details); an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6094,6 +8948,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6103,6 +8965,14 @@ export interface operations {
       /** @description insufficient_scope: requires llm:invoke or sessions:read */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6112,6 +8982,14 @@ export interface operations {
       /** @description no such invocation in this org */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6121,6 +8999,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6130,6 +9018,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6164,6 +9062,14 @@ export interface operations {
       /** @description a page of invocations */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6176,6 +9082,14 @@ export interface operations {
       /** @description validation_error (with details) */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6185,6 +9099,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6194,6 +9116,14 @@ export interface operations {
       /** @description insufficient_scope: requires llm:invoke or sessions:read */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6203,6 +9133,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6212,6 +9152,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6234,6 +9184,14 @@ export interface operations {
       /** @description the cancelled invocation */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6243,6 +9201,14 @@ export interface operations {
       /** @description validation_error (with details); invalid_json when a body is sent and is not JSON (this route reads none: leave it out or send {}); an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6252,6 +9218,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6261,6 +9235,14 @@ export interface operations {
       /** @description insufficient_scope: requires llm:invoke */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6270,6 +9252,14 @@ export interface operations {
       /** @description no such invocation in this org */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6279,6 +9269,14 @@ export interface operations {
       /** @description invalid_state: it is running or finished (status says which) */
       409: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6288,6 +9286,14 @@ export interface operations {
       /** @description payload_too_large: a body was sent over the limit (limit_bytes) */
       413: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6297,6 +9303,14 @@ export interface operations {
       /** @description unsupported_media_type: a body was sent, not as application/json */
       415: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6306,6 +9320,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6315,6 +9339,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6409,6 +9443,18 @@ export interface operations {
       /** @description the completion (headers X-Invocation-Id, X-Cost-Usd), or with stream: true an event stream */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description the governed invocation behind the completion (GET /v1/llm/invocations/{id}) */
+          'X-Invocation-Id'?: string;
+          /** @description what the call was charged, in US dollars (not sent on a stream, whose cost is known at its end) */
+          'X-Cost-Usd'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -6419,6 +9465,14 @@ export interface operations {
       /** @description validation_error (X-Session-Id missing, no max_tokens, X-Invocation-Id sent with another request than the one that started that invocation, ...) or unpriced_model; validation_error (with details); invalid_json */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6428,6 +9482,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6437,6 +9499,14 @@ export interface operations {
       /** @description budget_exceeded: a cap of the session is reached, or what it has left cannot hold this call at its worst case */
       402: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6446,6 +9516,14 @@ export interface operations {
       /** @description the guardian denied it: code is its first reason's code; approval_rejected; approval_expired; insufficient_scope: requires llm:invoke */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6455,6 +9533,14 @@ export interface operations {
       /** @description the session does not exist in this org */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6464,6 +9550,14 @@ export interface operations {
       /** @description session_not_open; approval_pending (param: the approval id); invocation_pending (param: the invocation id); invalid_state (the invocation was cancelled) */
       409: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6473,6 +9567,14 @@ export interface operations {
       /** @description payload_too_large: the body is over the limit (limit_bytes) */
       413: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6482,6 +9584,14 @@ export interface operations {
       /** @description unsupported_media_type: the body is not sent as application/json */
       415: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6491,6 +9601,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6500,6 +9620,14 @@ export interface operations {
       /** @description the provider failed: code is the provider error (provider_timeout, ...) */
       502: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6509,6 +9637,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6532,6 +9670,14 @@ export interface operations {
       /** @description the models */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6541,6 +9687,14 @@ export interface operations {
       /** @description validation_error: X-Session-Id is not an id */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6550,6 +9704,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6559,6 +9721,14 @@ export interface operations {
       /** @description insufficient_scope: requires llm:invoke */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6568,6 +9738,14 @@ export interface operations {
       /** @description not_found: no session X-Session-Id in this org */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6577,6 +9755,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6586,6 +9774,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6611,6 +9809,14 @@ export interface operations {
       /** @description the model */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6620,6 +9826,14 @@ export interface operations {
       /** @description validation_error (with details); an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6629,6 +9843,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6638,6 +9860,14 @@ export interface operations {
       /** @description insufficient_scope: requires llm:invoke */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6647,6 +9877,14 @@ export interface operations {
       /** @description not_found: no such model here, or the session does not exist in this org */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6656,6 +9894,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6665,6 +9913,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6692,6 +9950,14 @@ export interface operations {
       /** @description the usage */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6701,6 +9967,14 @@ export interface operations {
       /** @description validation_error (with details) */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6710,6 +9984,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6719,6 +10001,14 @@ export interface operations {
       /** @description insufficient_scope: requires stats:read */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6728,6 +10018,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6737,6 +10037,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6767,6 +10077,14 @@ export interface operations {
       /** @description a page of entries */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6779,6 +10097,14 @@ export interface operations {
       /** @description validation_error (with details) */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6788,6 +10114,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6797,6 +10131,14 @@ export interface operations {
       /** @description insufficient_scope: requires audit:read */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6806,6 +10148,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6815,6 +10167,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6835,6 +10197,14 @@ export interface operations {
       /** @description the verification */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6853,6 +10223,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6862,6 +10240,14 @@ export interface operations {
       /** @description insufficient_scope: requires audit:read */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6871,6 +10257,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6880,6 +10276,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6900,6 +10306,14 @@ export interface operations {
       /** @description the signed head */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6909,6 +10323,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6918,6 +10340,14 @@ export interface operations {
       /** @description insufficient_scope: requires audit:read */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6927,6 +10357,14 @@ export interface operations {
       /** @description nothing sealed yet */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6936,6 +10374,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6945,6 +10393,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6991,6 +10449,14 @@ export interface operations {
       /** @description the decision */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7000,6 +10466,14 @@ export interface operations {
       /** @description invalid_json or validation_error (with details), also when agent_id is not the agent of session_id; validation_error (with details); invalid_json */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7009,6 +10483,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7018,6 +10500,14 @@ export interface operations {
       /** @description insufficient_scope: requires acs:evaluate */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7027,6 +10517,14 @@ export interface operations {
       /** @description the agent or session is not in this org */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7036,6 +10534,14 @@ export interface operations {
       /** @description payload_too_large: the body is over the limit (limit_bytes) */
       413: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7045,6 +10551,14 @@ export interface operations {
       /** @description unsupported_media_type: the body is not sent as application/json */
       415: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7054,6 +10568,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7063,6 +10587,16 @@ export interface operations {
       /** @description no guardian worker decided within 10 s: the request was withdrawn, so nothing was recorded and the evaluation can be retried. Rarely (a worker took the request, then died while recording it) the message names the decision id instead: it may still be recorded later, so look it up in the decision log before retrying; unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7096,6 +10630,14 @@ export interface operations {
       /** @description a page of decisions */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7108,6 +10650,14 @@ export interface operations {
       /** @description validation_error (with details) */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7117,6 +10667,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7126,6 +10684,14 @@ export interface operations {
       /** @description insufficient_scope: requires audit:read */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7135,6 +10701,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7144,6 +10720,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7166,6 +10752,14 @@ export interface operations {
       /** @description the decision */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7175,6 +10769,14 @@ export interface operations {
       /** @description validation_error (with details); an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7184,6 +10786,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7193,6 +10803,14 @@ export interface operations {
       /** @description insufficient_scope: requires audit:read */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7202,6 +10820,14 @@ export interface operations {
       /** @description no such decision in this org */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7211,6 +10837,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7220,6 +10856,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7244,6 +10890,14 @@ export interface operations {
       /** @description a page of webhooks */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7256,6 +10910,14 @@ export interface operations {
       /** @description validation_error (with details) */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7265,6 +10927,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7274,6 +10944,14 @@ export interface operations {
       /** @description insufficient_scope: requires org:admin */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7283,6 +10961,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7292,6 +10980,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7325,6 +11023,16 @@ export interface operations {
       /** @description created */
       201: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description true: the stored answer of an earlier request with the same Idempotency-Key and body */
+          'Idempotent-Replayed'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -7334,6 +11042,14 @@ export interface operations {
       /** @description validation_error: a field is wrong, or the org already has 20 live webhooks (delete one first; one webhook may subscribe to every event); validation_error (with details); invalid_json */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7343,6 +11059,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7352,6 +11076,14 @@ export interface operations {
       /** @description insufficient_scope: requires org:admin */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7361,6 +11093,14 @@ export interface operations {
       /** @description idempotency_conflict: the Idempotency-Key was sent with another body, or its first request still runs after the longest a request may take */
       409: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7370,6 +11110,14 @@ export interface operations {
       /** @description payload_too_large: the body is over the limit (limit_bytes) */
       413: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7379,6 +11127,14 @@ export interface operations {
       /** @description unsupported_media_type: the body is not sent as application/json */
       415: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7388,6 +11144,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7397,6 +11163,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7419,6 +11195,14 @@ export interface operations {
       /** @description the webhook */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7428,6 +11212,14 @@ export interface operations {
       /** @description validation_error (with details); an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7437,6 +11229,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7446,6 +11246,14 @@ export interface operations {
       /** @description insufficient_scope: requires org:admin */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7455,6 +11263,14 @@ export interface operations {
       /** @description no such webhook in this org (or it was deleted) */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7464,6 +11280,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7473,6 +11299,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7495,6 +11331,14 @@ export interface operations {
       /** @description deleted */
       204: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content?: never;
@@ -7502,6 +11346,14 @@ export interface operations {
       /** @description validation_error (with details); invalid_json when a body is sent and is not JSON (this route reads none: leave it out or send {}); an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7511,6 +11363,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7520,6 +11380,14 @@ export interface operations {
       /** @description insufficient_scope: requires org:admin */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7529,6 +11397,14 @@ export interface operations {
       /** @description no such webhook in this org (or it was deleted) */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7538,6 +11414,14 @@ export interface operations {
       /** @description payload_too_large: a body was sent over the limit (limit_bytes) */
       413: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7547,6 +11431,14 @@ export interface operations {
       /** @description unsupported_media_type: a body was sent, not as application/json */
       415: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7556,6 +11448,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7565,6 +11467,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7591,6 +11503,14 @@ export interface operations {
       /** @description a page of deliveries. One that ended (delivered, or failed) is deleted `CP_WEBHOOK_DELIVERY_RETENTION_DAYS` days (30 unless the operator sets it) after it was created; a pending one stays until it ends */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7603,6 +11523,14 @@ export interface operations {
       /** @description validation_error (with details); an id with a NUL or a lone surrogate is a validation_error */
       400: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7612,6 +11540,14 @@ export interface operations {
       /** @description missing_credentials, invalid_api_key or expired_api_key */
       401: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7621,6 +11557,14 @@ export interface operations {
       /** @description insufficient_scope: requires org:admin */
       403: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7630,6 +11574,14 @@ export interface operations {
       /** @description no such webhook in this org (or it was deleted) */
       404: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7639,6 +11591,16 @@ export interface operations {
       /** @description rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7648,6 +11610,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7668,6 +11640,14 @@ export interface operations {
       /** @description the OpenAPI document */
       200: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content?: never;
@@ -7675,6 +11655,16 @@ export interface operations {
       /** @description rate_limited: the client address's limit; see Retry-After */
       429: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7684,6 +11674,16 @@ export interface operations {
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          /** @description seconds to wait before sending again */
+          'Retry-After'?: number;
           [name: string]: unknown;
         };
         content: {

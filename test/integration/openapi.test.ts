@@ -201,6 +201,31 @@ describe('GET /v1/openapi.json', () => {
     }
   });
 
+  it('documents response headers: X-Request-Id on every answer, Location, the chat headers, Retry-After', async () => {
+    const { body } = await app.http.get<{
+      paths: Record<
+        string,
+        Record<string, { responses: Record<string, { headers?: Record<string, unknown> }> }>
+      >;
+    }>('/v1/openapi.json');
+    for (const [path, methods] of Object.entries(body.paths))
+      for (const [method, op] of Object.entries(methods))
+        for (const [status, response] of Object.entries(op.responses))
+          expect([path, method, status, Object.keys(response.headers ?? {})]).toEqual([
+            path,
+            method,
+            status,
+            expect.arrayContaining(['X-Request-Id']),
+          ]);
+    const invoke = body.paths['/v1/llm/invoke']?.post?.responses ?? {};
+    expect(Object.keys(invoke['202']?.headers ?? {})).toEqual(
+      expect.arrayContaining(['Location', 'Idempotent-Replayed', 'RateLimit-Remaining']),
+    );
+    expect(Object.keys(invoke['429']?.headers ?? {})).toContain('Retry-After');
+    const chat = body.paths['/v1/chat/completions']?.post?.responses['200']?.headers ?? {};
+    expect(Object.keys(chat)).toEqual(expect.arrayContaining(['X-Invocation-Id', 'X-Cost-Usd']));
+  });
+
   it('documents the 400 and 404 GET /v1/models answers for its X-Session-Id', async () => {
     const { body } = await app.http.get<LooseDoc>('/v1/openapi.json');
     const { responses } = body.paths['/v1/models']?.get as Operation;
