@@ -29,15 +29,7 @@ export interface JsonResponse {
 
 /** A streamed answer: a 2xx one as its body's chunks (size-capped), any other read whole. */
 export type StreamResponse =
-  | {
-      ok: true;
-      status: number;
-      /** The answer's media type, lower-cased, without parameters ('' when none was sent). */
-      contentType: string;
-      chunks: AsyncIterable<Buffer>;
-      signal: AbortSignal;
-      deadline: AbortSignal;
-    }
+  | { ok: true; status: number; chunks: AsyncIterable<Buffer>; signal: AbortSignal; deadline: AbortSignal }
   | ({ ok: false } & JsonResponse);
 
 const blocked = (host: string) =>
@@ -118,7 +110,6 @@ export class HttpTransport {
         return {
           ok: true,
           status: res.statusCode,
-          contentType: mediaTypeOf(res),
           chunks: this.capped(res.body, this.maxBytes * STREAM_FRAMING_FACTOR),
           signal: call.signal,
           deadline: call.deadline,
@@ -218,11 +209,6 @@ function failure(err: unknown, call: Call): ProviderError {
 const retryAfterOf = (res: Dispatcher.ResponseData): string | null => {
   const value = res.headers['retry-after'];
   return typeof value === 'string' ? value : null;
-};
-
-const mediaTypeOf = (res: Dispatcher.ResponseData): string => {
-  const value = res.headers['content-type'];
-  return typeof value === 'string' ? (value.split(';')[0] ?? '').trim().toLowerCase() : '';
 };
 
 const parseJson = (text: string): unknown => {

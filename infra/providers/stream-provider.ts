@@ -102,7 +102,40 @@ function metered(onDelta: OnDelta, max: number): OnDelta {
   };
 }
 
-const isJsonType = (type: string): boolean => type === 'application/json' || type.endsWith('+json');
+const OPEN_BRACE = 0x7b;
+
+const isBlank = (byte: number): boolean => byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
+
+/**
+ * The body's chunks up to its first byte that is not white space, and that byte (undefined for a
+ * body of white space alone). An event stream starts with a field or a comment, never `{`; a whole
+ * JSON answer does. Told by the body, not by its media type: gateways label both wrongly.
+ */
+async function firstByte(
+  chunks: AsyncIterator<Buffer>,
+): Promise<{ head: Buffer[]; byte: number | undefined; ended: boolean }> {
+  const head: Buffer[] = [];
+  for (;;) {
+    const next = await chunks.next();
+    if (next.done) return { head, byte: undefined, ended: true };
+    head.push(next.value);
+    const byte = next.value.find((b) => !isBlank(b));
+    if (byte !== undefined) return { head, byte, ended: false };
+  }
+}
+
+/** The chunks read ahead, then the rest; a reader that stops early closes the rest (the body). */
+async function* joined(head: Buffer[], rest: AsyncIterator<Buffer>, ended: boolean): AsyncGenerator<Buffer> {
+  let done = ended;
+  try {
+    yield* head;
+    for (let next = done ? null : await rest.next(); next && !next.done; next = await rest.next())
+      yield next.value;
+    done = true;
+  } finally {
+    if (!done) await rest.return?.();
+  }
+}
 
 /** A whole answer's body, read to its end within `max` bytes. */
 async function readWhole(chunks: AsyncIterable<Buffer>, max: number): Promise<string> {
@@ -140,8 +173,8 @@ const deltaOf = ({ output }: CompletionResult): StreamDelta => ({
 });
 
 /**
- * A JSON answer to a streamed call (a gateway that ignores `stream`): read as the plain call's
- * answer and handed on as one piece. One that cannot be read is a bad response, delivered.
+ * A JSON object answering a streamed call (a gateway that ignores `stream`): read as the plain
+ * call's answer and handed on as one piece. One that cannot be read is a bad response, delivered.
  */
 async function wholeAnswer(
   chunks: AsyncIterable<Buffer>,
@@ -188,22 +221,27 @@ export async function streamProvider(
       scrubSecret(providerMessage(res.json, res.text), req.secret),
       res.retryAfter,
     );
-  if (isJsonType(res.contentType))
-    return wholeAnswer(res.chunks, answer.whole, pieces, transport.maxBytes).catch((err: unknown) => {
+  const chunks = res.chunks[Symbol.asyncIterator]();
+  const first = await firstByte(chunks).catch((err: unknown) => {
+    throw broken(err, parser, req, res.deadline.aborted);
+  });
+  const read = joined(first.head, chunks, first.ended);
+  if (first.byte === OPEN_BRACE)
+    return wholeAnswer(read, answer.whole, pieces, transport.maxBytes).catch((err: unknown) => {
       throw broken(err, parser, req, res.deadline.aborted);
     });
   let finished = false;
   let anyEvent = false;
   try {
-    for await (const data of sseData(res.chunks, transport.maxBytes)) {
+    for await (const data of sseData(read, transport.maxBytes)) {
       anyEvent = true;
       if ((finished = parser.event(data))) break;
     }
   } catch (err) {
     throw broken(err, parser, req, res.deadline.aborted);
   }
-  // A whole 2xx body without one event (an HTML page, JSON sent as text) is an answer that cannot
-  // be read, not a lost connection: asking again would be billed again for the same answer.
+  // A whole 2xx body without one event (an HTML page) is an answer that cannot be read, not a
+  // lost connection: asking again would be billed again for the same answer.
   if (!anyEvent && !res.signal.aborted) throw broken(notAStream(), parser, req, false);
   // A body that ended before the provider's end marker was cut off on the way, unless the usage
   // (which comes last) had arrived: some compatible servers never send the marker.

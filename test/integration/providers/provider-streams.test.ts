@@ -126,6 +126,24 @@ describe('openai and openai_compatible, streamed', () => {
     });
   });
 
+  it('tells events from a whole answer by the body, not by a media type a gateway got wrong', async () => {
+    const events = [
+      'data: {"choices":[{"index":0,"delta":{"content":"hi"}}]}',
+      'data: {"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":1}}',
+      'data: [DONE]',
+    ].join('\n\n');
+    stub.handler = (_req, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(`${events}\n\n`);
+    const labelledJson = await collect(router, request());
+    expect(labelledJson.error).toBeNull();
+    expect(labelledJson.result).toMatchObject({ output: { content: 'hi' }, usage: { outputTokens: 1 } });
+    stub.handler = (_req, res) =>
+      res.writeHead(200, { 'content-type': 'text/event-stream' }).end(`\n  ${JSON.stringify(COMPLETION)}`);
+    const labelledEvents = await collect(router, request());
+    expect(labelledEvents.error).toBeNull();
+    expect(labelledEvents.pieces).toEqual([{ content: 'hi' }]);
+  });
+
   it.each([
     ['a JSON completion without usage', 'application/json', JSON.stringify({ choices: COMPLETION.choices })],
     ['JSON that is not an object', 'application/json', '"hi"'],
