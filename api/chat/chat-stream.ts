@@ -51,6 +51,9 @@ export class ChunkWriter {
   ) {}
 
   piece(delta: StreamDelta): void {
+    // What waits from before this piece is what its client has not read, however large this one
+    // is: a whole answer may come as one piece, and the events that end it follow at once.
+    if (this.unread() > MAX_UNREAD_BYTES) return this.onUnread();
     const wire: Record<string, unknown> = this.roleSent ? {} : { role: 'assistant' };
     this.roleSent = true;
     if (delta.content) {
@@ -110,7 +113,14 @@ export class ChunkWriter {
       ...(usage ? { usage } : {}),
     };
     this.out.write(`data: ${JSON.stringify(event)}\n\n`);
-    if (this.out.writableLength + this.out.readableLength > MAX_UNREAD_BYTES) this.onUnread();
+  }
+
+  /**
+   * The bytes written and not yet read. A write the full readable side holds back is counted on
+   * both sides until it passes, so the larger side, not the sum.
+   */
+  private unread(): number {
+    return Math.max(this.out.writableLength, this.out.readableLength);
   }
 }
 

@@ -34,13 +34,15 @@ const end = (res: ServerResponse, completionTokens: number) => {
 };
 
 /** A whole chat completion, as a gateway that ignores `stream` answers; without usage, unreadable. */
-const wholeAnswer = (res: ServerResponse, readable: boolean): void =>
+const wholeAnswer = (res: ServerResponse, readable: boolean, content = 'hi'): void =>
   void res.writeHead(200, { 'content-type': 'application/json' }).end(
     JSON.stringify({
-      choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
+      choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
       ...(readable ? { usage: { prompt_tokens: 10, completion_tokens: 5 } } : {}),
     }),
   );
+/** Larger than half the unread limit: counted twice, it once passed for a client gone. */
+const LARGE = 'y'.repeat(3 * 1024 * 1024);
 
 /** The stub's answer, chosen by the marker the prompt starts with. */
 function answer(req: RecordedRequest, res: ServerResponse): void {
@@ -51,6 +53,7 @@ function answer(req: RecordedRequest, res: ServerResponse): void {
   });
   if (marker.startsWith('never')) return; // accepted, never answered
   if (marker.startsWith('whole')) return wholeAnswer(res, true);
+  if (marker.startsWith('large')) return wholeAnswer(res, true, LARGE);
   if (marker.startsWith('unusage')) return wholeAnswer(res, false);
   res.writeHead(200, { 'content-type': 'text/event-stream' });
   if (marker.startsWith('flood')) {
@@ -157,6 +160,13 @@ it('a whole JSON completion answering a stream (a gateway that ignores stream) i
   const done = await finished(app.http, key, stream.response.headers.get('x-invocation-id') as string);
   expect(done).toMatchObject({ status: 'succeeded', usage: { input_tokens: 10, output_tokens: 5 } });
   expect(sentWith('whole')).toBe(1);
+});
+
+it('streams a whole answer of 3 MiB in one piece to a client that reads it', async () => {
+  const { id } = await session();
+  const large = await read(await clientFor(id).chat.completions.create(ask('large')));
+  expect(large.error).toBeNull();
+  expect(large.text.length).toBe(LARGE.length);
 });
 
 it('a whole JSON answer to a stream that cannot be read is not taken for a lost connection: one provider call, no retry', async () => {

@@ -15,6 +15,24 @@ describe('ChunkWriter', () => {
     writer.out.destroy();
   });
 
+  it('does not tell for one large piece its client has not had the chance to read (a whole answer)', () => {
+    const unread = jest.fn();
+    const writer = new ChunkWriter({ id: 'inv_1', model: 'm', created: 0 }, unread);
+    const content = 'y'.repeat(3 * 1024 * 1024);
+    writer.piece({ content });
+    writer.finish(
+      {
+        id: 'inv_1',
+        status: 'succeeded',
+        output: { role: 'assistant', content },
+        usage: { inputTokens: 1, outputTokens: 1 },
+      } as unknown as Parameters<ChunkWriter['finish']>[0],
+      true,
+    );
+    expect(unread).not.toHaveBeenCalled();
+    writer.out.destroy();
+  });
+
   it('does not tell while its client reads', () => {
     const unread = jest.fn();
     const writer = new ChunkWriter({ id: 'inv_1', model: 'm', created: 0 }, unread);
