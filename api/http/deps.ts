@@ -1,4 +1,4 @@
-import { resolve } from '../../domain/approvals/approval-use-cases';
+import { expireIfOverdue, resolve } from '../../domain/approvals/approval-use-cases';
 import { approvalDeps } from '../../infra/approvals/approval-deps';
 import type { IdentityDeps } from '../../domain/auth/identity-deps';
 import type { AgentDeps } from '../../domain/agents/agent-use-cases';
@@ -65,6 +65,10 @@ export const cancelDeps = (infra: Infra): CancelDeps => ({
   },
 });
 
-export const readDeps = (infra: Infra): ReadDeps => ({ store: infra.invocations, waiter: infra.completions });
+export const readDeps = (infra: Infra): ReadDeps => ({
+  store: infra.invocations,
+  waiter: infra.completions,
+  expireOverdue: (orgId, approvalId) => expireIfOverdue(approvalDeps(infra), orgId, approvalId),
+});
 
 export { approvalDeps };

@@ -49,6 +49,22 @@ export async function getApproval(
 }
 
 /**
+ * An invocation read while it waits on an approval past its time: the approval is expired now, as
+ * a vote would expire it, so the reader learns of the timeout even while no worker is up to record
+ * it. True when this call expired it.
+ */
+export async function expireIfOverdue(
+  deps: ApprovalDeps,
+  orgId: string,
+  approvalId: string,
+): Promise<boolean> {
+  const approval = await deps.approvals.get(orgId, approvalId);
+  if (!approval || approval.status !== 'pending' || approval.expiresAt > deps.clock.now()) return false;
+  const done = await resolve(deps, orgId, approvalId, { kind: 'expire' });
+  return done?.result === 'resolved';
+}
+
+/**
  * After a resolution committed: an approved invocation goes to the invoke queue (if this enqueue is
  * lost, the reaper finds the invocation running without a job and enqueues it); an ended one
  * wakes its waiting clients. (Webhooks hear of it from the audit log.)

@@ -23,6 +23,15 @@ export async function awaitFinished(
 export interface ReadDeps {
   store: InvocationStore;
   waiter: CompletionWaiter;
+  /** Expires an approval past its time that nothing has recorded yet; true when it did. */
+  expireOverdue?: (orgId: string, approvalId: string) => Promise<boolean>;
+}
+
+/** The invocation as it stands once an approval it waits on past its time has been expired. */
+async function settled(deps: ReadDeps, found: Invocation): Promise<Invocation> {
+  if (found.status !== 'awaiting_approval' || !found.approvalId || !deps.expireOverdue) return found;
+  if (!(await deps.expireOverdue(found.orgId, found.approvalId))) return found;
+  return (await deps.store.get(found.orgId, found.id)) ?? found;
 }
 
 /** `GET /v1/llm/invocations/{id}`, with an optional long poll until it finishes or `waitMs` passes. */
@@ -40,8 +49,9 @@ export async function getInvocation(
   const current = await deps.store
     .get(orgId, id)
     .then(async (found) => {
-      if (found) await accept(found);
-      return found;
+      if (!found) return null;
+      await accept(found);
+      return settled(deps, found);
     })
     .catch((err: unknown) => {
       waiting?.cancel();

@@ -22,25 +22,30 @@ beforeAll(async () => {
     agentKey = (await mintKey(api.http, setup.org.adminKey, ['llm:invoke', 'sessions:read', 'policies:read']))
       .key;
     const session = await sessionFor(api.http, setup);
-    const { approval } = await pausedInvoke(api.http, agentKey, {
-      session_id: session.id,
-      model: 'gated',
-      messages: [{ role: 'user', content: 'deploy' }],
-      max_tokens: 10,
-    });
-    overdue = approval;
+    const paused = () =>
+      pausedInvoke(api.http, agentKey, {
+        session_id: session.id,
+        model: 'gated',
+        messages: [{ role: 'user', content: 'deploy' }],
+        max_tokens: 10,
+      });
+    overdue = (await paused()).approval;
+    readLater = (await paused()).approval;
+    chatLater = (await paused()).approval;
   } finally {
     await withWorkers.close();
   }
-  // Its time is up, and nothing is left to record it.
+  // Their time is up, and nothing is left to record it.
   await api.infra
     .knex('approvals')
-    .where({ id: overdue.id })
+    .whereIn('id', [overdue.id, readLater.id, chatLater.id])
     .update({ expires_at: new Date(Date.now() - 1000) });
 }, 60_000);
 afterAll(() => api.close());
 
 let overdue: ApprovalBody;
+let readLater: ApprovalBody;
+let chatLater: ApprovalBody;
 
 const listed = async (status: string) =>
   (
@@ -54,7 +59,9 @@ it('reads as expired, in the expired list and not the pending queue, before anyt
   const read = await api.http.get<ApprovalBody>(`/v1/approvals/${overdue.id}`, setup.org.adminKey);
   expect(read.body).toMatchObject({ id: overdue.id, status: 'expired', resolved_at: null });
   expect((await listed('pending')).map((a) => a.id)).not.toContain(overdue.id);
-  expect(await listed('expired')).toEqual([expect.objectContaining({ id: overdue.id, status: 'expired' })]);
+  expect(await listed('expired')).toEqual(
+    expect.arrayContaining([expect.objectContaining({ id: overdue.id, status: 'expired' })]),
+  );
   const [row] = await api.infra.knex('approvals').where({ id: overdue.id });
   expect(row.status).toBe('pending');
 });
@@ -75,4 +82,21 @@ it('a cancel of its invocation expires it: 409, the invocation denied with appro
     agentKey,
   );
   expect(invocation.body).toMatchObject({ status: 'denied', error: { error_code: 'approval_expired' } });
+});
+
+it('a read of its invocation expires it: denied with approval_expired, not left awaiting approval', async () => {
+  const read = await api.http.get<InvocationBody>(`/v1/llm/invocations/${readLater.invocation_id}`, agentKey);
+  expect(read.body).toMatchObject({ status: 'denied', error: { error_code: 'approval_expired' } });
+  const approval = await api.http.get<ApprovalBody>(`/v1/approvals/${readLater.id}`, setup.org.adminKey);
+  expect(approval.body).toMatchObject({ status: 'expired', resolved_at: expect.any(String) });
+});
+
+it('a chat resume of its invocation is told approval_expired (403), not approval_pending', async () => {
+  const resumed = await api.http.call<{ error: { code: string } }>('POST', '/v1/chat/completions', {
+    token: agentKey,
+    body: { model: 'gated', messages: [{ role: 'user', content: 'deploy' }], max_tokens: 10 },
+    headers: { 'X-Invocation-Id': chatLater.invocation_id },
+  });
+  expect(resumed.status).toBe(403);
+  expect(resumed.body.error.code).toBe('approval_expired');
 });
