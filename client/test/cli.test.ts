@@ -209,6 +209,12 @@ describe('control-plane CLI: keys, credentials, agents, exit codes', () => {
     expect([...created.stdout].some((c) => ['\x1b', '\x07', '\x9b'].includes(c))).toBe(false);
     const listed = await cli(['keys', 'list', '--json']);
     expect(listed.json<{ data: { name: string }[] }>().data.map((k) => k.name)).toContain(name);
+    // In a table too, escaped as the server sent it: nothing the table library added.
+    expect((await cli(['keys', 'create', '--name', 'r\x1b[31mred', '--scopes', 'read'])).code).toBe(0);
+    const table = await cli(['keys', 'list']);
+    expect(table.stdout).toContain('k\\u001b]52;c;ZWNobyBwd25lZA==\\u0007\\u009b31m');
+    expect(table.stdout).toContain('r\\u001b[31mred');
+    expect(table.stdout).not.toContain('[39m');
   });
 
   it('exits 3 when nothing answers at the base URL, and takes --base-url over CP_BASE_URL', async () => {

@@ -1,11 +1,17 @@
 import Table from 'cli-table3';
+import { printable } from './call';
 
 type Cell = string | number | boolean | null | undefined;
 
 /** No colours: the tables are read in terminals, logs and CI output alike. */
 const plain = { style: { head: [], border: [], compact: true } };
 
-const text = (cell: Cell) => (cell === null || cell === undefined || cell === '' ? '-' : String(cell));
+/**
+ * A cell's text, its control characters escaped before the table sees them: cli-table3 re-applies
+ * any escape sequence it finds after a line break, which would show escapes the server never sent.
+ */
+const text = (cell: Cell) =>
+  cell === null || cell === undefined || cell === '' ? '-' : printable(String(cell));
 
 /** Rows under a header; an empty list says so instead of drawing an empty frame. */
 export function table(head: string[], rows: Cell[][], empty = 'nothing to show'): string {
