@@ -41,6 +41,7 @@ const regex = (problemOf: (pattern: string) => string | null, description: strin
     .min(1)
     .max(MAX_PATTERN_LENGTH)
     .superRefine((p, ctx) => {
+      if (p.length > MAX_PATTERN_LENGTH) return; // `max` has said so: one problem, said once
       const problem = problemOf(p);
       if (problem) ctx.addIssue({ code: 'custom', message: problem });
     })

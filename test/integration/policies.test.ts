@@ -545,6 +545,12 @@ describe('bad policy bodies', () => {
     },
   );
 
+  it('says a pattern over the length limit is too long once, not twice', async () => {
+    const body = withRule({ type: 'deny_pattern', pattern: long(MAX_PATTERN_LENGTH + 1) });
+    const res = await app.http.post<ErrorBody>('/v1/policies', body, org.adminKey);
+    expect(res.body.details.filter((d) => d.path === 'rules.0.pattern')).toHaveLength(1);
+  });
+
   it('accepts the bodies at each limit (the 400s come from the field changed)', async () => {
     const atLimits = {
       name: long(100),
