@@ -59,6 +59,10 @@ export interface StreamDelta {
   toolCalls?: { index: number; id?: string; name?: string; arguments?: string }[];
 }
 
+/** Whole tool calls as the pieces a stream would have carried them in: one each, in order. */
+export const toolCallPieces = (calls: ToolCall[]): NonNullable<StreamDelta['toolCalls']> =>
+  calls.map((t, index) => ({ index, id: t.id, name: t.function.name, arguments: t.function.arguments }));
+
 /**
  * `retryable`: 429, 5xx, timeouts and connection failures, worth another attempt.
  * `final`: any other 4xx or an answer we cannot read; retrying would fail the same way.

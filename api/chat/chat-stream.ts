@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import type { InvocationSummary } from '../../domain/invocations/invocation';
 import type { CompletionWaiter, PieceFollower } from '../../domain/invocations/signals';
-import type { StreamDelta } from '../../domain/providers';
+import { toolCallPieces, type StreamDelta } from '../../domain/providers';
 import type { Reply } from '../http/route';
 import { createdOf, finishReasonOf, refusalOf, usageOf } from './chat-replies';
 
@@ -80,12 +80,7 @@ export class ChunkWriter {
     if (rest || tools.length || !this.roleSent)
       this.piece({
         ...(rest ? { content: rest } : {}),
-        toolCalls: tools.map((t, index) => ({
-          index,
-          id: t.id,
-          name: t.function.name,
-          arguments: t.function.arguments,
-        })),
+        toolCalls: toolCallPieces(tools),
       });
     this.chunk([{ index: 0, delta: {}, finish_reason: finishReasonOf(invocation) }]);
     if (includeUsage) this.chunk([], usageOf(invocation));

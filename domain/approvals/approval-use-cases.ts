@@ -3,7 +3,7 @@ import { conflict, DomainError, invalidState, notFound } from '../errors';
 import type { InvocationStore } from '../invocations/invocation-store';
 import type { CompletionSignal, StageQueue } from '../invocations/signals';
 import { actorOf, type CallContext } from '../principal';
-import { approvalAsOf, type Approval, type VoteDecision } from './approval';
+import { approvalAsOf, isOverdue, type Approval, type VoteDecision } from './approval';
 import type {
   ApprovalFilter,
   ApprovalPage,
@@ -59,7 +59,7 @@ export async function expireIfOverdue(
   approvalId: string,
 ): Promise<boolean> {
   const approval = await deps.approvals.get(orgId, approvalId);
-  if (!approval || approval.status !== 'pending' || approval.expiresAt > deps.clock.now()) return false;
+  if (!approval || !isOverdue(approval, deps.clock.now())) return false;
   const done = await resolve(deps, orgId, approvalId, { kind: 'expire' });
   return done?.result === 'resolved';
 }

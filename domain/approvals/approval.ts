@@ -63,6 +63,8 @@ export const isResolved = (approval: Pick<Approval, 'status'>): boolean => appro
  * records it (and denies its invocation) may not have run yet (no worker up).
  */
 export const approvalAsOf = (approval: Approval, now: Date): Approval =>
-  approval.status === 'pending' && approval.expiresAt.getTime() <= now.getTime()
-    ? { ...approval, status: 'expired' }
-    : approval;
+  isOverdue(approval, now) ? { ...approval, status: 'expired' } : approval;
+
+/** Pending past its time: expired from `expires_at` on, whatever has recorded it yet. */
+export const isOverdue = (approval: Pick<Approval, 'status' | 'expiresAt'>, at: Date): boolean =>
+  approval.status === 'pending' && approval.expiresAt.getTime() <= at.getTime();

@@ -1,7 +1,7 @@
 import { SYSTEM_ACTOR, type Actor } from '../audit/audit-event';
 import { newAuditEvent } from '../audit/new-event';
 import type { InvocationError } from '../invocations/invocation';
-import type { Approval, ApprovalStatus, VoteDecision } from './approval';
+import { isOverdue, type Approval, type ApprovalStatus, type VoteDecision } from './approval';
 import type { ApprovalChange, Decision, LockedApproval } from './approval-store';
 import { lineageOf, oneVoice, speaksFor, type Lineage } from './voter-lineage';
 
@@ -136,11 +136,11 @@ export function resolveApproval(
   switch (resolution.kind) {
     case 'expire':
       // A job that ran early (a clock ahead of the database's) leaves it for the backstop sweep.
-      if (at < approval.expiresAt) return { change: null, result: 'not_due' };
+      if (!isOverdue(approval, at)) return { change: null, result: 'not_due' };
       return { change: resolveAs(system, 'expired'), result: 'resolved' };
     case 'cancel':
       // Past its time, the approval has expired (the agent is told so), not been cancelled.
-      if (at >= approval.expiresAt) return { change: resolveAs(system, 'expired'), result: 'expired' };
+      if (isOverdue(approval, at)) return { change: resolveAs(system, 'expired'), result: 'expired' };
       return {
         change: resolveAs(
           { approval, actor: resolution.by, at, requestId: resolution.requestId },
@@ -149,7 +149,7 @@ export function resolveApproval(
         result: 'resolved',
       };
     case 'vote':
-      if (at >= approval.expiresAt) return { change: resolveAs(system, 'expired'), result: 'expired' };
+      if (isOverdue(approval, at)) return { change: resolveAs(system, 'expired'), result: 'expired' };
       return vote(locked, resolution, at, lines);
   }
 }

@@ -174,19 +174,28 @@ export class HttpTransport {
   }
 
   /** As `capped`, gathered whole; it reads the body itself, without a generator's extra turns per chunk. */
-  private async readCapped(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<string> {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of body) {
-      size += chunk.length;
-      if (size > this.maxBytes) {
-        body.destroy();
-        throw badResponse(`response larger than ${this.maxBytes} bytes`);
-      }
-      chunks.push(chunk);
-    }
-    return Buffer.concat(chunks).toString('utf8');
+  private readCapped(body: AsyncIterable<Buffer> & { destroy(): void }): Promise<string> {
+    return gatherCapped(body, this.maxBytes, () => body.destroy());
   }
+}
+
+/** A body read to its end as text within `max` bytes; past it, `drop` is called and it fails. */
+export async function gatherCapped(
+  body: AsyncIterable<Buffer>,
+  max: number,
+  drop: () => void = () => undefined,
+): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > max) {
+      drop();
+      throw badResponse(`response larger than ${max} bytes`);
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 interface Call {

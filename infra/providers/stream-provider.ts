@@ -1,10 +1,11 @@
 import {
   ProviderError,
+  toolCallPieces,
   type CompletionRequest,
   type CompletionResult,
   type StreamDelta,
 } from '../../domain/providers';
-import type { HttpTransport } from './http-transport';
+import { gatherCapped, type HttpTransport } from './http-transport';
 import {
   badResponse,
   errorFromStatus,
@@ -137,17 +138,6 @@ async function* joined(head: Buffer[], rest: AsyncIterator<Buffer>, ended: boole
   }
 }
 
-/** A whole answer's body, read to its end within `max` bytes. */
-async function readWhole(chunks: AsyncIterable<Buffer>, max: number): Promise<string> {
-  const read: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of chunks) {
-    if ((size += chunk.length) > max) throw badResponse(`response larger than ${max} bytes`);
-    read.push(chunk);
-  }
-  return Buffer.concat(read).toString('utf8');
-}
-
 const parsedObject = (text: string): object | null => {
   try {
     const json: unknown = JSON.parse(text);
@@ -160,16 +150,7 @@ const parsedObject = (text: string): object | null => {
 /** A whole answer as the one piece a stream would have been made of. */
 const deltaOf = ({ output }: CompletionResult): StreamDelta => ({
   ...(output.content ? { content: output.content } : {}),
-  ...(output.toolCalls?.length
-    ? {
-        toolCalls: output.toolCalls.map((t, index) => ({
-          index,
-          id: t.id,
-          name: t.function.name,
-          arguments: t.function.arguments,
-        })),
-      }
-    : {}),
+  ...(output.toolCalls?.length ? { toolCalls: toolCallPieces(output.toolCalls) } : {}),
 });
 
 /**
@@ -182,7 +163,7 @@ async function wholeAnswer(
   pieces: OnDelta,
   max: number,
 ): Promise<CompletionResult> {
-  const json = parsedObject(await readWhole(chunks, max));
+  const json = parsedObject(await gatherCapped(chunks, max));
   if (!json) throw notAStream();
   const result = whole(json);
   const delta = deltaOf(result);
