@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { signupOrg } from '../support/factories';
 import { HttpClient } from '../support/http-client';
-import { freePort, runNpmScript, type ServiceProcess } from '../support/service-process';
+import { listeningUrl, runNpmScript, type ServiceProcess } from '../support/service-process';
 
 jest.setTimeout(180_000);
 
@@ -34,18 +34,17 @@ const storeGroups = (dir: string): number[] =>
 
 describe('the quick start: npm start with no DATABASE_URL and no REDIS_URL', () => {
   it('brings up embedded PostgreSQL and Redis under the data dir, serves, and keeps data across restarts', async () => {
-    const port = await freePort();
     const env = {
       DATABASE_URL: undefined,
       REDIS_URL: undefined,
       CP_DATA_DIR: dataDir,
-      PORT: String(port),
+      PORT: '0',
       LOG_LEVEL: 'info',
     };
-    const http = new HttpClient(`http://127.0.0.1:${port}`);
 
     proc = runNpmScript('start', env);
     await proc.waitFor(/ready: listening/, 120_000);
+    const http = new HttpClient(listeningUrl(proc));
     expect((await http.get('/ready')).body).toEqual({
       status: 'ready',
       checks: { database: 'ok', redis: 'ok' },
@@ -63,7 +62,10 @@ describe('the quick start: npm start with no DATABASE_URL and no REDIS_URL', () 
 
     proc = runNpmScript('start', env);
     await proc.waitFor(/ready: listening/, 120_000);
-    const keys = await http.get<{ data: { name: string }[] }>('/v1/keys', org.adminKey);
+    const keys = await new HttpClient(listeningUrl(proc)).get<{ data: { name: string }[] }>(
+      '/v1/keys',
+      org.adminKey,
+    );
     expect(keys.status).toBe(200);
     expect(keys.body.data.map((k) => k.name)).toContain('bootstrap');
     expect(await proc.stop()).toBe(true);

@@ -16,6 +16,16 @@ export interface ServiceProcess {
   stop(timeoutMs?: number): Promise<boolean>;
 }
 
+/**
+ * The URL a service started with PORT=0 listens on, from its ready line. A port picked before the
+ * start can be taken before the service binds it (by the suite, or by its own embedded stores).
+ */
+export function listeningUrl(proc: ServiceProcess): string {
+  const url = /ready: listening on (http:\/\/[\d.]+:\d+)/.exec(proc.output())?.[1];
+  if (!url) throw new Error(`no ready line with a URL:\n${proc.output()}`);
+  return url;
+}
+
 /** Runs an npm script of the project as a real child process, as an operator would. */
 export function runNpmScript(script: string, env: Record<string, string | undefined>): ServiceProcess {
   const child = spawn('npm', ['run', '--silent', script], {
