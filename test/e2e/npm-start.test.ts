@@ -9,7 +9,7 @@ import { signupOrg } from '../support/factories';
 import { eventually } from '../support/eventually';
 import { HttpClient } from '../support/http-client';
 import { invoke, invokeBody, openSession, setUpInvoking } from '../support/invoke-fixtures';
-import { freePort, ROOT, runNpmScript, type ServiceProcess } from '../support/service-process';
+import { listeningUrl, ROOT, runNpmScript, type ServiceProcess } from '../support/service-process';
 import { createTestDatabase, TEST_REDIS_URL, type TestDatabase } from '../support/test-db';
 
 jest.setTimeout(120_000);
@@ -40,12 +40,12 @@ async function deleteKeys(used: string[]): Promise<void> {
   redis.disconnect();
 }
 
-async function start(script: string, extraEnv: Record<string, string> = {}) {
-  const port = await freePort();
+/** Starts an npm script on PORT=0: a port picked beforehand could be taken before the listen. */
+function start(script: string, extraEnv: Record<string, string> = {}): ServiceProcess {
   const env = {
     DATABASE_URL: db.url,
     REDIS_URL: TEST_REDIS_URL,
-    PORT: String(port),
+    PORT: '0',
     CP_DATA_DIR: dataDir,
     CP_REDIS_PREFIX: `cpe_${randomBytes(4).toString('hex')}`,
     LOG_LEVEL: 'info',
@@ -54,7 +54,14 @@ async function start(script: string, extraEnv: Record<string, string> = {}) {
   prefixes.add(env.CP_REDIS_PREFIX);
   const proc = runNpmScript(script, env);
   running.push(proc);
-  return { proc, http: new HttpClient(`http://127.0.0.1:${port}`) };
+  return proc;
+}
+
+/** Starts a script that serves HTTP and waits until it listens. */
+async function startServing(script: string, extraEnv: Record<string, string> = {}) {
+  const proc = start(script, extraEnv);
+  await proc.waitFor(/ready: listening/);
+  return { proc, http: new HttpClient(listeningUrl(proc)) };
 }
 
 async function countSealed(orgId: string): Promise<number> {
@@ -69,8 +76,7 @@ async function countSealed(orgId: string): Promise<number> {
 
 describe('npm start on an empty database', () => {
   it('migrates, serves the README walkthrough, and stops cleanly on SIGTERM', async () => {
-    const { proc, http } = await start('start');
-    await proc.waitFor(/ready: listening/);
+    const { proc, http } = await startServing('start');
     expect((await http.get('/ready')).status).toBe(200);
 
     const org = await signupOrg(http);
@@ -98,10 +104,9 @@ describe('npm start on an empty database', () => {
 
   it('runs the API and the workers as separate processes (start:api, start:worker)', async () => {
     const shared = { CP_REDIS_PREFIX: `cpe_${randomBytes(4).toString('hex')}` };
-    const api = await start('start:api', shared);
-    const worker = await start('start:worker', shared);
-    await api.proc.waitFor(/ready: listening/);
-    await worker.proc.waitFor(/ready: worker running/);
+    const api = await startServing('start:api', shared);
+    const worker = start('start:worker', shared);
+    await worker.waitFor(/ready: worker running/);
     expect(api.proc.output()).not.toMatch(/workers ready/);
     // The worker process, not the API, seals the audit events the API wrote.
     const org = await signupOrg(api.http);
@@ -114,13 +119,12 @@ describe('npm start on an empty database', () => {
     });
     const done = await invoke(api.http, setup.org.adminKey, invokeBody(session.id), 10);
     expect(done.body.status).toBe('succeeded');
-    expect(await worker.proc.stop()).toBe(true);
+    expect(await worker.stop()).toBe(true);
     expect(await api.proc.stop()).toBe(true);
   });
 
   it('answers long polls at once when it stops, instead of holding the shutdown', async () => {
-    const { proc, http } = await start('start:api');
-    await proc.waitFor(/ready: listening/);
+    const { proc, http } = await startServing('start:api');
     const setup = await setUpInvoking(http);
     const session = await openSession(http, setup.org.adminKey, { agent_id: setup.agentId, max_cost_usd: 1 });
     // No worker runs: the invocation stays queued and the long poll would wait 25 s.
@@ -141,8 +145,7 @@ describe('npm start on an empty database', () => {
 
   it('a start whose port is taken exits 1 before its workers take any job', async () => {
     const shared = { CP_REDIS_PREFIX: `cpe_${randomBytes(4).toString('hex')}` };
-    const api = await start('start:api', shared);
-    await api.proc.waitFor(/ready: listening/);
+    const api = await startServing('start:api', shared);
     const setup = await setUpInvoking(api.http);
     const session = await openSession(api.http, setup.org.adminKey, {
       agent_id: setup.agentId,
@@ -150,11 +153,11 @@ describe('npm start on an empty database', () => {
     });
     // No worker runs yet: the invocation waits in the queue the clashing start would serve.
     const queued = await invoke(api.http, setup.org.adminKey, invokeBody(session.id), 0);
-    const clash = await start('start', { ...shared, PORT: new URL(api.http.baseUrl).port });
-    const code = await new Promise<number | null>((r) => clash.proc.child.on('exit', r));
+    const clash = start('start', { ...shared, PORT: new URL(api.http.baseUrl).port });
+    const code = await new Promise<number | null>((r) => clash.child.on('exit', r));
     expect(code).toBe(1);
-    expect(clash.proc.output()).toMatch(/EADDRINUSE/);
-    expect(clash.proc.output()).not.toMatch(/workers ready/);
+    expect(clash.output()).toMatch(/EADDRINUSE/);
+    expect(clash.output()).not.toMatch(/workers ready/);
     const after = await api.http.get<{ status: string }>(
       `/v1/llm/invocations/${queued.body.id}`,
       setup.org.adminKey,
@@ -164,12 +167,11 @@ describe('npm start on an empty database', () => {
   });
 
   it('exits 0 when a job outlasts CP_SHUTDOWN_TIMEOUT_MS, leaving it to other workers (README)', async () => {
-    const port = await freePort();
     const env = {
       ...process.env,
       DATABASE_URL: db.url,
       REDIS_URL: TEST_REDIS_URL,
-      PORT: String(port),
+      PORT: '0',
       CP_DATA_DIR: dataDir,
       CP_REDIS_PREFIX: `cpe_${randomBytes(4).toString('hex')}`,
       CP_SHUTDOWN_TIMEOUT_MS: '1500',
@@ -182,7 +184,7 @@ describe('npm start on an empty database', () => {
     child.stdout.on('data', (d) => (out += String(d)));
     const exited = new Promise<number | null>((r) => child.on('exit', r));
     await eventually(async () => /ready: listening/.test(out));
-    const http = new HttpClient(`http://127.0.0.1:${port}`);
+    const http = new HttpClient(listeningUrl(out));
     const setup = await setUpInvoking(http, { models: ['mock-slow-20000'] });
     const session = await openSession(http, setup.org.adminKey, { agent_id: setup.agentId, max_cost_usd: 1 });
     const slow = await invoke(
@@ -202,7 +204,7 @@ describe('npm start on an empty database', () => {
   });
 
   it('refuses to start with a clear message for a bad variable', async () => {
-    const { proc } = await start('start', { PORT: 'eighty' });
+    const proc = start('start', { PORT: 'eighty' });
     const code = await new Promise<number | null>((r) => proc.child.on('exit', r));
     expect(code).toBe(1);
     expect(proc.output()).toMatch(/PORT: /);

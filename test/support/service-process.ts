@@ -1,8 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 
-export { freePort } from '../../infra/embedded/free-port';
-
 export const ROOT = join(__dirname, '..', '..');
 
 export interface ServiceProcess {
@@ -20,9 +18,10 @@ export interface ServiceProcess {
  * The URL a service started with PORT=0 listens on, from its ready line. A port picked before the
  * start can be taken before the service binds it (by the suite, or by its own embedded stores).
  */
-export function listeningUrl(proc: ServiceProcess): string {
-  const url = /ready: listening on (http:\/\/[\d.]+:\d+)/.exec(proc.output())?.[1];
-  if (!url) throw new Error(`no ready line with a URL:\n${proc.output()}`);
+export function listeningUrl(proc: ServiceProcess | string): string {
+  const output = typeof proc === 'string' ? proc : proc.output();
+  const url = /ready: listening on (http:\/\/[\d.]+:\d+)/.exec(output)?.[1];
+  if (!url) throw new Error(`no ready line with a URL:\n${output}`);
   return url;
 }
 
