@@ -1,4 +1,7 @@
 import { expireIfOverdue, resolve } from '../../domain/approvals/approval-use-cases';
+import type { StrandedScope } from '../../domain/approvals/approval-store';
+import { withdrawStranded } from '../../domain/approvals/withdraw-stranded';
+import type { Actor } from '../../domain/audit/audit-event';
 import { approvalDeps } from '../../infra/approvals/approval-deps';
 import type { IdentityDeps } from '../../domain/auth/identity-deps';
 import type { AgentDeps } from '../../domain/agents/agent-use-cases';
@@ -19,10 +22,26 @@ export const identityDeps = (infra: Infra): IdentityDeps => ({
   sessionTtlSeconds: infra.config.CP_SESSION_TTL_SECONDS,
 });
 
+/**
+ * After a session's close or a key's revocation: what waits on an approval under it can no longer
+ * run. Its approvals are withdrawn at once; if that fails, the close or revocation stands (it is
+ * committed) and the approvals sweep withdraws them within seconds.
+ */
+const withdrawApprovals =
+  (infra: Infra) =>
+  async (scope: StrandedScope, by: Actor, requestId: string | null): Promise<void> => {
+    try {
+      await withdrawStranded(approvalDeps(infra), by, requestId, scope);
+    } catch (err) {
+      infra.logger.warn({ err, ...scope }, 'withdrawing approvals failed; the approvals sweep retries');
+    }
+  };
+
 export const keyDeps = (infra: Infra): KeyDeps => ({
   uow: infra.uow,
   clock: infra.clock,
   authCache: infra.authenticator,
+  withdrawApprovals: withdrawApprovals(infra),
 });
 
 export const credentialDeps = (infra: Infra): CredentialDeps => ({
@@ -43,6 +62,7 @@ export const sessionDeps = (infra: Infra): SessionDeps => ({
   uow: infra.uow,
   clock: infra.clock,
   maxSessionCostMicros: usdToMicros(infra.config.CP_MAX_SESSION_COST_USD),
+  withdrawApprovals: withdrawApprovals(infra),
 });
 
 export const invokeDeps = (infra: Infra): InvokeDeps => ({

@@ -97,7 +97,8 @@ export const keyRoutes = [
   defineRoute({
     method: 'DELETE',
     path: keyPath,
-    summary: 'Revoke a key at once (revoking twice is fine)',
+    summary:
+      'Revoke a key at once (revoking twice is fine); the approvals its invocations wait on are withdrawn (cancelled, the invocations failed invalid_api_key)',
     tag: 'keys',
     access: admin,
     outsideOrgLimit: true,

@@ -115,7 +115,8 @@ export const sessionRoutes = [
   defineRoute({
     method: 'POST',
     path: `${sessionPath}/close`,
-    summary: 'Close a session: no new invokes; invocations already running still finish and are charged',
+    summary:
+      'Close a session: no new invokes; invocations already running still finish and are charged; the approvals its invocations wait on are withdrawn (cancelled, the invocations failed session_not_open)',
     tag: 'sessions',
     access: write,
     responses: {

@@ -171,7 +171,7 @@ export interface paths {
     get: operations['getV1KeysId'];
     put?: never;
     post?: never;
-    /** Revoke a key at once (revoking twice is fine) */
+    /** Revoke a key at once (revoking twice is fine); the approvals its invocations wait on are withdrawn (cancelled, the invocations failed invalid_api_key) */
     delete: operations['deleteV1KeysId'];
     options?: never;
     head?: never;
@@ -553,7 +553,7 @@ export interface paths {
     };
     get?: never;
     put?: never;
-    /** Close a session: no new invokes; invocations already running still finish and are charged */
+    /** Close a session: no new invokes; invocations already running still finish and are charged; the approvals its invocations wait on are withdrawn (cancelled, the invocations failed session_not_open) */
     post: operations['postV1SessionsIdClose'];
     delete?: never;
     options?: never;

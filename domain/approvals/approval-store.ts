@@ -36,7 +36,7 @@ export interface LockedApproval {
 export interface ApprovalChange {
   vote?: ApprovalVote;
   status?: ApprovalStatus;
-  invocation?: { status: 'running' | 'denied' | 'cancelled'; error: InvocationError | null };
+  invocation?: { status: 'running' | 'denied' | 'cancelled' | 'failed'; error: InvocationError | null };
   at: Date;
   events: AuditEvent[];
 }
@@ -70,6 +70,20 @@ export interface ApprovalStore {
   ): Promise<{ approval: Approval; result: T } | null>;
   /** Pending approvals whose time ran out before `before` (the expiry job's backstop). */
   pastExpiry(before: Date, limit: number): Promise<{ id: string; orgId: string }[]>;
+  /**
+   * Pending approvals, not yet past their time, whose invocation can no longer run as of `now`:
+   * its session is closed or past its expiry, or the API key that asked was revoked or expired.
+   * Narrowed to one session, or to one requesting key, when `scope` names it.
+   */
+  stranded(now: Date, limit: number, scope?: StrandedScope): Promise<StrandedApproval[]>;
+}
+
+export type StrandedScope = { orgId: string } & ({ sessionId: string } | { keyId: string });
+
+export interface StrandedApproval {
+  id: string;
+  orgId: string;
+  invocationId: string;
 }
 
 /** Ends a pending approval at its `expires_at` (a delayed job per approval). */

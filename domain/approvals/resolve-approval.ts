@@ -5,11 +5,16 @@ import { isOverdue, type Approval, type ApprovalStatus, type VoteDecision } from
 import type { ApprovalChange, Decision, LockedApproval } from './approval-store';
 import { lineageOf, oneVoice, speaksFor, type Lineage } from './voter-lineage';
 
-/** What asks an approval to move: a person's vote, its time running out, or its invocation's cancel. */
+/**
+ * What asks an approval to move: a person's vote, its time running out, its invocation's cancel,
+ * or its withdrawal once the invocation can no longer run (`error` says why: its session closed,
+ * its key revoked), which ends the invocation as the check after an approval would have.
+ */
 export type Resolution =
   | { kind: 'vote'; by: Actor; decision: VoteDecision; comment: string | null; requestId: string | null }
   | { kind: 'expire' }
-  | { kind: 'cancel'; by: Actor; requestId: string | null };
+  | { kind: 'cancel'; by: Actor; requestId: string | null }
+  | { kind: 'withdraw'; by: Actor; requestId: string | null; error: InvocationError };
 
 /**
  * How a resolution went: `recorded` (a vote that leaves it pending), `resolved` (this call decided
@@ -46,11 +51,9 @@ const approvalEvent = (c: EventContext, action: string, details: Record<string, 
     details: { invocation_id: c.approval.invocationId, ...details },
   });
 
-const invocationEvent = (
-  c: EventContext,
-  status: 'running' | 'denied' | 'cancelled',
-  error: InvocationError | null,
-) =>
+type InvocationMove = NonNullable<ApprovalChange['invocation']>;
+
+const invocationEvent = (c: EventContext, { status, error }: InvocationMove) =>
   newAuditEvent({
     orgId: c.approval.orgId,
     actor: c.actor,
@@ -58,23 +61,32 @@ const invocationEvent = (
     resource: { type: 'invocation', id: c.approval.invocationId },
     at: c.at,
     requestId: c.requestId,
-    outcome: status === 'denied' ? 'denied' : 'success',
+    outcome: status === 'denied' ? 'denied' : status === 'failed' ? 'failure' : 'success',
     details: { approval_id: c.approval.id, error_code: error?.errorCode ?? null },
   });
 
-/** Ends the approval as `status` and moves its invocation on, with an entry for each. */
-function resolveAs(c: EventContext, status: Exclude<ApprovalStatus, 'pending'>): ApprovalChange {
-  const next =
-    status === 'approved'
-      ? ({ status: 'running', error: null } as const)
-      : status === 'cancelled'
-        ? ({ status: 'cancelled', error: null } as const)
-        : ({ status: 'denied', error: ERRORS[status] } as const);
+const invocationMoveOf = (status: Exclude<ApprovalStatus, 'pending'>): InvocationMove =>
+  status === 'approved'
+    ? { status: 'running', error: null }
+    : status === 'cancelled'
+      ? { status: 'cancelled', error: null }
+      : { status: 'denied', error: ERRORS[status] };
+
+/**
+ * Ends the approval as `status` and moves its invocation on (as the status implies, unless told
+ * otherwise), with an entry for each.
+ */
+function resolveAs(
+  c: EventContext,
+  status: Exclude<ApprovalStatus, 'pending'>,
+  next: InvocationMove = invocationMoveOf(status),
+  details: Record<string, unknown> = {},
+): ApprovalChange {
   return {
     status,
     invocation: next,
     at: c.at,
-    events: [approvalEvent(c, `approval.${status}`), invocationEvent(c, next.status, next.error)],
+    events: [approvalEvent(c, `approval.${status}`, details), invocationEvent(c, next)],
   };
 }
 
@@ -151,5 +163,12 @@ export function resolveApproval(
     case 'vote':
       if (isOverdue(approval, at)) return { change: resolveAs(system, 'expired'), result: 'expired' };
       return vote(locked, resolution, at, lines);
+    case 'withdraw': {
+      if (isOverdue(approval, at)) return { change: resolveAs(system, 'expired'), result: 'expired' };
+      const { by, requestId, error } = resolution;
+      const c = { approval, actor: by, at, requestId };
+      const change = resolveAs(c, 'cancelled', { status: 'failed', error }, { reason: error.errorCode });
+      return { change, result: 'resolved' };
+    }
   }
 }

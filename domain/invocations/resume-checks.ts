@@ -1,22 +1,15 @@
 import type { Clock } from '../clock';
 import type { Guardian } from '../policy/guardian';
-import { statusAt } from '../sessions/session';
 import { guardianInput } from './evaluate-invocation';
-import type { Invocation, InvocationError } from './invocation';
-import type { GuardianView, InvocationStore } from './invocation-store';
-import { lapsedRequesterKey } from './requester-key';
+import { lapsedWhileWaiting, type StopAfterWait } from './lapsed-while-waiting';
+import type { Invocation } from './invocation';
+import type { InvocationStore } from './invocation-store';
 import { decideFresh } from './slow-decision';
 
 export interface ResumeCheckDeps {
   store: InvocationStore;
   guardian: Guardian;
   clock: Clock;
-}
-
-/** Why an invocation that waited is not sent after all, and how it ends. */
-export interface StopAfterWait {
-  status: 'failed' | 'denied';
-  error: InvocationError;
 }
 
 /**
@@ -54,22 +47,11 @@ export async function stoppedAfterWait(
 ): Promise<StopAfterWait | null> {
   const view = await deps.store.forGuardian(invocation.id);
   if (!view) return null;
-  const before = lapsed(view, deps.clock.now(), wait);
+  const before = lapsedWhileWaiting(view, deps.clock.now(), NOT_SENT[wait]);
   if (before) return before;
   const decided = await decideFresh(deps, view, guardianInput({ ...view, invocation }));
   const { verdict } = decided;
-  if (verdict.verdict !== 'deny') return lapsed(decided.view, decided.at, wait);
+  if (verdict.verdict !== 'deny') return lapsedWhileWaiting(decided.view, decided.at, NOT_SENT[wait]);
   const message = `denied ${SINCE[wait]}: ${verdict.reasons.map((r) => r.message).join('; ')}`;
   return { status: 'denied', error: { errorCode: 'guardian_denied', message } };
-}
-
-/** The invocation's session is no longer open, or the key that asked for it lapsed: it fails. */
-function lapsed(view: GuardianView, at: Date, wait: Wait): StopAfterWait | null {
-  const status = statusAt(view.session, at);
-  if (status !== 'open') {
-    const message = `session ${view.invocation.sessionId} is ${status}; ${NOT_SENT[wait]}`;
-    return { status: 'failed', error: { errorCode: 'session_not_open', message } };
-  }
-  const revoked = lapsedRequesterKey(view, at, NOT_SENT[wait]);
-  return revoked ? { status: 'failed', error: revoked } : null;
 }

@@ -1,3 +1,5 @@
+import type { StrandedScope } from '../approvals/approval-store';
+import type { Actor } from '../audit/audit-event';
 import { newAuditEvent } from '../audit/new-event';
 import type { Clock } from '../clock';
 import { addSeconds } from '../clock';
@@ -12,6 +14,8 @@ export interface KeyDeps {
   uow: UnitOfWork;
   clock: Clock;
   authCache: AuthCache;
+  /** Withdraws the approvals a revoked key's invocations wait on (`withdrawStranded`). */
+  withdrawApprovals(scope: StrandedScope, by: Actor, requestId: string | null): Promise<void>;
 }
 
 export interface MintKeyInput {
@@ -115,5 +119,6 @@ export async function revokeKey(deps: KeyDeps, ctx: CallContext, id: string): Pr
     return found;
   });
   await deps.authCache.forget(key.secretHash);
+  await deps.withdrawApprovals({ orgId: key.orgId, keyId: key.id }, actorOf(ctx.principal), ctx.requestId);
   return key;
 }

@@ -2,6 +2,7 @@ import { SYSTEM_ACTOR, type Actor } from '../audit/audit-event';
 import { newAuditEvent } from '../audit/new-event';
 import type { CapLedger } from '../budget/cap-ledger';
 import { activeAgent } from '../agents/active-agent';
+import type { StrandedScope } from '../approvals/approval-store';
 import { NOTHING, type CapAmounts } from '../budget/charges';
 import { addSeconds, type Clock } from '../clock';
 import { invalidField, invalidState, notFound } from '../errors';
@@ -22,6 +23,8 @@ export interface SessionDeps {
   clock: Clock;
   /** The org cap: no session may allow more (CP_MAX_SESSION_COST_USD). */
   maxSessionCostMicros: number;
+  /** Withdraws the approvals the closed session's invocations wait on (`withdrawStranded`). */
+  withdrawApprovals(scope: StrandedScope, by: Actor, requestId: string | null): Promise<void>;
 }
 
 export interface OpenSessionInput {
@@ -130,7 +133,10 @@ export async function listSessions(
   return { items: await withLiveUsage(deps, found.items), nextAfter: found.nextAfter };
 }
 
-/** Closing stops new invokes at once; invocations already running still finish and are charged. */
+/**
+ * Closing stops new invokes at once; invocations already running still finish and are charged.
+ * Those waiting on an approval can no longer run: their approvals are withdrawn.
+ */
 export async function closeSession(deps: SessionDeps, ctx: CallContext, id: string): Promise<SessionView> {
   const now = deps.clock.now();
   const closed = await deps.sessions.close(ctx.principal.orgId, id, now, (s) =>
@@ -141,6 +147,7 @@ export async function closeSession(deps: SessionDeps, ctx: CallContext, id: stri
     const status = statusAt(session, now);
     throw invalidState(status, `session ${id} is ${status}; only an open session can be closed`);
   }
+  await deps.withdrawApprovals({ orgId: closed.orgId, sessionId: id }, actorOf(ctx.principal), ctx.requestId);
   const [view] = await withLiveUsage(deps, [closed]);
   return view as SessionView;
 }

@@ -8,6 +8,8 @@ import type {
   Decision,
   LockedApproval,
   QueuePosition,
+  StrandedApproval,
+  StrandedScope,
 } from '../../domain/approvals/approval-store';
 import { auditJson, auditRecordset, INSERT_AUDIT } from '../db/audit-rows';
 import type { LineageSource } from '../../domain/approvals/voter-lineage';
@@ -17,7 +19,7 @@ import { toApproval, type ApprovalRow } from './approval-rows';
 
 type Rows<T> = { rows: T[] };
 
-const ENDS = new Set(['denied', 'cancelled']);
+const ENDS = new Set(['denied', 'cancelled', 'failed']);
 
 /** Approvals in PostgreSQL; every resolution runs under row locks, invocation first, then approval. */
 export class PgApprovalStore implements ApprovalStore {
@@ -73,6 +75,28 @@ export class PgApprovalStore implements ApprovalStore {
       .orderBy('expires_at')
       .limit(limit);
     return rows.map((r) => ({ id: r.id, orgId: r.org_id }));
+  }
+
+  async stranded(now: Date, limit: number, scope?: StrandedScope): Promise<StrandedApproval[]> {
+    const narrow =
+      scope === undefined
+        ? { sql: '', values: [] }
+        : 'sessionId' in scope
+          ? { sql: 'and ap.org_id = ? and ap.session_id = ?', values: [scope.orgId, scope.sessionId] }
+          : {
+              sql: `and ap.org_id = ? and ap.requested_by_type = 'api_key' and ap.requested_by = ?`,
+              values: [scope.orgId, scope.keyId],
+            };
+    const { rows } = (await this.knex.raw(
+      `select ap.id, ap.org_id, ap.invocation_id from approvals ap
+         join sessions s on s.id = ap.session_id
+         left join api_keys k on ap.requested_by_type = 'api_key' and k.id = ap.requested_by
+       where ap.status = 'pending' and ap.expires_at > ? ${narrow.sql}
+         and (s.status <> 'open' or s.expires_at <= ? or k.revoked_at <= ? or k.expires_at <= ?)
+       order by ap.created_at, ap.id limit ?`,
+      [now, ...narrow.values, now, now, now, limit],
+    )) as Rows<{ id: string; org_id: string; invocation_id: string }>;
+    return rows.map((r) => ({ id: r.id, orgId: r.org_id, invocationId: r.invocation_id }));
   }
 
   change<T>(

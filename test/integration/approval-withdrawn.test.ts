@@ -1,0 +1,114 @@
+import { mintKey } from '../support/factories';
+import { setUpInvoking, type InvocationBody, type InvokeSetup } from '../support/invoke-fixtures';
+import {
+  approverKeys,
+  pausedInvoke,
+  requireApproval,
+  sessionFor,
+  type ApprovalBody,
+} from '../support/approval-fixtures';
+import { startTestApp, type TestApp } from '../support/test-app';
+import { sweepApprovals } from '../../workers/approval-processors';
+
+/**
+ * An approval whose invocation can no longer run (its session closed or expired, the key that
+ * asked revoked or expired) is withdrawn: approvers are not asked about work no one can use. A
+ * close or a revocation withdraws at once; the approvals sweep withdraws what expired meanwhile.
+ * No worker runs once the approvals exist, so nothing but the call under test moves them.
+ */
+let api: TestApp;
+let setup: InvokeSetup;
+let approver: string;
+
+/** One paused invocation per case, each in its own session and under its own requesting key. */
+type Paused = { approval: ApprovalBody; sessionId: string; key: { id: string; key: string } };
+const paused: Record<'closed' | 'revoked' | 'expired' | 'keyExpired' | 'live', Paused> = {} as never;
+
+beforeAll(async () => {
+  api = await startTestApp();
+  const withWorkers = await startTestApp({ workers: true, database: api.db, redisPrefix: api.prefix });
+  try {
+    setup = await setUpInvoking(api.http, { models: ['gated'] });
+    await requireApproval(api.http, setup.org.adminKey, { model: 'gated' });
+    [approver] = (await approverKeys(api.http, setup.org.adminKey, 1)) as [string];
+    for (const name of ['closed', 'revoked', 'expired', 'keyExpired', 'live'] as const) {
+      const key = await mintKey(
+        api.http,
+        setup.org.adminKey,
+        ['llm:invoke', 'sessions:read', 'policies:read'],
+        name,
+      );
+      const session = await sessionFor(api.http, setup);
+      const body = {
+        session_id: session.id,
+        model: 'gated',
+        messages: [{ role: 'user', content: `deploy ${name}` }],
+        max_tokens: 10,
+      };
+      const { approval } = await pausedInvoke(api.http, key.key, body);
+      paused[name] = { approval, sessionId: session.id, key };
+    }
+  } finally {
+    await withWorkers.close();
+  }
+}, 90_000);
+afterAll(() => api.close());
+
+const approvalOf = async (p: Paused) =>
+  (await api.http.get<ApprovalBody>(`/v1/approvals/${p.approval.id}`, setup.org.adminKey)).body;
+const invocationOf = async (p: Paused) =>
+  (await api.http.get<InvocationBody>(`/v1/llm/invocations/${p.approval.invocation_id}`, setup.org.adminKey))
+    .body;
+const auditOf = async (resourceId: string) =>
+  (
+    await api.http.get<{
+      data: { action: string; actor: { id: string }; details: Record<string, unknown> }[];
+    }>(`/v1/audit?resource_id=${resourceId}`, setup.org.adminKey)
+  ).body.data;
+
+/** Withdrawn: the approval cancelled, the invocation failed with `errorCode`, charged nothing. */
+async function expectWithdrawn(p: Paused, errorCode: string, actorId: string) {
+  expect(await approvalOf(p)).toMatchObject({ status: 'cancelled', resolved_at: expect.any(String) });
+  const invocation = await invocationOf(p);
+  expect(invocation).toMatchObject({ status: 'failed', error: { error_code: errorCode }, cost_usd: 0 });
+  expect(invocation.error?.message).toContain('its approval was withdrawn');
+  const [entry] = (await auditOf(p.approval.id)).filter((e) => e.action === 'approval.cancelled');
+  expect(entry).toMatchObject({ actor: { id: actorId }, details: { reason: errorCode } });
+  expect((await auditOf(p.approval.invocation_id)).map((e) => e.action)).toContain('llm.invoke.failed');
+  const vote = await api.http.post<{ error_code: string }>(
+    `/v1/approvals/${p.approval.id}/approve`,
+    {},
+    approver,
+  );
+  expect(vote.status).toBe(409);
+  expect(vote.body.error_code).toBe('invalid_state');
+}
+
+it("closing a session withdraws its invocations' approvals at once, in the closer's name", async () => {
+  const closed = await api.http.post(`/v1/sessions/${paused.closed.sessionId}/close`, {}, setup.org.adminKey);
+  expect(closed.status).toBe(200);
+  await expectWithdrawn(paused.closed, 'session_not_open', setup.org.adminKeyId);
+  const queue = await api.http.get<{ data: { id: string }[] }>('/v1/approvals?status=pending', approver);
+  expect(queue.body.data.map((a) => a.id)).not.toContain(paused.closed.approval.id);
+});
+
+it('revoking the key that asked withdraws its approvals at once', async () => {
+  const revoked = await api.http.call('DELETE', `/v1/keys/${paused.revoked.key.id}`, {
+    token: setup.org.adminKey,
+  });
+  expect(revoked.status).toBe(200);
+  await expectWithdrawn(paused.revoked, 'invalid_api_key', setup.org.adminKeyId);
+});
+
+it('the approvals sweep withdraws those whose session or key expired meanwhile, and no other', async () => {
+  const past = new Date(Date.now() - 1000);
+  await api.infra.knex('sessions').where({ id: paused.expired.sessionId }).update({ expires_at: past });
+  await api.infra.knex('api_keys').where({ id: paused.keyExpired.key.id }).update({ expires_at: past });
+  expect(await sweepApprovals(api.infra)).toMatchObject({ withdrawn: 2 });
+  await expectWithdrawn(paused.expired, 'session_not_open', 'system');
+  await expectWithdrawn(paused.keyExpired, 'expired_api_key', 'system');
+  // Nothing left to withdraw: a second sweep finds none, and the live approval still waits.
+  expect(await sweepApprovals(api.infra)).toMatchObject({ withdrawn: 0 });
+  expect(await approvalOf(paused.live)).toMatchObject({ status: 'pending', resolved_at: null });
+  expect((await invocationOf(paused.live)).status).toBe('awaiting_approval');
+});
