@@ -1,17 +1,17 @@
 import type { ChatMessage } from '../providers';
-import { foldText } from './fold-text';
+import { foldText, otherForms } from './fold-text';
 import type { Action } from './policy';
 
 interface Derived {
   tools: string[];
   /** Each of `tools` as rules compare it (toolKey). */
   toolKeys: string[];
-  /** The texts as sent, then the folded form of each that folding changes. */
+  /** The texts as sent, then the other forms of each (`otherForms`: plain, folded) that differ. */
   texts: string[];
-  /** What a scan of every text reads, folded forms included, each text weighing TEXT_WEIGHT more. */
+  /** What a scan of every text reads, other forms included, each text weighing TEXT_WEIGHT more. */
   textLength: number;
-  /** What the folded forms alone add to it. */
-  foldedLength: number;
+  /** What the other forms alone add to it. */
+  formsLength: number;
 }
 
 /**
@@ -33,20 +33,17 @@ function derived(action: Action): Derived {
   let found = memo.get(action);
   if (!found) {
     const sent = texts(action);
-    const folded: string[] = [];
-    for (const text of sent) {
-      const form = foldText(text);
-      if (form !== text) folded.push(form);
-    }
-    const foldedLength = lengthOf(folded);
-    const all = folded.length > 0 ? sent.concat(folded) : sent;
+    const forms: string[] = [];
+    for (const text of sent) forms.push(...otherForms(text));
+    const formsLength = lengthOf(forms);
+    const all = forms.length > 0 ? sent.concat(forms) : sent;
     const tools = toolNames(action);
     found = {
       tools,
       toolKeys: tools.map(toolKey),
       texts: all,
-      textLength: lengthOf(sent) + foldedLength,
-      foldedLength,
+      textLength: lengthOf(sent) + formsLength,
+      formsLength,
     };
     memo.set(action, found);
   }
@@ -204,8 +201,8 @@ export function offeredToolNames(tools: unknown[] | undefined): string[] {
  * every string in the arguments of the tool call the action
  * itself is about (`tool`) and every string in the definitions of the tools it offers the model
  * (names, descriptions, parameter schemas with their keys and numbers: the model reads those too,
- * and they could carry what a pattern stops) and in its tool_choice; and the folded form of each
- * (`foldText`) where folding changes it. The keys of the action's own tool call's arguments are
+ * and they could carry what a pattern stops) and in its tool_choice; and the other forms of each
+ * (`otherForms`: accents kept, then folded) where they differ from it. The keys of the action's own tool call's arguments are
  * not read: they are its shape.
  */
 export const textsOf = (action: Action): string[] => derived(action).texts;
@@ -215,11 +212,11 @@ export const textLengthOf = (action: Action): number => derived(action).textLeng
 
 /**
  * What a redaction scans at worst: the match over every text, the replacement in each text as
- * sent, then a find and a replacement in the folded form of each that folding changes.
+ * sent, then a find and a replacement in each of its other forms that differ from it.
  */
 export const redactionLengthOf = (action: Action): number => {
-  const { textLength, foldedLength } = derived(action);
-  return 2 * textLength + foldedLength;
+  const { textLength, formsLength } = derived(action);
+  return 2 * textLength + formsLength;
 };
 
 /** The same action with `change` applied to each text `textsOf` returns (a redaction). */

@@ -1,6 +1,6 @@
 import { RE2JS } from 're2js';
 import { mapActionTexts, textsOf, toolKey, toolKeysOf, toolNamesOf } from './action-tools';
-import { foldText } from './fold-text';
+import { foldText, plainText } from './fold-text';
 import { modelListOf } from './model-names';
 import { perList } from './per-list';
 import type { CompiledPolicy, CompiledPolicySet, CompiledRule } from './compile-policies';
@@ -135,14 +135,17 @@ function evaluateRule(
       if (!textsOf(action).some((text) => regex.matcher(text).find())) return null;
       // Literal text: a "$1" or "$&" in the replacement is not a group reference.
       const replacement = RE2JS.quoteReplacement(rule.replacement);
-      // The text as sent is redacted; only if a match still shows once folded is it sent folded
-      // (and redacted again), so text that needs no folding keeps every character it had.
+      // The text as sent is redacted; only if a match still shows in its plain form (accents
+      // kept), then in its folded one, is it sent in that form (and redacted again), so text that
+      // needs neither keeps every character it had.
       const redact = (text: string) => {
-        const once = regex.matcher(text).replaceAll(replacement);
-        const folded = foldText(once);
-        return folded !== once && regex.matcher(folded).find()
-          ? regex.matcher(folded).replaceAll(replacement)
-          : once;
+        let out = regex.matcher(text).replaceAll(replacement);
+        for (const form of [plainText, foldText]) {
+          const formed = form(out);
+          if (formed !== out && regex.matcher(formed).find())
+            out = regex.matcher(formed).replaceAll(replacement);
+        }
+        return out;
       };
       return {
         ...say('modify', 'redacted', 'matching text is redacted'),

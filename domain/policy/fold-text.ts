@@ -21,3 +21,24 @@ export const foldText = (text: string): string =>
   NON_ASCII.test(text)
     ? text.normalize('NFKD').replace(ACCENTS, '').replace(INVISIBLE, '').normalize('NFC')
     : text;
+
+/**
+ * The form a pattern written with accents meets: as `foldText`, but with the accents kept. So
+ * "cle\u0301" (decomposed), "cl\u200bé" and "ｃｌé" meet a pattern for "clé", which their folded
+ * "cle" no longer can (QA: a decomposed accent or a zero-width space slipped text past a pattern
+ * for "contraseña" and one for "секретный", whose "й" folds to "и").
+ */
+export const plainText = (text: string): string =>
+  NON_ASCII.test(text) ? text.normalize('NFKD').replace(INVISIBLE, '').normalize('NFC') : text;
+
+/**
+ * The forms of a text that patterns judge besides the text itself, each once: its plain form
+ * (accents kept) and its folded form, where they differ from it.
+ */
+export function otherForms(text: string): string[] {
+  const plain = plainText(text);
+  const folded = foldText(text);
+  const forms = plain !== text ? [plain] : [];
+  if (folded !== text && folded !== plain) forms.push(folded);
+  return forms;
+}

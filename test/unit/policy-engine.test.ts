@@ -246,6 +246,21 @@ describe('the policy engine: every rule type', () => {
     expect(denied('ｐａｓｓ', 'my ｐａｓｓｗｏｒｄ')).toBe('deny');
     expect(denied('café', 'a café')).toBe('deny');
     expect(denied('password', 'my pаssword')).toBe('allow'); // a Cyrillic "а": not folded
+    // A pattern written with accents meets the text's plain form (accents kept) too: decomposed,
+    // with an invisible character or fullwidth letters, the text still shows it (QA).
+    for (const text of [
+      'это секретный план',
+      'это секрет\u200bный план',
+      'это секретный план'.normalize('NFD'),
+    ])
+      expect(denied('секретный', text)).toBe('deny');
+    for (const text of [
+      'mi contraseña',
+      'mi contra\u200bseña',
+      'mi ｃontraseña',
+      'mi contraseña'.normalize('NFD'),
+    ])
+      expect(denied('contraseña', text)).toBe('deny');
     // Escapes in a tool call's JSON arguments are read as the model reads them.
     for (const args of ['{"q":"pass\\u200bword"}', '{"q":"\\uff50assword"}', '{"pa\\u0073sword":1}']) {
       const called = action({ messages: [{ role: 'assistant', content: '', toolCalls: [shellCall(args)] }] });
@@ -263,6 +278,13 @@ describe('the policy engine: every rule type', () => {
     // A match the text shows as sent is taken out of it as it is: its other characters stay.
     expect(redact('ｈｉ ① sk-abc123 👨‍👩‍👧')).toBe('ｈｉ ① [key] 👨‍👩‍👧');
     expect(redact('日本語のテキスト sk-abc123')).toBe('日本語のテキスト [key]');
+    const redactAccented = (content: string) =>
+      decide([policy([{ type: 'redact_pattern', pattern: 'clé \\d+', replacement: '[clé]' }])], say(content))
+        .modifiedAction?.messages?.[0]?.content;
+    // Sent in its plain form, accents kept, with the match taken out.
+    expect(redactAccented('ma cle\u0301 123456 ok')).toBe('ma [clé] ok');
+    expect(redactAccented('ma cl\u200bé 123456 ok')).toBe('ma [clé] ok');
+    expect(redactAccented('ma clé 123456 ok')).toBe('ma [clé] ok');
     expect(
       decide(
         [policy([{ type: 'redact_pattern', pattern: 'sk-[a-z0-9]+', replacement: '#' }])],
