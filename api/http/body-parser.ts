@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import getRawBody from 'raw-body';
 import { DomainError, invalidField } from '../../domain/errors';
-import { refusedKey } from './duplicate-keys';
+import { refusedKey } from '../../domain/duplicate-keys';
 
 const hasBody = (ctx: Context): boolean =>
   Boolean(ctx.get('Transfer-Encoding')) || Number(ctx.get('Content-Length') || 0) > 0;

@@ -1,4 +1,5 @@
 import type { ChatMessage } from '../providers';
+import { refusedKey } from '../duplicate-keys';
 import { foldText, otherForms } from './fold-text';
 import type { Action } from './policy';
 
@@ -270,5 +271,19 @@ function changeArguments(text: string, change: (text: string) => string): string
     const after = change(value);
     return after === value ? token : JSON.stringify(after);
   });
+  if (rewritten !== text) refuseMergedKeys(text, rewritten);
   return change(rewritten) === rewritten ? rewritten : change(text);
+}
+
+/**
+ * Two keys a redaction made the same would reach the provider as one (a JSON parser keeps the
+ * last), the other's value lost without a word: the call is denied instead, as a tool definition's
+ * would be (QA: `sk-…1` and `sk-…2` both became `[key]`).
+ */
+function refuseMergedKeys(before: string, after: string): void {
+  const merged = refusedKey(after);
+  if (merged?.reason === 'repeated' && refusedKey(before)?.reason !== 'repeated')
+    throw new Error(
+      `a redaction would make two keys of a tool call's arguments the same (${JSON.stringify(merged.key)})`,
+    );
 }

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { refusedKey } from '../../api/http/duplicate-keys';
+import { refusedKey } from '../../domain/duplicate-keys';
 
 /** The key refusedKey finds named twice, if that is why it refuses the body. */
 const duplicateKey = (text: string): string | null => {

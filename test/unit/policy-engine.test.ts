@@ -418,6 +418,20 @@ describe('the policy engine: every rule type', () => {
     ).toEqual(['policy_evaluation_failed']);
   });
 
+  it("denies a redaction that would make two keys of a tool call's arguments one, not send one dropped (QA)", () => {
+    const redactKeys = policy([{ type: 'redact_pattern', pattern: 'sk-[a-z0-9]+', replacement: '[key]' }]);
+    const called = (args: string) =>
+      action({ messages: [{ role: 'assistant', content: '', toolCalls: [shellCall(args)] }] });
+    expect(codes(decide([redactKeys], called('{"sk-abc1":1,"n":"x","sk-abc2":2}')))).toEqual([
+      'policy_evaluation_failed',
+    ]);
+    // One such key, or keys that stay apart, are rewritten as before.
+    const one = decide([redactKeys], called('{"sk-abc1":1,"n":"sk-abc2"}'));
+    expect(one.modifiedAction?.messages?.[0]?.toolCalls?.[0]?.function.arguments).toBe(
+      '{"[key]":1,"n":"[key]"}',
+    );
+  });
+
   it('deny_tools names a tool whatever its case, width or invisible characters (QA)', () => {
     const p = policy([{ type: 'deny_tools', tools: ['danger'] }]);
     for (const name of ['Danger', 'ＤＡＮＧＥＲ', 'dan\u200bger', 'danger'])
