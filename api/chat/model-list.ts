@@ -25,15 +25,17 @@ async function agentModels(infra: Infra, orgId: string, sessionId: string): Prom
 }
 
 /**
- * The models `GET /v1/models` lists, sorted: with a session, the ones its agent may call;
- * otherwise every model with a price (built-in or the org's own).
+ * The models `GET /v1/models` lists, sorted: every model with a price (built-in or the org's own),
+ * and with a session only those of them its agent may call. A model without a price is refused
+ * at every call (`unpriced_model`), so it is not listed even where the agent allows it (QA).
  */
 export async function callableModels(
   infra: Infra,
   ctx: CallContext,
   sessionId: string | undefined,
 ): Promise<string[]> {
-  const models = sessionId ? await agentModels(infra, ctx.principal.orgId, sessionId) : null;
-  const names = models ?? (await listPrices(priceDeps(infra), ctx)).map((p) => p.model);
+  const allowed = sessionId ? await agentModels(infra, ctx.principal.orgId, sessionId) : null;
+  const priced = new Set((await listPrices(priceDeps(infra), ctx)).map((p) => p.model));
+  const names = allowed ? allowed.filter((model) => priced.has(model)) : [...priced];
   return [...new Set(names)].sort();
 }

@@ -653,7 +653,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** OpenAI-compatible model list: with X-Session-Id, the models the session's agent may call; otherwise every model with a price (built-in or the org's own) */
+    /** OpenAI-compatible model list: every model with a price (built-in or the org's own), and with X-Session-Id only those the session's agent may call */
     get: operations['getV1Models'];
     put?: never;
     post?: never;
@@ -670,7 +670,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** OpenAI-compatible model retrieval (the SDKs' models.retrieve): the model when GET /v1/models would list it (with X-Session-Id, one the session's agent may call; otherwise one with a price), else 404 not_found naming it. A name with a slash is sent encoded (%2F), as the SDKs do. */
+    /** OpenAI-compatible model retrieval (the SDKs' models.retrieve): the model when GET /v1/models would list it (one with a price, and with X-Session-Id one the session's agent may call), else 404 not_found naming it. A name with a slash is sent encoded (%2F), as the SDKs do. */
     get: operations['getV1ModelsId'];
     put?: never;
     post?: never;

@@ -295,6 +295,24 @@ describe('GET /v1/models', () => {
     const refused = await caught(clientFor(reader, s.id).models.list());
     expect(refused).toMatchObject({ status: 403, code: 'insufficient_scope' });
   });
+
+  it('leaves out a model the agent allows but that has no price: every call to it is refused (QA)', async () => {
+    const agent = await app.http.post<{ id: string }>(
+      '/v1/agents',
+      {
+        name: 'allows unpriced',
+        allowed_models: ['mock-1', 'never-priced-x'],
+        credential_refs: [setup.credentialRef],
+      },
+      setup.org.adminKey,
+    );
+    expect(agent.status).toBe(201);
+    const s = await openSession(app.http, setup.org.adminKey, { agent_id: agent.body.id, max_cost_usd: 1 });
+    const listed = await clientFor(agentKey, s.id).models.list();
+    expect(listed.data.map((m) => m.id)).toEqual(['mock-1']);
+    const missing = await caught(clientFor(agentKey, s.id).models.retrieve('never-priced-x'));
+    expect(missing).toMatchObject({ status: 404, code: 'not_found' });
+  });
 });
 
 describe('GET /v1/models/{id}', () => {
