@@ -49,10 +49,13 @@ export const completionOf = (i: InvocationSummary) => ({
  */
 export function refusalOf(i: InvocationSummary, requestId: string): Reply {
   const headers = { ...invocationHeaders(i), ...NO_RETRY };
+  // The contract's extra fields of the error (402: session_id, limit, remaining; 409
+  // session_not_open: session_id, status), as the same refusal at admission carries them (QA).
+  const extra = { request_id: requestId, invocation_id: i.id, ...i.error?.details };
   const reply = (status: number, code: string, message: string, param: string | null = null): Reply => ({
     status,
     headers,
-    body: openAiError(status, code, message, param, { request_id: requestId, invocation_id: i.id }),
+    body: openAiError(status, code, message, param, extra),
   });
   const code = i.error?.errorCode ?? '';
   const message = i.error?.message ?? '';

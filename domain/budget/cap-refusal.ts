@@ -48,12 +48,19 @@ export function refusalMessage(r: CapRefusal): string {
   );
 }
 
+/** The contract's fields of a 402 budget_exceeded: the session, the cap, its limit, what remains and what was needed. */
+export const refusalDetails = (sessionId: string, r: CapRefusal) => ({
+  session_id: sessionId,
+  cap: r.cap,
+  limit: r.limit,
+  remaining: r.remaining,
+  needed: r.needed,
+});
+
 /** 402 budget_exceeded with the session, the cap, its limit, what remains and what was needed. */
 export const budgetExceeded = (sessionId: string, r: CapRefusal): DomainError =>
-  new DomainError('budget_exceeded', `session ${sessionId}: ${refusalMessage(r)}`, {
-    session_id: sessionId,
-    cap: r.cap,
-    limit: r.limit,
-    remaining: r.remaining,
-    needed: r.needed,
-  });
+  new DomainError(
+    'budget_exceeded',
+    `session ${sessionId}: ${refusalMessage(r)}`,
+    refusalDetails(sessionId, r),
+  );

@@ -202,8 +202,11 @@ const runJob = (job: StageJob): InvocationJob => ({
  */
 function stoppedWhileQueued(view: GuardianView, at: Date): InvocationError | null {
   const status = statusAt(view.session, at);
-  if (status !== 'open')
-    return { errorCode: 'session_not_open', message: `session ${view.invocation.sessionId} is ${status}` };
+  if (status !== 'open') {
+    const sessionId = view.invocation.sessionId;
+    const details = { session_id: sessionId, status };
+    return { errorCode: 'session_not_open', message: `session ${sessionId} is ${status}`, details };
+  }
   return lapsedRequesterKey(view, at, 'it was not run');
 }
 

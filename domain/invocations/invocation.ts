@@ -46,6 +46,12 @@ export interface DecisionSummary {
 export interface InvocationError {
   errorCode: string;
   message: string;
+  /**
+   * The contract's extra fields for this code, as an HTTP error would carry them (402
+   * budget_exceeded: session_id, cap, limit, remaining, needed; 409 session_not_open: session_id,
+   * status): what `/v1/chat/completions` answers with when the invocation ends this way.
+   */
+  details?: Record<string, unknown>;
 }
 
 /** The worst case held against the session's caps while the invocation runs. */

@@ -17,7 +17,8 @@ export function lapsedWhileWaiting(view: GuardianView, at: Date, notSent: string
   const status = statusAt(view.session, at);
   if (status !== 'open') {
     const message = `session ${view.invocation.sessionId} is ${status}; ${notSent}`;
-    return { status: 'failed', error: { errorCode: 'session_not_open', message } };
+    const details = { session_id: view.invocation.sessionId, status };
+    return { status: 'failed', error: { errorCode: 'session_not_open', message, details } };
   }
   const revoked = lapsedRequesterKey(view, at, notSent);
   return revoked ? { status: 'failed', error: revoked } : null;

@@ -1,6 +1,6 @@
 import { requestDigest } from '../approvals/request-digest';
 import type { CapLedger, ReserveOutcome } from '../budget/cap-ledger';
-import { CAP_FIELDS, inContractUnits, refusalMessage } from '../budget/cap-refusal';
+import { CAP_FIELDS, inContractUnits, refusalDetails, refusalMessage } from '../budget/cap-refusal';
 import { chargeFor, NOTHING, type CapAmounts } from '../budget/charges';
 import { chargeIdOf } from '../budget/charge-id';
 import type { Clock } from '../clock';
@@ -175,7 +175,11 @@ async function refusedByDatabase(run: AttemptRun): Promise<void> {
     invocation_id: run.invocation.id,
     session_id: run.invocation.sessionId,
   });
-  const error = { errorCode: 'budget_exceeded', message: 'the session cap would be crossed' };
+  const error = {
+    errorCode: 'budget_exceeded',
+    message: 'the session cap would be crossed',
+    details: { session_id: run.invocation.sessionId },
+  };
   await recordAttempt(run, { status: 'failed' }, error, NO_CHARGE);
 }
 
@@ -377,9 +381,11 @@ async function refuseOverCap(
   refused: Extract<ReserveOutcome, { kind: 'refused' }>,
 ): Promise<RunOutcome> {
   const needed = amountsOf(run.invocation)[CAP_FIELDS[refused.cap]];
+  const refusal = inContractUnits({ ...refused, needed });
   const error = {
     errorCode: 'budget_exceeded',
-    message: refusalMessage(inContractUnits({ ...refused, needed })),
+    message: refusalMessage(refusal),
+    details: refusalDetails(run.invocation.sessionId, refusal),
   };
   return runOutcome(await endBeforeAttempt(run, 'failed', error), 'failed');
 }

@@ -12,6 +12,7 @@ import type {
   StrandedScope,
 } from '../../domain/approvals/approval-store';
 import { auditJson, auditRecordset, INSERT_AUDIT } from '../db/audit-rows';
+import { storeError } from '../invocations/stored-error';
 import type { LineageSource } from '../../domain/approvals/voter-lineage';
 import { approvalSelect } from './approval-sql';
 import { PgKeyLineage } from './pg-key-lineage';
@@ -162,7 +163,7 @@ async function write(trx: Knex.Transaction, approval: Approval, change: Approval
 /** The paused invocation resumes (to the invoke stage) or ends; it must still be paused. */
 async function moveInvocation(trx: Knex.Transaction, approval: Approval, change: ApprovalChange) {
   const next = change.invocation as NonNullable<ApprovalChange['invocation']>;
-  const error = next.error ? { error_code: next.error.errorCode, message: next.error.message } : null;
+  const error = next.error ? storeError(next.error) : null;
   const moved = await trx('invocations')
     .where({ id: approval.invocationId, status: 'awaiting_approval' })
     .update({

@@ -1,3 +1,4 @@
+import { loadError, type StoredError } from './stored-error';
 import type { ActorType } from '../../domain/audit/audit-event';
 import type {
   DecisionSummary,
@@ -38,7 +39,7 @@ export interface InvocationRow {
   cost_micros: Num;
   charged_calls: Num;
   provider_attempts: Num;
-  error: Json<{ error_code: string; message: string }>;
+  error: Json<StoredError>;
   request_id: string | null;
   created_at: Time;
   updated_at: Time;
@@ -198,7 +199,7 @@ export const toInvocation = (r: InvocationRow): Invocation => ({
   costMicros: Number(r.cost_micros),
   chargedCalls: Number(r.charged_calls),
   providerAttempts: Number(r.provider_attempts),
-  error: r.error ? { errorCode: r.error.error_code, message: r.error.message } : null,
+  error: r.error ? loadError(r.error) : null,
   requestId: r.request_id,
   createdAt: toDate(r.created_at),
   updatedAt: toDate(r.updated_at),

@@ -1,3 +1,4 @@
+import { storeError } from './stored-error';
 import type { Invocation } from '../../domain/invocations/invocation';
 import { statusesOf } from '../../domain/invocations/lifecycle';
 import type { DecisionWrite, FinishWrite } from '../../domain/invocations/invocation-store';
@@ -32,7 +33,7 @@ export const decideJson = (w: DecisionWrite) => ({
   reserve_micros: w.reservation?.costMicros ?? null,
   reserve_tokens: w.reservation?.tokens ?? null,
   decision: storeDecision(w.decision),
-  error: w.error ? { error_code: w.error.errorCode, message: w.error.message } : null,
+  error: w.error ? storeError(w.error) : null,
   approval_id: w.approval?.id ?? null,
   at: w.at,
 });
@@ -48,7 +49,6 @@ export const finishJson = (w: FinishWrite) => ({
   charged_calls: w.chargedCalls,
   provider_attempt: w.providerAttempt,
   // A failed attempt before a retry is in its audit entry; the row shows an error only once it ends.
-  error:
-    w.error && w.status !== 'running' ? { error_code: w.error.errorCode, message: w.error.message } : null,
+  error: w.error && w.status !== 'running' ? storeError(w.error) : null,
   at: w.at,
 });

@@ -1,6 +1,6 @@
 import OpenAI, { APIError } from 'openai';
 import { mintKey } from '../support/factories';
-import { openSession, setUpInvoking, type InvokeSetup } from '../support/invoke-fixtures';
+import { eventually, openSession, setUpInvoking, type InvokeSetup } from '../support/invoke-fixtures';
 import { requireApproval } from '../support/approval-fixtures';
 import { caught, openaiClient } from '../support/openai-sdk';
 import { startTestApp, type TestApp } from '../support/test-app';
@@ -164,6 +164,42 @@ describe('x-should-retry: false on the answers a retry cannot change', () => {
     const err = await caught(ask(clientFor((await session()).id), 'gated-1'));
     expect(err).toMatchObject({ status: 409, code: 'approval_pending' });
     noRetry(err);
+  });
+
+  it('402 budget_exceeded when an approved call no longer fits, with the fields admission gives (QA)', async () => {
+    await requireApproval(app.http, setup.org.adminKey, { model: 'gated-1' });
+    const capped = await session({ max_calls: 1 });
+    const call = (headers: Record<string, string> = {}) =>
+      app.http.call<OpenAiErrorBody & Record<string, unknown>>('POST', '/v1/chat/completions', {
+        token: agentKey,
+        headers: { 'X-Session-Id': capped.id, ...headers },
+        body: { model: 'gated-1', messages: [{ role: 'user', content: 'hi' }], max_tokens: 8 },
+      });
+    const held = await call();
+    expect(held.body.error_code).toBe('approval_pending');
+    const invocationId = held.headers.get('x-invocation-id') as string;
+    // The session's one call is spent meanwhile; the approved call is refused when it reserves.
+    await ask(clientFor(capped.id));
+    const voted = await app.http.post(
+      `/v1/approvals/${held.body.error.param}/approve`,
+      {},
+      setup.org.adminKey,
+    );
+    expect(voted.status).toBe(200);
+    const refused = await eventually(async () => {
+      const res = await call({ 'X-Invocation-Id': invocationId });
+      return res.status === 402 ? res : null;
+    });
+    expect(refused.body).toMatchObject({
+      error: { code: 'budget_exceeded' },
+      error_code: 'budget_exceeded',
+      session_id: capped.id,
+      cap: 'calls',
+      limit: 1,
+      remaining: 0,
+      needed: 1,
+      invocation_id: invocationId,
+    });
   });
 
   it('502 when the provider failed', async () => {
