@@ -9,8 +9,9 @@ import type { Action } from './policy';
  * one such rule held a worker's event loop for a minute on a 900 KB prompt. So one evaluation of
  * an action may scan at most this much, counted as characters × (program size + PER_CHARACTER).
  * The costliest patterns take about 17 ns per unit on the 2-core VM (2026-11-27), so this is at
- * most about 1.7 s of a core; ten plain patterns (a program size under 30) over a 200 KB prompt
- * take a tenth of it.
+ * most about 1.7 s of a core. Small patterns meet prompts written against them too (8–26 ns a unit
+ * measured on 2026-11-29), so the count stays the worst case; ordinary text takes a fraction of a
+ * nanosecond a unit, and ten plain patterns over a 200 KB prompt count about two thirds of it.
  */
 export const PATTERN_WORK_BUDGET = 100_000_000;
 /**
