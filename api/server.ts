@@ -22,6 +22,18 @@ function arrivalLimits(infra: Infra): ServerOptions {
   return { requestTimeout, headersTimeout, connectionsCheckingInterval: Math.min(1000, headersTimeout) };
 }
 
+/** A failed listen, naming the variables to change (QA: `HOST=not-a-host` said only ENOTFOUND). */
+function listenError(err: Error, host: string, port: number): Error {
+  const code = (err as NodeJS.ErrnoException).code;
+  const fix =
+    code === 'EADDRINUSE'
+      ? 'set PORT to a free port, or stop what listens there'
+      : code === 'EACCES'
+        ? 'set PORT to one above 1023, or run with the right to bind it'
+        : 'set HOST to an address of this machine (127.0.0.1, 0.0.0.0 or ::) or a name that resolves to one';
+  return new Error(`cannot listen on HOST=${host} PORT=${port}: ${err.message}; ${fix}`, { cause: err });
+}
+
 export async function startApi(
   infra: Infra,
   port = infra.config.PORT,
@@ -36,7 +48,7 @@ export async function startApi(
   if (!infra.config.CP_TRUST_PROXY)
     capConnectionsPerClient(server, infra.config.CP_MAX_CONNECTIONS_PER_CLIENT);
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (err) => reject(listenError(err, host, port)));
     server.listen(port, host, () => resolve());
   });
   const address = server.address() as AddressInfo;

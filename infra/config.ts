@@ -2,7 +2,16 @@ import { z } from 'zod';
 import { weakKeyMessage, weakKeyReason } from './crypto/key-strength';
 
 const bool = z.enum(['true', 'false']).transform((v) => v === 'true');
-const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+/**
+ * Numbers as people write them in decimal: `0x1FCD`, `1e6` or `8141.0` are refused rather than
+ * read as something the writer may not have meant (Number() takes them all).
+ */
+const written = (pattern: RegExp, what: string) =>
+  z.string().regex(pattern, `must be ${what}`).transform(Number);
+const int = (min: number, max: number) =>
+  written(/^\d+$/, 'a whole number in decimal digits').pipe(z.number().int().min(min).max(max));
+const decimal = (max: number) =>
+  written(/^\d+(\.\d+)?$/, 'a decimal number such as 1000 or 0.5').pipe(z.number().positive().max(max));
 const urlWithScheme = (schemes: string[]) =>
   z
     .string()
@@ -65,7 +74,7 @@ const schema = z
     CP_SESSION_TTL_SECONDS: int(60, 30 * 86_400).default(12 * 3600),
     CP_SHUTDOWN_TIMEOUT_MS: int(100, 600_000).default(10_000),
     // The invoke pipeline.
-    CP_MAX_SESSION_COST_USD: z.coerce.number().positive().max(1_000_000).default(1000),
+    CP_MAX_SESSION_COST_USD: decimal(1_000_000).default(1000),
     CP_MAX_MESSAGES: int(1, 10_000).default(256),
     CP_PROVIDER_TIMEOUT_MS: int(100, 600_000).default(60_000),
     CP_INVOKE_ATTEMPTS: int(1, 10).default(3),

@@ -157,6 +157,7 @@ describe('npm start on an empty database', () => {
     const code = await new Promise<number | null>((r) => clash.child.on('exit', r));
     expect(code).toBe(1);
     expect(clash.output()).toMatch(/EADDRINUSE/);
+    expect(clash.output()).toMatch(/cannot listen on HOST=127\.0\.0\.1 PORT=\d+: .*set PORT to a free port/);
     expect(clash.output()).not.toMatch(/workers ready/);
     const after = await api.http.get<{ status: string }>(
       `/v1/llm/invocations/${queued.body.id}`,
@@ -201,6 +202,15 @@ describe('npm start on an empty database', () => {
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
     expect(out).toMatch(/shutdown took longer than CP_SHUTDOWN_TIMEOUT_MS/);
+  });
+
+  it('names HOST when the address cannot be listened on (QA: it said only the system error)', async () => {
+    const proc = start('start:api', { HOST: '192.0.2.1' });
+    const code = await new Promise<number | null>((r) => proc.child.on('exit', r));
+    expect(code).toBe(1);
+    expect(proc.output()).toMatch(
+      /cannot listen on HOST=192\.0\.2\.1 PORT=0: .*set HOST to an address of this machine/,
+    );
   });
 
   it('refuses to start with a clear message for a bad variable', async () => {

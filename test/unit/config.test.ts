@@ -12,6 +12,13 @@ const problemsOf = (env: Record<string, string>): string[] => {
 };
 
 describe('configuration from the environment', () => {
+  it('reads decimal numbers as written', () => {
+    expect(loadConfig({ PORT: '8141', CP_MAX_SESSION_COST_USD: '0.5' })).toMatchObject({
+      PORT: 8141,
+      CP_MAX_SESSION_COST_USD: 0.5,
+    });
+  });
+
   it('has the documented defaults', () => {
     expect(loadConfig({})).toMatchObject({
       PORT: 8080,
@@ -29,6 +36,11 @@ describe('configuration from the environment', () => {
   it.each([
     [{ PORT: 'eighty' }, /^PORT: /],
     [{ PORT: '70000' }, /^PORT: /],
+    // Decimal digits only: Number() would read these as something else (QA).
+    [{ PORT: '0x1FCD' }, /^PORT: must be a whole number in decimal digits/],
+    [{ PORT: '8141.0' }, /^PORT: must be a whole number in decimal digits/],
+    [{ CP_MAX_BODY_BYTES: '1e6' }, /^CP_MAX_BODY_BYTES: must be a whole number in decimal digits/],
+    [{ CP_MAX_SESSION_COST_USD: '1e3' }, /^CP_MAX_SESSION_COST_USD: must be a decimal number/],
     [{ DATABASE_URL: 'mysql://x' }, /^DATABASE_URL: must be a postgres: or postgresql:\/\/ URL/],
     [{ REDIS_URL: 'localhost:6379' }, /^REDIS_URL: /],
     [{ CP_MASTER_KEY: 'c2hvcnQ=' }, /^CP_MASTER_KEY: must be base64 of exactly 32 bytes/],
