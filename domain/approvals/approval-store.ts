@@ -55,8 +55,12 @@ export interface ApprovalStore {
     /** A pending approval past its time as of `now` is filtered as expired. */
     now: Date,
   ): Promise<{ items: Approval[]; next: QueuePosition | null }>;
-  /** One approval, with the messages of the request it would run. */
-  get(orgId: string, id: string): Promise<Approval | null>;
+  /**
+   * One approval, with the messages, tools and tool_choice of the request it would run unless
+   * `withRequest` is false (a check of its status or time, a webhook's data: the prompt may be
+   * about 1 MiB).
+   */
+  get(orgId: string, id: string, withRequest?: boolean): Promise<Approval | null>;
   /**
    * Locks the approval and its invocation (invocation first, as every writer of both does), asks
    * `decide` what to write, and writes it. Concurrent callers queue on the lock, so each sees the

@@ -58,7 +58,7 @@ export async function expireIfOverdue(
   orgId: string,
   approvalId: string,
 ): Promise<boolean> {
-  const approval = await deps.approvals.get(orgId, approvalId);
+  const approval = await deps.approvals.get(orgId, approvalId, false);
   if (!approval || !isOverdue(approval, deps.clock.now())) return false;
   const done = await resolve(deps, orgId, approvalId, { kind: 'expire' });
   return done?.result === 'resolved';

@@ -62,7 +62,7 @@ async function eventData(deps: FeedDeps, orgId: string, changes: { type: Webhook
   const approvalIds = [...new Set(changes.filter((c) => c.type !== 'invocation.finished').map((c) => c.id))];
   const [invocations, approvals] = await Promise.all([
     invocationIds.length > 0 ? deps.invocations.getMany(invocationIds) : [],
-    Promise.all(approvalIds.map((id) => deps.approvals.get(orgId, id))),
+    Promise.all(approvalIds.map((id) => deps.approvals.get(orgId, id, false))),
   ]);
   const byId = new Map<string, Record<string, unknown>>();
   for (const i of invocations) byId.set(`invocation.finished ${i.id}`, finishedData(i));

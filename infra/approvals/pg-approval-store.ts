@@ -60,11 +60,11 @@ export class PgApprovalStore implements ApprovalStore {
     return { items, next: last ? { at: last.createdAt, id: last.id } : null };
   }
 
-  async get(orgId: string, id: string): Promise<Approval | null> {
-    const { rows } = (await this.knex.raw(`${approvalSelect(true)} where ap.org_id = ? and ap.id = ?`, [
-      orgId,
-      id,
-    ])) as Rows<ApprovalRow>;
+  async get(orgId: string, id: string, withRequest = true): Promise<Approval | null> {
+    const { rows } = (await this.knex.raw(
+      `${approvalSelect(withRequest)} where ap.org_id = ? and ap.id = ?`,
+      [orgId, id],
+    )) as Rows<ApprovalRow>;
     return rows[0] ? toApproval(rows[0]) : null;
   }
 
