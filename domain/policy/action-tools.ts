@@ -203,8 +203,8 @@ export function offeredToolNames(tools: unknown[] | undefined): string[] {
  * itself is about (`tool`) and every string in the definitions of the tools it offers the model
  * (names, descriptions, parameter schemas with their keys and numbers: the model reads those too,
  * and they could carry what a pattern stops) and in its tool_choice; and the other forms of each
- * (`otherForms`: accents kept, then folded) where they differ from it. The keys of the action's own tool call's arguments are
- * not read: they are its shape.
+ * (`otherForms`: accents kept, then folded) where they differ from it. The keys of the action's
+ * own tool call's arguments are not read: they are its shape.
  */
 export const textsOf = (action: Action): string[] => derived(action).texts;
 

@@ -36,8 +36,11 @@ export const plainText = (text: string): string =>
  * (accents kept) and its folded form, where they differ from it.
  */
 export function otherForms(text: string): string[] {
-  const plain = plainText(text);
-  const folded = foldText(text);
+  if (!NON_ASCII.test(text)) return [];
+  // One decomposition for both (removing accents and invisible characters commutes).
+  const decomposed = text.normalize('NFKD').replace(INVISIBLE, '');
+  const plain = decomposed.normalize('NFC');
+  const folded = decomposed.replace(ACCENTS, '').normalize('NFC');
   const forms = plain !== text ? [plain] : [];
   if (folded !== text && folded !== plain) forms.push(folded);
   return forms;
