@@ -1,6 +1,8 @@
+import type { ErrorCode } from '../../domain/errors';
 import type { InvocationSummary } from '../../domain/invocations/invocation';
 import { microsToUsd } from '../../domain/pricing/cost';
 import type { Reply } from '../http/route';
+import { ERROR_STATUS } from '../http/error-status';
 import { NO_RETRY, openAiError } from '../http/openai-errors';
 
 /** The headers every answer about an invocation carries. */
@@ -83,11 +85,15 @@ export function refusalOf(i: InvocationSummary, requestId: string): Reply {
 
 type ReplyFn = (status: number, code: string, message: string, param?: string | null) => Reply;
 
+/**
+ * A failed invocation: a contract code (a cap, a closed session, the requesting key revoked or
+ * expired meanwhile) answers its contract status (QA: a revoked key's call was a 502, as if the
+ * provider had failed); anything else is the provider's failure (or an outcome unknown): a bad
+ * gateway, as a proxy answers.
+ */
 function failureOf(i: InvocationSummary, reply: ReplyFn): Reply {
   const code = i.error?.errorCode ?? 'internal_error';
   const message = i.error?.message ?? 'the invocation failed';
-  if (code === 'budget_exceeded') return reply(402, code, message);
-  if (code === 'session_not_open') return reply(409, code, message);
-  // The provider failed (or its outcome is unknown): a bad gateway, as a proxy answers.
-  return reply(502, code, message);
+  const status = Object.hasOwn(ERROR_STATUS, code) ? ERROR_STATUS[code as ErrorCode] : 502;
+  return reply(status, code, message);
 }

@@ -78,10 +78,11 @@ export async function rotateKey(
   id: string,
   graceSeconds = 0,
 ): Promise<MintedKey> {
-  const now = deps.clock.now();
+  let now = deps.clock.now();
   const result = await deps.uow.transaction(async (tx) => {
     // Locked: two rotations at once (a retried request) would each mint a live key (QA).
     const old = await loadKey(tx, ctx, id, true);
+    now = deps.clock.now(); // after the lock: the change committed before it is in the past
     if (isRevoked(old, now) || old.replacedBy)
       throw invalidState('revoked', 'a revoked or rotated key cannot be rotated');
     const lifetimeMs = old.expiresAt.getTime() - old.createdAt.getTime();
@@ -101,17 +102,22 @@ export async function rotateKey(
       new_key_id: minted.key.id,
       grace_seconds: graceSeconds,
     });
-    return { minted, oldHash: old.secretHash };
+    return { minted, oldHash: old.secretHash, orgId: old.orgId };
   });
   await deps.authCache.forget(result.oldHash);
+  // Without a grace the old key stops now, as a revocation does: so do the approvals it waits on.
+  if (graceSeconds === 0)
+    await deps.withdrawApprovals({ orgId: result.orgId, keyId: id }, actorOf(ctx.principal), ctx.requestId);
   return result.minted;
 }
 
 /** Revoking twice is fine: the second call changes nothing and records nothing. */
 export async function revokeKey(deps: KeyDeps, ctx: CallContext, id: string): Promise<ApiKey> {
-  const now = deps.clock.now();
   const key = await deps.uow.transaction(async (tx) => {
     const found = await loadKey(tx, ctx, id, true);
+    // Read after the lock: a revocation that committed while this one waited is in the past now,
+    // so the second of two at once records nothing (QA: both wrote key.revoked).
+    const now = deps.clock.now();
     if (isRevoked(found, now)) return found;
     found.revokedAt = now;
     tx.keys.update(found);

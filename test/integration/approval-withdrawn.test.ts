@@ -9,6 +9,8 @@ import {
 } from '../support/approval-fixtures';
 import { startTestApp, type TestApp } from '../support/test-app';
 import { sweepApprovals } from '../../workers/approval-processors';
+import { withdrawStranded } from '../../domain/approvals/withdraw-stranded';
+import { approvalDeps } from '../../infra/approvals/approval-deps';
 
 /**
  * An approval whose invocation can no longer run (its session closed or expired, the key that
@@ -22,7 +24,20 @@ let approver: string;
 
 /** One paused invocation per case, each in its own session and under its own requesting key. */
 type Paused = { approval: ApprovalBody; sessionId: string; key: { id: string; key: string } };
-const paused: Record<'closed' | 'revoked' | 'expired' | 'keyExpired' | 'live', Paused> = {} as never;
+const CASES = [
+  'closed',
+  'revoked',
+  'rotated',
+  'expired',
+  'keyExpired',
+  'live',
+  'many',
+  'many',
+  'many',
+] as const;
+const paused: Record<(typeof CASES)[number], Paused> = {} as never;
+/** The three approvals paused in one session (the case `many`). */
+const many: Paused[] = [];
 
 beforeAll(async () => {
   api = await startTestApp();
@@ -31,14 +46,17 @@ beforeAll(async () => {
     setup = await setUpInvoking(api.http, { models: ['gated'] });
     await requireApproval(api.http, setup.org.adminKey, { model: 'gated' });
     [approver] = (await approverKeys(api.http, setup.org.adminKey, 1)) as [string];
-    for (const name of ['closed', 'revoked', 'expired', 'keyExpired', 'live'] as const) {
+    let manySession: string | undefined;
+    for (const name of CASES) {
       const key = await mintKey(
         api.http,
         setup.org.adminKey,
         ['llm:invoke', 'sessions:read', 'policies:read'],
         name,
       );
-      const session = await sessionFor(api.http, setup);
+      const session =
+        name === 'many' && manySession ? { id: manySession } : await sessionFor(api.http, setup);
+      if (name === 'many') manySession = session.id;
       const body = {
         session_id: session.id,
         model: 'gated',
@@ -47,6 +65,7 @@ beforeAll(async () => {
       };
       const { approval } = await pausedInvoke(api.http, key.key, body);
       paused[name] = { approval, sessionId: session.id, key };
+      if (name === 'many') many.push(paused[name]);
     }
   } finally {
     await withWorkers.close();
@@ -111,4 +130,23 @@ it('the approvals sweep withdraws those whose session or key expired meanwhile, 
   expect(await sweepApprovals(api.infra)).toMatchObject({ withdrawn: 0 });
   expect(await approvalOf(paused.live)).toMatchObject({ status: 'pending', resolved_at: null });
   expect((await invocationOf(paused.live)).status).toBe('awaiting_approval');
+});
+
+it('rotating the key that asked without a grace withdraws its approvals at once, as a revocation (QA)', async () => {
+  const rotated = await api.http.post(`/v1/keys/${paused.rotated.key.id}/rotate`, {}, setup.org.adminKey);
+  expect(rotated.status).toBe(201);
+  await expectWithdrawn(paused.rotated, 'invalid_api_key', setup.org.adminKeyId);
+});
+
+it('withdraws a batch at a time until none is left (QA: a close withdrew only its first 100)', async () => {
+  const [first] = many as [Paused];
+  await api.infra
+    .knex('sessions')
+    .where({ id: first.sessionId })
+    .update({ status: 'closed', closed_at: new Date() });
+  const scope = { orgId: setup.org.orgId, sessionId: first.sessionId };
+  const actor = { type: 'api_key' as const, id: setup.org.adminKeyId };
+  expect(await withdrawStranded(approvalDeps(api.infra), actor, null, scope, { batch: 2 })).toBe(3);
+  for (const p of many) expect((await approvalOf(p)).status).toBe('cancelled');
+  expect(await approvalOf(paused.live)).toMatchObject({ status: 'pending' });
 });

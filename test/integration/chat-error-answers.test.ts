@@ -202,6 +202,31 @@ describe('x-should-retry: false on the answers a retry cannot change', () => {
     });
   });
 
+  it('401 invalid_api_key, not 502, for a call whose key was revoked while it waited (QA)', async () => {
+    await requireApproval(app.http, setup.org.adminKey, { model: 'gated-1' });
+    const doomed = await mintKey(app.http, setup.org.adminKey, ['invoke'], 'revoked while held');
+    const s = await session();
+    const call = (token: string, headers: Record<string, string> = {}) =>
+      app.http.call<OpenAiErrorBody>('POST', '/v1/chat/completions', {
+        token,
+        headers: { 'X-Session-Id': s.id, ...headers },
+        body: { model: 'gated-1', messages: [{ role: 'user', content: 'hi' }], max_tokens: 8 },
+      });
+    const held = await call(doomed.key);
+    expect(held.body.error_code).toBe('approval_pending');
+    expect((await app.http.delete(`/v1/keys/${doomed.id}`, setup.org.adminKey)).status).toBe(200);
+    // Its approval is withdrawn at once: the invocation failed, and no provider call was made.
+    const resumed = await call(setup.org.adminKey, {
+      'X-Invocation-Id': held.headers.get('x-invocation-id') as string,
+    });
+    expect(resumed.status).toBe(401);
+    expect(resumed.body).toMatchObject({
+      error: { code: 'invalid_api_key', type: 'authentication_error' },
+      error_code: 'invalid_api_key',
+    });
+    expect(resumed.headers.get('x-should-retry')).toBe('false');
+  });
+
   it('502 when the provider failed', async () => {
     const err = await caught(ask(clientFor((await session()).id), 'mock-error-400'));
     expect(err).toMatchObject({ status: 502, code: 'provider_rejected' });

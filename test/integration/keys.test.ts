@@ -83,6 +83,27 @@ describe('keys', () => {
     expect((await app.http.delete(`/v1/keys/${key.id}`, org.adminKey)).status).toBe(200);
   });
 
+  // A race: on the code before the fix (the clock read before the row lock) it failed 3 runs of 4.
+  it('records one revocation however many race: the others change nothing and record nothing (QA)', async () => {
+    const keys = await Promise.all(
+      Array.from({ length: 16 }, (_, i) => mintKey(app.http, org.adminKey, ['audit:read'], `racing-${i}`)),
+    );
+    await Promise.all(
+      keys.flatMap((k) => Array.from({ length: 5 }, () => app.http.delete(`/v1/keys/${k.id}`, org.adminKey))),
+    );
+    // Sealed or still in the outbox: every key.revoked entry recorded.
+    const { rows: counts } = await app.infra.knex.raw<{ rows: { n: number }[] }>(
+      `select resource_id, count(*)::int as n from (
+         select resource_id from audit_outbox where action = 'key.revoked' and resource_id = any(?)
+         union all
+         select resource_id from audit_entries where action = 'key.revoked' and resource_id = any(?)
+       ) e group by resource_id`,
+      [keys.map((k) => k.id), keys.map((k) => k.id)],
+    );
+    expect(counts).toHaveLength(keys.length);
+    expect(counts.every((c) => c.n === 1)).toBe(true);
+  });
+
   it('rotates a key: same name and scopes, new secret; the old one stops at once', async () => {
     const old = await mintKey(app.http, org.adminKey, ['audit:read'], 'rotating');
     const res = await app.http.post<{ id: string; key: string; name: string; scopes: string[] }>(
