@@ -26,6 +26,11 @@ interface RuleOutcome {
   verdict: Verdict;
   reason: PolicyReason;
   modify?: (action: Action) => Action;
+  /**
+   * A redaction's second step, once every modification's first has run: the text whose folded
+   * form still shows a match is sent folded, and redacted again (`redact_pattern`).
+   */
+  refold?: (action: Action) => Action;
   approval?: ApprovalRequirement;
 }
 
@@ -138,18 +143,22 @@ function evaluateRule(
       // The text as sent is redacted; only if a match still shows in its plain form (accents
       // kept), then in its folded one, is it sent in that form (and redacted again), so text that
       // needs neither keeps every character it had.
-      const redact = (text: string) => {
-        let out = regex.matcher(text).replaceAll(replacement);
-        for (const form of [plainText, foldText]) {
-          const formed = form(out);
-          if (formed !== out && regex.matcher(formed).find())
-            out = regex.matcher(formed).replaceAll(replacement);
-        }
-        return out;
+      const redactIn = (form: (text: string) => string) => (text: string) => {
+        const formed = form(text);
+        return formed !== text && regex.matcher(formed).find()
+          ? regex.matcher(formed).replaceAll(replacement)
+          : text;
       };
+      const kept = redactIn(plainText);
+      const redact = (text: string) => kept(regex.matcher(text).replaceAll(replacement));
+      // Folding takes every accent off the text, so it waits until every redaction has taken
+      // its matches out with the accents on (QA: "sécret Zürich-42", a redaction of "secret"
+      // folded first, left "Zurich-42" for one of "Zürich-42" to miss).
+      const refold = redactIn(foldText);
       return {
         ...say('modify', 'redacted', 'matching text is redacted'),
         modify: (a) => mapActionTexts(a, redact),
+        refold: (a) => mapActionTexts(a, refold),
       };
     }
     case 'max_tokens':
@@ -227,18 +236,21 @@ function evaluatePolicy(
 /**
  * Applies the modifications in order (priority, then id, then rule index): redactions touch only
  * messages and clamps only max_tokens, so this is the redactions in priority order, then the
- * clamp. A modification that throws is a deny naming its policy, like any evaluation error.
+ * clamp; then, in the same order, each redaction's folded step (`refold`). A modification that
+ * throws is a deny naming its policy, like any evaluation error.
  */
 function modify(outcomes: RuleOutcome[], action: Action): { action: Action } | { failed: RuleOutcome } {
   let current = action;
-  for (const o of outcomes) {
-    if (!o.modify) continue;
-    try {
-      current = o.modify(current);
-    } catch (err) {
-      return { failed: failedPolicy(o.policy, errorText(err)) };
+  for (const step of ['modify', 'refold'] as const)
+    for (const o of outcomes) {
+      const change = o[step];
+      if (!change) continue;
+      try {
+        current = change(current);
+      } catch (err) {
+        return { failed: failedPolicy(o.policy, errorText(err)) };
+      }
     }
-  }
   return { action: current };
 }
 
