@@ -38,9 +38,34 @@ export interface RefusedKey {
  * so a large prompt costs about what copying it would.
  */
 export function refusedKey(text: string): RefusedKey | null {
+  let repeated: string | null = null;
+  let reserved = false;
+  scanKeys(text, (key, again) => {
+    if (again) repeated = key;
+    else if (key === '__proto__') reserved = true;
+    return again;
+  });
+  if (repeated !== null) return { key: repeated, reason: 'repeated' };
+  return reserved ? { key: '__proto__', reason: 'reserved' } : null;
+}
+
+/** How many keys of `text` (JSON that JSON.parse took) repeat one named before them in their object. */
+export function repeatedKeyCount(text: string): number {
+  let count = 0;
+  scanKeys(text, (_key, again) => {
+    if (again) count++;
+    return false;
+  });
+  return count;
+}
+
+/**
+ * Calls `visit` with each key of each object in `text` (decoded) and whether its object named it
+ * before; stops when `visit` returns true.
+ */
+function scanKeys(text: string, visit: (key: string, again: boolean) => boolean): void {
   /** Per open container, innermost last: the keys an object has named so far; null for an array. */
   const open: Array<Set<string> | null> = [];
-  let reserved = false;
   for (let at = 0; at < text.length; at++) {
     const code = text.charCodeAt(at);
     if (code === QUOTE) {
@@ -49,8 +74,7 @@ export function refusedKey(text: string): RefusedKey | null {
       if (keys && nextCode(text, close + 1) === COLON) {
         const raw = text.slice(at, close + 1);
         const key = raw.includes('\\') ? (JSON.parse(raw) as string) : raw.slice(1, -1);
-        if (keys.has(key)) return { key, reason: 'repeated' };
-        if (key === '__proto__') reserved = true;
+        if (visit(key, keys.has(key))) return;
         keys.add(key);
       }
       at = close;
@@ -58,5 +82,4 @@ export function refusedKey(text: string): RefusedKey | null {
     else if (code === 0x5b) open.push(null);
     else if (code === 0x7d || code === 0x5d) open.pop();
   }
-  return reserved ? { key: '__proto__', reason: 'reserved' } : null;
 }

@@ -1,5 +1,5 @@
 import type { ChatMessage } from '../providers';
-import { refusedKey } from '../duplicate-keys';
+import { repeatedKeyCount } from '../duplicate-keys';
 import { foldText, otherForms } from './fold-text';
 import type { Action } from './policy';
 
@@ -258,32 +258,51 @@ const JSON_TOKEN = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
  * number in them, so that a redaction leaves valid JSON: a number it changes becomes a string,
  * and every other byte stays as sent (no number is re-serialised). When what the pattern matched
  * spans tokens (a key with its value), it is changed as text, which the JSON may not survive:
- * what a redaction matches never reaches the provider. Text that is not JSON is changed as text.
+ * what a redaction matches never reaches the provider. That text has its strings' escapes written
+ * out first, so an escaped copy of the match (`mot\u0020de passe`) is not sent (QA). Text that
+ * is not JSON is changed as text.
  */
 function changeArguments(text: string, change: (text: string) => string): string {
-  try {
-    JSON.parse(text);
-  } catch {
-    return change(text);
-  }
+  if (!isJson(text)) return change(text);
   const rewritten = text.replace(JSON_TOKEN, (token) => {
     const value = token.startsWith('"') ? (JSON.parse(token) as string) : token;
     const after = change(value);
     return after === value ? token : JSON.stringify(after);
   });
   if (rewritten !== text) refuseMergedKeys(text, rewritten);
-  return change(rewritten) === rewritten ? rewritten : change(text);
+  const spanning = unescapedStrings(rewritten);
+  if (change(spanning) === spanning) return rewritten;
+  const changed = change(unescapedStrings(text));
+  if (isJson(changed)) refuseMergedKeys(text, changed);
+  return changed;
 }
+
+const isJson = (text: string): boolean => {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+const STRING_TOKEN = /"(?:[^"\\]|\\.)*"/g;
+
+/** JSON text with each string's escapes written out where JSON allows (`\u0020` as a space). */
+const unescapedStrings = (text: string): string =>
+  text.includes('\\')
+    ? text.replace(STRING_TOKEN, (token) =>
+        token.includes('\\') ? JSON.stringify(JSON.parse(token)) : token,
+      )
+    : text;
 
 /**
  * Two keys a redaction made the same would reach the provider as one (a JSON parser keeps the
  * last), the other's value lost without a word: the call is denied instead, as a tool definition's
- * would be (QA: `sk-…1` and `sk-…2` both became `[key]`).
+ * would be (QA: `sk-…1` and `sk-…2` both became `[key]`). Counted, so keys the arguments already
+ * repeated (anywhere) do not hide one a redaction merged (QA).
  */
 function refuseMergedKeys(before: string, after: string): void {
-  const merged = refusedKey(after);
-  if (merged?.reason === 'repeated' && refusedKey(before)?.reason !== 'repeated')
-    throw new Error(
-      `a redaction would make two keys of a tool call's arguments the same (${JSON.stringify(merged.key)})`,
-    );
+  if (repeatedKeyCount(after) > repeatedKeyCount(before))
+    throw new Error("a redaction would make two keys of one object in a tool call's arguments the same");
 }

@@ -317,6 +317,20 @@ describe('the policy engine: every rule type', () => {
     expect(codes(decide([rule], say('é'.repeat(n))))).toEqual(['policy_evaluation_failed']);
   });
 
+  it('a match spanning JSON tokens is redacted as text with the escapes written out, so an escaped copy is not sent (QA)', () => {
+    const args = '{"mot de passe":"hunter2","note":"mot\\u0020de passe: s3cr3t","z":"de\\u200b"}';
+    const a = action({ messages: [{ role: 'assistant', content: '', toolCalls: [shellCall(args)] }] });
+    const rule = {
+      type: 'redact_pattern' as const,
+      pattern: 'mot de passe[": ]+[^",}]+',
+      replacement: '[MDP]',
+    };
+    const sent = decide([policy([rule])], a).modifiedAction?.messages?.[0]?.toolCalls?.[0]?.function
+      .arguments;
+    expect(sent).not.toMatch(/hunter2|s3cr3t/);
+    expect(sent).toContain('[MDP]');
+  });
+
   it('deny_pattern and redact_pattern see the arguments of tool calls in the conversation', () => {
     const a = action({
       messages: [
@@ -435,6 +449,17 @@ describe('the policy engine: every rule type', () => {
     const called = (args: string) =>
       action({ messages: [{ role: 'assistant', content: '', toolCalls: [shellCall(args)] }] });
     expect(codes(decide([redactKeys], called('{"sk-abc1":1,"n":"x","sk-abc2":2}')))).toEqual([
+      'policy_evaluation_failed',
+    ]);
+    // Keys the arguments already repeated elsewhere do not hide the merge (QA).
+    expect(codes(decide([redactKeys], called('{"o":{"a":1,"a":2},"sk-abc1":1,"sk-abc2":2}')))).toEqual([
+      'policy_evaluation_failed',
+    ]);
+    // Nor does a pattern that spans a key and its value, changed as text (QA).
+    const spanning = policy([
+      { type: 'redact_pattern', pattern: '"pass\\w*"\\s*:\\s*"[^"]*"', replacement: '"pass":"[R]"' },
+    ]);
+    expect(codes(decide([spanning], called('{"pass1":"aaa","pass2":"bbb"}')))).toEqual([
       'policy_evaluation_failed',
     ]);
     // One such key, or keys that stay apart, are rewritten as before.
