@@ -8,8 +8,9 @@ const bool = z.enum(['true', 'false']).transform((v) => v === 'true');
  */
 const written = (pattern: RegExp, what: string) =>
   z.string().regex(pattern, `must be ${what}`).transform(Number);
+// Digits alone are whole; the bounds keep them safe integers (no second line for a huge one).
 const int = (min: number, max: number) =>
-  written(/^\d+$/, 'a whole number in decimal digits').pipe(z.number().int().min(min).max(max));
+  written(/^\d+$/, 'a whole number in decimal digits').pipe(z.number().min(min).max(max));
 const decimal = (max: number) =>
   written(/^\d+(\.\d+)?$/, 'a decimal number such as 1000 or 0.5').pipe(z.number().positive().max(max));
 const urlWithScheme = (schemes: string[]) =>

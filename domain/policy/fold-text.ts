@@ -1,5 +1,9 @@
-/** Characters that show as nothing: zero-width spaces and joiners, soft hyphens, variation selectors, ... */
-const INVISIBLE = /\p{Default_Ignorable_Code_Point}/gu;
+/**
+ * Characters that show as nothing: zero-width spaces and joiners, soft hyphens, variation
+ * selectors, ...; and the control characters other than tab and line ends (a DEL or a backspace
+ * inside a word, QA).
+ */
+const INVISIBLE = /\p{Default_Ignorable_Code_Point}|(?![\t\n\r])\p{Cc}/gu;
 
 /**
  * The accents of Latin, Greek and Cyrillic letters (Combining Diacritical Marks). Only these: the
@@ -7,8 +11,8 @@ const INVISIBLE = /\p{Default_Ignorable_Code_Point}/gu;
  */
 const ACCENTS = /[\u0300-\u036f]/g;
 
-/** Text with something to fold: ASCII alone is its own form and holds no invisible character. */
-const NON_ASCII = /[\u0080-\uffff]/;
+/** Text with something to fold: printable ASCII, tabs and line ends alone are their own form. */
+const FOLDABLE = /[^\t\n\r\x20-\x7e]/;
 
 /**
  * The form of a text that patterns judge besides the text itself: compatibility characters made
@@ -18,7 +22,7 @@ const NON_ASCII = /[\u0080-\uffff]/;
  * folded.
  */
 export const foldText = (text: string): string =>
-  NON_ASCII.test(text)
+  FOLDABLE.test(text)
     ? text.normalize('NFKD').replace(ACCENTS, '').replace(INVISIBLE, '').normalize('NFC')
     : text;
 
@@ -29,14 +33,14 @@ export const foldText = (text: string): string =>
  * for "contraseña" and one for "секретный", whose "й" folds to "и").
  */
 export const plainText = (text: string): string =>
-  NON_ASCII.test(text) ? text.normalize('NFKD').replace(INVISIBLE, '').normalize('NFC') : text;
+  FOLDABLE.test(text) ? text.normalize('NFKD').replace(INVISIBLE, '').normalize('NFC') : text;
 
 /**
  * The forms of a text that patterns judge besides the text itself, each once: its plain form
  * (accents kept) and its folded form, where they differ from it.
  */
 export function otherForms(text: string): string[] {
-  if (!NON_ASCII.test(text)) return [];
+  if (!FOLDABLE.test(text)) return [];
   // One decomposition for both (removing accents and invisible characters commutes).
   const decomposed = text.normalize('NFKD').replace(INVISIBLE, '');
   const plain = decomposed.normalize('NFC');

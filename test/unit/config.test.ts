@@ -38,6 +38,7 @@ describe('configuration from the environment', () => {
     [{ PORT: '70000' }, /^PORT: /],
     // Decimal digits only: Number() would read these as something else (QA).
     [{ PORT: '0x1FCD' }, /^PORT: must be a whole number in decimal digits/],
+    [{ PORT: '99999999999999999999999' }, /^PORT: Too big: expected number to be <=65535/], // one line
     [{ PORT: '8141.0' }, /^PORT: must be a whole number in decimal digits/],
     [{ CP_MAX_BODY_BYTES: '1e6' }, /^CP_MAX_BODY_BYTES: must be a whole number in decimal digits/],
     [{ CP_MAX_SESSION_COST_USD: '1e3' }, /^CP_MAX_SESSION_COST_USD: must be a decimal number/],

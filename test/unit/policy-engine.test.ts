@@ -246,6 +246,12 @@ describe('the policy engine: every rule type', () => {
     expect(denied('ｐａｓｓ', 'my ｐａｓｓｗｏｒｄ')).toBe('deny');
     expect(denied('café', 'a café')).toBe('deny');
     expect(denied('password', 'my pаssword')).toBe('allow'); // a Cyrillic "а": not folded
+    // Control characters inside a word show as nothing; a line break still parts words (QA).
+    expect(denied('password', 'my pass\x7fword')).toBe('deny');
+    expect(denied('password', 'my pass\bword')).toBe('deny');
+    expect(denied('password', 'my pass\nword')).toBe('allow');
+    // A pattern pasted with decomposed accents meets the usual precomposed text (QA).
+    expect(denied('Mu\u0308nchen', 'in München')).toBe('deny');
     // A pattern written with accents meets the text's plain form (accents kept) too: decomposed,
     // with an invisible character or fullwidth letters, the text still shows it (QA).
     for (const text of [
