@@ -92,7 +92,12 @@ function argumentTexts(text: string, into: string[]): void {
     stringsIn(JSON.parse(text) as unknown, { into, keys: true });
   } catch {
     // Not JSON: the text as sent is all there is to read.
+    return;
   }
+  // And the whole text with the escapes written out, for a pattern that spans a key and its
+  // value (QA: `{"mot\u0020de passe":"hunter2"}` met neither form above).
+  const unescaped = unescapedStrings(text);
+  if (unescaped !== text) into.push(unescaped);
 }
 
 interface Walk {

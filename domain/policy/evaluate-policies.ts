@@ -26,11 +26,8 @@ interface RuleOutcome {
   verdict: Verdict;
   reason: PolicyReason;
   modify?: (action: Action) => Action;
-  /**
-   * A redaction's second step, once every modification's first has run: the text whose folded
-   * form still shows a match is sent folded, and redacted again (`redact_pattern`).
-   */
-  refold?: (action: Action) => Action;
+  /** A redaction's pattern at work, for the step all redactions take together (`refoldAll`). */
+  redaction?: { finds: (text: string) => boolean; rewrite: (text: string) => string };
   approval?: ApprovalRequirement;
 }
 
@@ -141,8 +138,8 @@ function evaluateRule(
       // Literal text: a "$1" or "$&" in the replacement is not a group reference.
       const replacement = RE2JS.quoteReplacement(rule.replacement);
       // The text as sent is redacted; only if a match still shows in its plain form (accents
-      // kept), then in its folded one, is it sent in that form (and redacted again), so text that
-      // needs neither keeps every character it had.
+      // kept) is it sent in that form (and redacted again), so text that needs no folding keeps
+      // every character it had. The folded form comes after every redaction (refoldAll).
       const redactIn = (form: (text: string) => string) => (text: string) => {
         const formed = form(text);
         return formed !== text && regex.matcher(formed).find()
@@ -150,15 +147,11 @@ function evaluateRule(
           : text;
       };
       const kept = redactIn(plainText);
-      const redact = (text: string) => kept(regex.matcher(text).replaceAll(replacement));
-      // Folding takes every accent off the text, so it waits until every redaction has taken
-      // its matches out with the accents on (QA: "sécret Zürich-42", a redaction of "secret"
-      // folded first, left "Zurich-42" for one of "Zürich-42" to miss).
-      const refold = redactIn(foldText);
+      const rewrite = (text: string) => regex.matcher(text).replaceAll(replacement);
       return {
         ...say('modify', 'redacted', 'matching text is redacted'),
-        modify: (a) => mapActionTexts(a, redact),
-        refold: (a) => mapActionTexts(a, refold),
+        modify: (a) => mapActionTexts(a, (text) => kept(rewrite(text))),
+        redaction: { finds: (text) => regex.matcher(text).find(), rewrite },
       };
     }
     case 'max_tokens':
@@ -236,22 +229,44 @@ function evaluatePolicy(
 /**
  * Applies the modifications in order (priority, then id, then rule index): redactions touch only
  * messages and clamps only max_tokens, so this is the redactions in priority order, then the
- * clamp; then, in the same order, each redaction's folded step (`refold`). A modification that
- * throws is a deny naming its policy, like any evaluation error.
+ * clamp; then the redactions' folded step, all together (`refoldAll`). A modification that
+ * throws is a deny naming its policy, like any evaluation error (the folded step's, the first
+ * redaction's).
  */
 function modify(outcomes: RuleOutcome[], action: Action): { action: Action } | { failed: RuleOutcome } {
   let current = action;
-  for (const step of ['modify', 'refold'] as const)
-    for (const o of outcomes) {
-      const change = o[step];
-      if (!change) continue;
-      try {
-        current = change(current);
-      } catch (err) {
-        return { failed: failedPolicy(o.policy, errorText(err)) };
-      }
+  for (const o of outcomes) {
+    if (!o.modify) continue;
+    try {
+      current = o.modify(current);
+    } catch (err) {
+      return { failed: failedPolicy(o.policy, errorText(err)) };
     }
-  return { action: current };
+  }
+  const redactions = outcomes.filter((o) => o.redaction);
+  try {
+    return { action: refoldAll(redactions, current) };
+  } catch (err) {
+    return { failed: failedPolicy((redactions[0] as RuleOutcome).policy, errorText(err)) };
+  }
+}
+
+/**
+ * The last step of the redactions, taken together once each has run with the accents on: a text
+ * in which a match still shows only once folded is sent folded, every redaction applied to it
+ * again in order. Folding takes every accent off, so it waits for the redactions whose patterns
+ * have accents (QA: "secret" folded "sécret Zürich-42" first, and "Zürich-42" met "Zurich-42"),
+ * and it is one step for all, so a second rule that also needed it is not left out (QA:
+ * "sécret pässword" sent "secret [P]").
+ */
+function refoldAll(redactions: RuleOutcome[], action: Action): Action {
+  const rules = redactions.flatMap((o) => (o.redaction ? [o.redaction] : []));
+  if (rules.length === 0) return action;
+  return mapActionTexts(action, (text) => {
+    const folded = foldText(text);
+    if (folded === text || !rules.some((r) => r.finds(folded))) return text;
+    return rules.reduce((t, r) => r.rewrite(t), folded);
+  });
 }
 
 const strongest = (outcomes: RuleOutcome[]): Verdict =>

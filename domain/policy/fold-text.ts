@@ -1,9 +1,9 @@
 /**
  * Characters that show as nothing: zero-width spaces and joiners, soft hyphens, variation
- * selectors, ...; and the control characters other than tab and line ends (a DEL or a backspace
- * inside a word, QA).
+ * selectors, ...; and the control characters that are not white space (a DEL or a backspace
+ * inside a word, QA; a tab, a line or page break, or NEL still parts words).
  */
-const INVISIBLE = /\p{Default_Ignorable_Code_Point}|(?![\t\n\r])\p{Cc}/gu;
+const INVISIBLE = /\p{Default_Ignorable_Code_Point}|(?![\t\n\v\f\r\u0085])\p{Cc}/gu;
 
 /**
  * The accents of Latin, Greek and Cyrillic letters (Combining Diacritical Marks). Only these: the

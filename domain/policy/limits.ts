@@ -93,13 +93,9 @@ export function compilePattern(pattern: string, flags = ''): RE2JS {
   return regex;
 }
 
-/**
- * Compiled in NFC, the form texts are judged in besides their own (their plain form): a pattern
- * pasted with decomposed accents (`Mu\u0308nchen`) otherwise met only decomposed text (QA).
- */
 function compiled(pattern: string, bits: number): RE2JS {
   try {
-    return RE2JS.compile(pattern.normalize('NFC'), bits);
+    return RE2JS.compile(pattern, bits);
   } catch (err) {
     throw new Error(`not a valid RE2 regex: ${err instanceof Error ? err.message : String(err)}`);
   }

@@ -249,9 +249,8 @@ describe('the policy engine: every rule type', () => {
     // Control characters inside a word show as nothing; a line break still parts words (QA).
     expect(denied('password', 'my pass\x7fword')).toBe('deny');
     expect(denied('password', 'my pass\bword')).toBe('deny');
-    expect(denied('password', 'my pass\nword')).toBe('allow');
-    // A pattern pasted with decomposed accents meets the usual precomposed text (QA).
-    expect(denied('Mu\u0308nchen', 'in München')).toBe('deny');
+    for (const white of ['\n', '\t', '\v', '\f', '\r', '\u0085'])
+      expect(denied('password', `my pass${white}word`)).toBe('allow');
     // A pattern written with accents meets the text's plain form (accents kept) too: decomposed,
     // with an invisible character or fullwidth letters, the text still shows it (QA).
     for (const text of [
@@ -299,6 +298,15 @@ describe('the policy engine: every rule type', () => {
       say('sécret Zürich-42'),
     );
     expect(both.modifiedAction?.messages?.[0]?.content).toBe('[S] [Z]');
+    // Two that match only once folded: the second meets the text the first sent folded (QA).
+    const folded = decide(
+      [
+        policy([{ type: 'redact_pattern', pattern: 'secret', replacement: '[S]' }]),
+        policy([{ type: 'redact_pattern', pattern: 'password', replacement: '[P]' }]),
+      ],
+      say('sécret pässword'),
+    );
+    expect(folded.modifiedAction?.messages?.[0]?.content).toBe('[S] [P]');
     // Sent in its plain form, accents kept, with the match taken out.
     expect(redactAccented('ma cle\u0301 123456 ok')).toBe('ma [clé] ok');
     expect(redactAccented('ma cl\u200bé 123456 ok')).toBe('ma [clé] ok');
@@ -335,6 +343,14 @@ describe('the policy engine: every rule type', () => {
       .arguments;
     expect(sent).not.toMatch(/hunter2|s3cr3t/);
     expect(sent).toContain('[MDP]');
+    // Hidden by an escape alone, with no plain copy beside it: found, redacted or denied (QA).
+    for (const hidden of ['{"mot\\u0020de passe":"hunter2"}', '{"mot de pass\\u0065":"hunter2"}']) {
+      const h = action({ messages: [{ role: 'assistant', content: '', toolCalls: [shellCall(hidden)] }] });
+      const redacted = decide([policy([rule])], h).modifiedAction?.messages?.[0]?.toolCalls?.[0];
+      expect(redacted?.function.arguments).not.toContain('hunter2');
+      const deny = { type: 'deny_pattern' as const, pattern: rule.pattern };
+      expect(decide([policy([deny])], h).verdict).toBe('deny');
+    }
   });
 
   it('deny_pattern and redact_pattern see the arguments of tool calls in the conversation', () => {
