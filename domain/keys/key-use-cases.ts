@@ -78,11 +78,10 @@ export async function rotateKey(
   id: string,
   graceSeconds = 0,
 ): Promise<MintedKey> {
-  let now = deps.clock.now();
   const result = await deps.uow.transaction(async (tx) => {
     // Locked: two rotations at once (a retried request) would each mint a live key (QA).
     const old = await loadKey(tx, ctx, id, true);
-    now = deps.clock.now(); // after the lock: the change committed before it is in the past
+    const now = deps.clock.now(); // after the lock: a change committed meanwhile is in the past
     if (isRevoked(old, now) || old.replacedBy)
       throw invalidState('revoked', 'a revoked or rotated key cannot be rotated');
     const lifetimeMs = old.expiresAt.getTime() - old.createdAt.getTime();
