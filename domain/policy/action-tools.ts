@@ -91,13 +91,12 @@ function argumentTexts(text: string, into: string[]): void {
   try {
     stringsIn(JSON.parse(text) as unknown, { into, keys: true });
   } catch {
-    // Not JSON: the text as sent is all there is to read.
-    return;
+    // Not JSON (or no longer: an earlier redaction that spanned tokens): the decoded text below.
   }
-  // And the whole text with the escapes written out, for a pattern that spans a key and its
-  // value (QA: `{"mot\u0020de passe":"hunter2"}` met neither form above).
-  const unescaped = unescapedStrings(text);
-  if (unescaped !== text) into.push(unescaped);
+  // And the whole text with its escapes decoded, for a pattern that spans a key and its value
+  // (QA: `{"mot\u0020de passe":"hunter2"}` met neither form above).
+  const decoded = decodedEscapes(text);
+  if (decoded !== text) into.push(decoded);
 }
 
 interface Walk {
@@ -268,18 +267,32 @@ const JSON_TOKEN = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
  * is not JSON is changed as text.
  */
 function changeArguments(text: string, change: (text: string) => string): string {
-  if (!isJson(text)) return change(text);
+  if (!isJson(text)) return changeDecoded(text, change);
   const rewritten = text.replace(JSON_TOKEN, (token) => {
     const value = token.startsWith('"') ? (JSON.parse(token) as string) : token;
     const after = change(value);
     return after === value ? token : JSON.stringify(after);
   });
   if (rewritten !== text) refuseMergedKeys(text, rewritten);
-  const spanning = unescapedStrings(rewritten);
+  const spanning = decodedEscapes(rewritten);
   if (change(spanning) === spanning) return rewritten;
-  const changed = change(unescapedStrings(text));
+  const changed = change(decodedEscapes(text));
   if (isJson(changed)) refuseMergedKeys(text, changed);
   return changed;
+}
+
+/**
+ * Arguments that are not JSON, changed as text: with their JSON escapes decoded when that is
+ * where a match shows (an earlier redaction that spanned tokens left a `pass\bword` as six
+ * characters and a backspace's escape, QA), else as they are.
+ */
+function changeDecoded(text: string, change: (text: string) => string): string {
+  const decoded = decodedEscapes(text);
+  if (decoded !== text) {
+    const changed = change(decoded);
+    if (changed !== decoded) return changed;
+  }
+  return change(text);
 }
 
 const isJson = (text: string): boolean => {
@@ -291,13 +304,28 @@ const isJson = (text: string): boolean => {
   }
 };
 
-const STRING_TOKEN = /"(?:[^"\\]|\\.)*"/g;
+/** A JSON escape: `\uXXXX`, or a backslash before one of the characters JSON escapes so. */
+const JSON_ESCAPE = /\\(?:u([0-9a-fA-F]{4})|(["\\/bfnrt]))/g;
+const ESCAPED: Record<string, string> = {
+  '"': '"',
+  '\\': '\\',
+  '/': '/',
+  b: '\b',
+  f: '\f',
+  n: '\n',
+  r: '\r',
+  t: '\t',
+};
 
-/** JSON text with each string's escapes written out where JSON allows (`\u0020` as a space). */
-const unescapedStrings = (text: string): string =>
+/**
+ * Text with every JSON escape decoded, control characters and quotes included (`\u0020` as a
+ * space, `\b` as a backspace): what a pattern spanning tokens is judged and redacted on, where
+ * an escape must hide nothing. The result need not be JSON.
+ */
+const decodedEscapes = (text: string): string =>
   text.includes('\\')
-    ? text.replace(STRING_TOKEN, (token) =>
-        token.includes('\\') ? JSON.stringify(JSON.parse(token)) : token,
+    ? text.replace(JSON_ESCAPE, (_m, hex: string | undefined, c: string | undefined) =>
+        hex !== undefined ? String.fromCharCode(parseInt(hex, 16)) : (ESCAPED[c as string] as string),
       )
     : text;
 

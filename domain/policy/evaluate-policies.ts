@@ -96,6 +96,31 @@ function compiledRegex({ regex, index }: CompiledRule): RE2JS {
   return regex;
 }
 
+/** Most passes a redaction makes over a text whose replacements form its pattern again. */
+const REDACTION_PASSES = 8;
+
+/**
+ * A redaction's rewrite: every match replaced, and again while the replacements leave a new match
+ * (QA: an empty replacement turned "hunhunter2ter2" into "hunter2", which was sent); still one
+ * after REDACTION_PASSES passes, it throws, which denies. A replacement that matches the pattern
+ * itself is applied once, as it would match again at every pass.
+ */
+function replacingAll(regex: RE2JS, replacement: string): (text: string) => string {
+  // Literal text: a "$1" or "$&" in the replacement is not a group reference.
+  const literal = RE2JS.quoteReplacement(replacement);
+  const once = (text: string) => regex.matcher(text).replaceAll(literal);
+  if (regex.matcher(replacement).find()) return once;
+  return (text) => {
+    let out = once(text);
+    for (let pass = 1; out !== text && regex.matcher(out).find(); pass++) {
+      if (pass >= REDACTION_PASSES)
+        throw new Error(`the redaction still matched after ${REDACTION_PASSES} passes over a text`);
+      out = once(out);
+    }
+    return out;
+  };
+}
+
 /** One rule against one action: null when it has nothing to say. */
 function evaluateRule(
   policy: Policy,
@@ -135,19 +160,14 @@ function evaluateRule(
       // The match here, and the rewrite should the modification apply.
       budget.spend(regex, action, 'redaction');
       if (!textsOf(action).some((text) => regex.matcher(text).find())) return null;
-      // Literal text: a "$1" or "$&" in the replacement is not a group reference.
-      const replacement = RE2JS.quoteReplacement(rule.replacement);
+      const rewrite = replacingAll(regex, rule.replacement);
       // The text as sent is redacted; only if a match still shows in its plain form (accents
       // kept) is it sent in that form (and redacted again), so text that needs no folding keeps
       // every character it had. The folded form comes after every redaction (refoldAll).
-      const redactIn = (form: (text: string) => string) => (text: string) => {
-        const formed = form(text);
-        return formed !== text && regex.matcher(formed).find()
-          ? regex.matcher(formed).replaceAll(replacement)
-          : text;
+      const kept = (text: string) => {
+        const plain = plainText(text);
+        return plain !== text && regex.matcher(plain).find() ? rewrite(plain) : text;
       };
-      const kept = redactIn(plainText);
-      const rewrite = (text: string) => regex.matcher(text).replaceAll(replacement);
       return {
         ...say('modify', 'redacted', 'matching text is redacted'),
         modify: (a) => mapActionTexts(a, (text) => kept(rewrite(text))),

@@ -307,6 +307,13 @@ describe('the policy engine: every rule type', () => {
       say('sécret pässword'),
     );
     expect(folded.modifiedAction?.messages?.[0]?.content).toBe('[S] [P]');
+    // A replacement that leaves a new match is applied again (QA: "" left "hunter2"); one that
+    // matches the pattern itself is applied once.
+    const redactWith = (pattern: string, replacement: string, content: string) =>
+      decide([policy([{ type: 'redact_pattern', pattern, replacement }])], say(content)).modifiedAction
+        ?.messages?.[0]?.content;
+    expect(redactWith('hunter2', '', 'my pw is hunhunter2ter2')).toBe('my pw is ');
+    expect(redactWith('secret', '[secret]', 'a secret')).toBe('a [secret]');
     // Sent in its plain form, accents kept, with the match taken out.
     expect(redactAccented('ma cle\u0301 123456 ok')).toBe('ma [clé] ok');
     expect(redactAccented('ma cl\u200bé 123456 ok')).toBe('ma [clé] ok');
@@ -343,6 +350,24 @@ describe('the policy engine: every rule type', () => {
       .arguments;
     expect(sent).not.toMatch(/hunter2|s3cr3t/);
     expect(sent).toContain('[MDP]');
+    // A span redacted first leaves text that is not JSON; a secret hidden there by an escape of a
+    // control character is still found, by the same rule or the next (QA).
+    const userAdmin = { type: 'redact_pattern' as const, pattern: '"user":"admin"', replacement: '[U]' };
+    const pw = { type: 'redact_pattern' as const, pattern: 'password', replacement: '[P]' };
+    const either = {
+      type: 'redact_pattern' as const,
+      pattern: 'password|"user":"admin"',
+      replacement: '[X]',
+    };
+    const hiddenBs = action({
+      messages: [
+        { role: 'assistant', content: '', toolCalls: [shellCall('{"user":"admin","q":"pass\\bword"}')] },
+      ],
+    });
+    for (const rules of [[userAdmin, pw], [either]]) {
+      const out = decide([policy(rules)], hiddenBs).modifiedAction?.messages?.[0]?.toolCalls?.[0];
+      expect(out?.function.arguments).not.toMatch(/pass.{0,2}word|admin/);
+    }
     // Hidden by an escape alone, with no plain copy beside it: found, redacted or denied (QA).
     for (const hidden of ['{"mot\\u0020de passe":"hunter2"}', '{"mot de pass\\u0065":"hunter2"}']) {
       const h = action({ messages: [{ role: 'assistant', content: '', toolCalls: [shellCall(hidden)] }] });
