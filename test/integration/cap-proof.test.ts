@@ -11,7 +11,7 @@ import {
 import { StubProvider } from '../support/stub-provider';
 import { startTestApp, type TestApp } from '../support/test-app';
 import { TEST_REDIS_URL } from '../support/test-db';
-import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
+import { startWorkerProcesses, type WorkerProcess } from '../support/worker-process';
 
 /**
  * THE CAP PROOF: 200 concurrent invokes on one session, run by two worker processes, never
@@ -50,7 +50,7 @@ beforeAll(async () => {
     price: { input: 1, output: 2 },
   });
   const env = { DATABASE_URL: app.db.url, REDIS_URL: TEST_REDIS_URL, CP_REDIS_PREFIX: app.prefix };
-  workers = await Promise.all([startWorkerProcess(env), startWorkerProcess(env)]);
+  workers = await startWorkerProcesses(env, 2);
 }, 60_000);
 
 afterAll(async () => {

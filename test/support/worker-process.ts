@@ -70,3 +70,20 @@ export async function startWorkerProcess(
     },
   };
 }
+
+/**
+ * Several worker processes started at once. If one does not become ready, the others are killed
+ * before the error is thrown: a test whose set-up fails has nothing to stop them with (one such
+ * worker outlived a CI run by two hours).
+ */
+export async function startWorkerProcesses(
+  env: Record<string, string>,
+  count: number,
+): Promise<WorkerProcess[]> {
+  const started = await Promise.allSettled(Array.from({ length: count }, () => startWorkerProcess(env)));
+  const workers = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+  if (!failed) return workers;
+  await Promise.all(workers.map((w) => w.kill()));
+  throw failed.reason;
+}
