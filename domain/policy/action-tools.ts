@@ -262,9 +262,9 @@ const JSON_TOKEN = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g;
  * number in them, so that a redaction leaves valid JSON: a number it changes becomes a string,
  * and every other byte stays as sent (no number is re-serialised). When what the pattern matched
  * spans tokens (a key with its value), it is changed as text, which the JSON may not survive:
- * what a redaction matches never reaches the provider. That text has its strings' escapes written
- * out first, so an escaped copy of the match (`mot\u0020de passe`) is not sent (QA). Text that
- * is not JSON is changed as text.
+ * what a redaction matches never reaches the provider. That text has its JSON escapes decoded
+ * first, so an escaped copy of the match (`mot\u0020de passe`) is not sent (QA). Text that is
+ * not JSON is changed as text, decoded where a match shows only so (`changeDecoded`).
  */
 function changeArguments(text: string, change: (text: string) => string): string {
   if (!isJson(text)) return changeDecoded(text, change);
