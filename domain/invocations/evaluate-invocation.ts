@@ -11,12 +11,11 @@ import { actionJson as contractAction } from '../policy/evaluation';
 import type { GuardedAction, Guardian, GuardianInput, GuardianVerdict } from '../policy/guardian';
 import { newId } from '../ids';
 import { microsToUsd } from '../pricing/cost';
-import { statusAt } from '../sessions/session';
 import type { DecisionSummary, Invocation, InvocationError, InvocationRequest } from './invocation';
 import type { DecisionWrite, GuardianView, InvocationStore, RunView } from './invocation-store';
 import { statusesOf } from './lifecycle';
 import { endWithoutUsage, recordOutcome } from './outcomes';
-import { lapsedRequesterKey } from './requester-key';
+import { lapsedWhileWaiting } from './lapsed-while-waiting';
 import { decideFresh } from './slow-decision';
 import type { CompletionSignal, StageQueue } from './signals';
 import type { InvocationJob } from '../jobs';
@@ -200,15 +199,8 @@ const runJob = (job: StageJob): InvocationJob => ({
  * Why a queued invocation is not decided at all: its session closed or expired, or the key that
  * asked for it was revoked, while it was queued.
  */
-function stoppedWhileQueued(view: GuardianView, at: Date): InvocationError | null {
-  const status = statusAt(view.session, at);
-  if (status !== 'open') {
-    const sessionId = view.invocation.sessionId;
-    const details = { session_id: sessionId, status };
-    return { errorCode: 'session_not_open', message: `session ${sessionId} is ${status}`, details };
-  }
-  return lapsedRequesterKey(view, at, 'it was not run');
-}
+const stoppedWhileQueued = (view: GuardianView, at: Date): InvocationError | null =>
+  lapsedWhileWaiting(view, at, 'it was not run')?.error ?? null;
 
 /** An invocation stopped while it was queued never runs. */
 async function failQueued(

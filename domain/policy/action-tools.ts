@@ -212,6 +212,9 @@ export function offeredToolNames(tools: unknown[] | undefined): string[] {
  */
 export const textsOf = (action: Action): string[] => derived(action).texts;
 
+/** Whether any text of the action has another form (plain or folded) than its own. */
+export const hasOtherForms = (action: Action): boolean => derived(action).formsLength > 0;
+
 /** How many UTF-16 code units `textsOf` returns in all: what every pattern rule scans. */
 export const textLengthOf = (action: Action): number => derived(action).textLength;
 

@@ -1,5 +1,5 @@
 import { RE2JS } from 're2js';
-import { mapActionTexts, textsOf, toolKey, toolKeysOf, toolNamesOf } from './action-tools';
+import { hasOtherForms, mapActionTexts, textsOf, toolKey, toolKeysOf, toolNamesOf } from './action-tools';
 import { foldText, plainText } from './fold-text';
 import { modelListOf } from './model-names';
 import { perList } from './per-list';
@@ -281,7 +281,9 @@ function modify(outcomes: RuleOutcome[], action: Action): { action: Action } | {
  */
 function refoldAll(redactions: RuleOutcome[], action: Action): Action {
   const rules = redactions.flatMap((o) => (o.redaction ? [o.redaction] : []));
-  if (rules.length === 0) return action;
+  // Most actions are ASCII: nothing to fold, and no second walk of every text (and of every
+  // tool call's arguments) on the invoke's path.
+  if (rules.length === 0 || !hasOtherForms(action)) return action;
   return mapActionTexts(action, (text) => {
     const folded = foldText(text);
     if (folded === text || !rules.some((r) => r.finds(folded))) return text;
