@@ -1,7 +1,8 @@
+import { appWithPausedApprovals } from '../support/paused-approvals';
 import { mintKey } from '../support/factories';
-import { setUpInvoking, type InvocationBody, type InvokeSetup } from '../support/invoke-fixtures';
-import { pausedInvoke, requireApproval, sessionFor, type ApprovalBody } from '../support/approval-fixtures';
-import { startTestApp, type TestApp } from '../support/test-app';
+import { type InvocationBody, type InvokeSetup } from '../support/invoke-fixtures';
+import { pausedInvoke, sessionFor, type ApprovalBody } from '../support/approval-fixtures';
+import { type TestApp } from '../support/test-app';
 
 /**
  * An approval past its time while no worker runs (so neither its delayed job nor the sweep has
@@ -13,17 +14,12 @@ let setup: InvokeSetup;
 let agentKey: string;
 
 beforeAll(async () => {
-  api = await startTestApp();
-  // A second replica with the workers, stopped once the approval exists.
-  const withWorkers = await startTestApp({ workers: true, database: api.db, redisPrefix: api.prefix });
-  try {
-    setup = await setUpInvoking(api.http, { models: ['gated'] });
-    await requireApproval(api.http, setup.org.adminKey, { model: 'gated' });
-    agentKey = (await mintKey(api.http, setup.org.adminKey, ['llm:invoke', 'sessions:read', 'policies:read']))
+  ({ api, setup } = await appWithPausedApprovals(async (app, s) => {
+    agentKey = (await mintKey(app.http, s.org.adminKey, ['llm:invoke', 'sessions:read', 'policies:read']))
       .key;
-    const session = await sessionFor(api.http, setup);
+    const session = await sessionFor(app.http, s);
     const paused = () =>
-      pausedInvoke(api.http, agentKey, {
+      pausedInvoke(app.http, agentKey, {
         session_id: session.id,
         model: 'gated',
         messages: [{ role: 'user', content: 'deploy' }],
@@ -32,9 +28,7 @@ beforeAll(async () => {
     overdue = (await paused()).approval;
     readLater = (await paused()).approval;
     chatLater = (await paused()).approval;
-  } finally {
-    await withWorkers.close();
-  }
+  }));
   // Their time is up, and nothing is left to record it.
   await api.infra
     .knex('approvals')

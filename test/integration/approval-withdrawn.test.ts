@@ -1,13 +1,8 @@
+import { appWithPausedApprovals } from '../support/paused-approvals';
 import { mintKey } from '../support/factories';
-import { setUpInvoking, type InvocationBody, type InvokeSetup } from '../support/invoke-fixtures';
-import {
-  approverKeys,
-  pausedInvoke,
-  requireApproval,
-  sessionFor,
-  type ApprovalBody,
-} from '../support/approval-fixtures';
-import { startTestApp, type TestApp } from '../support/test-app';
+import { type InvocationBody, type InvokeSetup } from '../support/invoke-fixtures';
+import { approverKeys, pausedInvoke, sessionFor, type ApprovalBody } from '../support/approval-fixtures';
+import { type TestApp } from '../support/test-app';
 import { sweepApprovals } from '../../workers/approval-processors';
 import { withdrawStranded } from '../../domain/approvals/withdraw-stranded';
 import { approvalDeps } from '../../infra/approvals/approval-deps';
@@ -40,22 +35,17 @@ const paused: Record<(typeof CASES)[number], Paused> = {} as never;
 const many: Paused[] = [];
 
 beforeAll(async () => {
-  api = await startTestApp();
-  const withWorkers = await startTestApp({ workers: true, database: api.db, redisPrefix: api.prefix });
-  try {
-    setup = await setUpInvoking(api.http, { models: ['gated'] });
-    await requireApproval(api.http, setup.org.adminKey, { model: 'gated' });
-    [approver] = (await approverKeys(api.http, setup.org.adminKey, 1)) as [string];
+  ({ api, setup } = await appWithPausedApprovals(async (app, s) => {
+    [approver] = (await approverKeys(app.http, s.org.adminKey, 1)) as [string];
     let manySession: string | undefined;
     for (const name of CASES) {
       const key = await mintKey(
-        api.http,
-        setup.org.adminKey,
+        app.http,
+        s.org.adminKey,
         ['llm:invoke', 'sessions:read', 'policies:read'],
         name,
       );
-      const session =
-        name === 'many' && manySession ? { id: manySession } : await sessionFor(api.http, setup);
+      const session = name === 'many' && manySession ? { id: manySession } : await sessionFor(app.http, s);
       if (name === 'many') manySession = session.id;
       const body = {
         session_id: session.id,
@@ -63,13 +53,11 @@ beforeAll(async () => {
         messages: [{ role: 'user', content: `deploy ${name}` }],
         max_tokens: 10,
       };
-      const { approval } = await pausedInvoke(api.http, key.key, body);
+      const { approval } = await pausedInvoke(app.http, key.key, body);
       paused[name] = { approval, sessionId: session.id, key };
       if (name === 'many') many.push(paused[name]);
     }
-  } finally {
-    await withWorkers.close();
-  }
+  }));
 }, 90_000);
 afterAll(() => api.close());
 
