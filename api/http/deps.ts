@@ -23,8 +23,8 @@ export const identityDeps = (infra: Infra): IdentityDeps => ({
 });
 
 /**
- * After a session's close or a key's revocation: what waits on an approval under it can no longer
- * run. Its approvals are withdrawn at once; if that fails, the close or revocation stands (it is
+ * After a session's close, a key's revocation or a credential's deletion: what waits on an
+ * approval under it can no longer run. Its approvals are withdrawn at once; if that fails, the close or revocation stands (it is
  * committed) and the approvals sweep withdraws them within seconds.
  */
 const withdrawApprovals =
@@ -49,6 +49,7 @@ export const credentialDeps = (infra: Infra): CredentialDeps => ({
   clock: infra.clock,
   sealer: infra.credentialSealer,
   allowPrivateProviderHosts: infra.config.CP_ALLOW_PRIVATE_PROVIDER_HOSTS,
+  withdrawApprovals: withdrawApprovals(infra),
 });
 
 export const agentDeps = (infra: Infra): AgentDeps => ({ uow: infra.uow, clock: infra.clock });

@@ -93,7 +93,8 @@ export const credentialRoutes = [
   defineRoute({
     method: 'DELETE',
     path: refPath,
-    summary: 'Delete a credential: its secret is destroyed at once, its history stays readable',
+    summary:
+      'Delete a credential: its secret is destroyed at once, its history stays readable; the approvals of invocations that would run with it are withdrawn (cancelled, the invocations failed credential_not_found)',
     tag: 'credentials',
     access: write,
     responses: { 204: { description: 'deleted' }, 404: notFound },

@@ -224,7 +224,7 @@ export interface paths {
     get: operations['getV1CredentialsRef'];
     put?: never;
     post?: never;
-    /** Delete a credential: its secret is destroyed at once, its history stays readable */
+    /** Delete a credential: its secret is destroyed at once, its history stays readable; the approvals of invocations that would run with it are withdrawn (cancelled, the invocations failed credential_not_found) */
     delete: operations['deleteV1CredentialsRef'];
     options?: never;
     head?: never;

@@ -77,12 +77,14 @@ export interface ApprovalStore {
   /**
    * Pending approvals, not yet past their time, whose invocation can no longer run as of `now`:
    * its session is closed or past its expiry, or the API key that asked was revoked or expired.
-   * Narrowed to one session, or to one requesting key, when `scope` names it.
+   * Narrowed to one session, one requesting key, or one credential, when `scope` names it.
    */
   stranded(now: Date, limit: number, scope?: StrandedScope): Promise<StrandedApproval[]>;
 }
 
-export type StrandedScope = { orgId: string } & ({ sessionId: string } | { keyId: string });
+export type StrandedScope = { orgId: string } & (
+  { sessionId: string } | { keyId: string } | { credentialRef: string }
+);
 
 export interface StrandedApproval {
   id: string;

@@ -1,3 +1,5 @@
+import type { StrandedScope } from '../approvals/approval-store';
+import type { Actor } from '../audit/audit-event';
 import { newAuditEvent } from '../audit/new-event';
 import type { Clock } from '../clock';
 import { invalidField, notFound } from '../errors';
@@ -13,6 +15,8 @@ export interface CredentialDeps {
   clock: Clock;
   sealer: SecretSealer;
   allowPrivateProviderHosts: boolean;
+  /** Withdraws the approvals of invocations that would run with a deleted credential (`withdrawStranded`). */
+  withdrawApprovals(scope: StrandedScope, by: Actor, requestId: string | null): Promise<void>;
 }
 
 export interface StoreCredentialInput {
@@ -142,16 +146,19 @@ export async function rotateCredential(
 /**
  * The secret is destroyed at once (the ciphertext is dropped, not just hidden); the row stays
  * as a tombstone so audit entries, invocations and AGBOMs can still say what the ref was.
+ * Invocations waiting on an approval to run with it never can: their approvals are withdrawn.
  */
 export async function deleteCredential(deps: CredentialDeps, ctx: CallContext, ref: string): Promise<void> {
   const now = deps.clock.now();
-  await deps.uow.transaction(async (tx) => {
+  const orgId = await deps.uow.transaction(async (tx) => {
     const credential = await loadCredential(tx, ctx, ref, true);
     credential.sealedSecret = null;
     credential.deletedAt = now;
     tx.credentials.update(credential);
     recordEvent(tx, ctx, 'credential.deleted', credential, now);
+    return credential.orgId;
   });
+  await deps.withdrawApprovals({ orgId, credentialRef: ref }, actorOf(ctx.principal), ctx.requestId);
 }
 
 /**

@@ -10,8 +10,8 @@ export interface StopAfterWait {
 }
 
 /**
- * The invocation's session is no longer open, or the key that asked for it lapsed: it fails, and
- * `notSent` tells the agent what did not happen.
+ * The invocation's session is no longer open, the key that asked for it lapsed, or its credential
+ * was deleted: it fails, and `notSent` tells the agent what did not happen.
  */
 export function lapsedWhileWaiting(view: GuardianView, at: Date, notSent: string): StopAfterWait | null {
   const status = statusAt(view.session, at);
@@ -21,5 +21,16 @@ export function lapsedWhileWaiting(view: GuardianView, at: Date, notSent: string
     return { status: 'failed', error: { errorCode: 'session_not_open', message, details } };
   }
   const revoked = lapsedRequesterKey(view, at, notSent);
-  return revoked ? { status: 'failed', error: revoked } : null;
+  if (revoked) return { status: 'failed', error: revoked };
+  return view.credential?.sealedSecret ? null : { status: 'failed', error: credentialGone(view, notSent) };
+}
+
+/** The error the run would meet (`openCredential`): a deleted credential's secret is gone. */
+function credentialGone(view: GuardianView, notSent: string): InvocationError {
+  const ref = view.invocation.credentialRef;
+  return {
+    errorCode: 'credential_not_found',
+    message: `credential ${ref} was deleted; ${notSent}`,
+    details: { credential_ref: ref },
+  };
 }

@@ -79,21 +79,17 @@ export class PgApprovalStore implements ApprovalStore {
   }
 
   async stranded(now: Date, limit: number, scope?: StrandedScope): Promise<StrandedApproval[]> {
-    const narrow =
-      scope === undefined
-        ? { sql: '', values: [] }
-        : 'sessionId' in scope
-          ? { sql: 'and ap.org_id = ? and ap.session_id = ?', values: [scope.orgId, scope.sessionId] }
-          : {
-              sql: `and ap.org_id = ? and ap.requested_by_type = 'api_key' and ap.requested_by = ?`,
-              values: [scope.orgId, scope.keyId],
-            };
+    const narrow = narrowStranded(scope);
+    // A credential is deleted by dropping its secret; a ref with no row at all cannot open either.
     const { rows } = (await this.knex.raw(
       `select ap.id, ap.org_id, ap.invocation_id from approvals ap
          join sessions s on s.id = ap.session_id
+         join invocations i on i.id = ap.invocation_id
+         left join credentials c on c.ref = i.credential_ref and c.org_id = ap.org_id
          left join api_keys k on ap.requested_by_type = 'api_key' and k.id = ap.requested_by
        where ap.status = 'pending' and ap.expires_at > ? ${narrow.sql}
-         and (s.status <> 'open' or s.expires_at <= ? or k.revoked_at <= ? or k.expires_at <= ?)
+         and (s.status <> 'open' or s.expires_at <= ? or k.revoked_at <= ? or k.expires_at <= ?
+              or c.sealed_secret is null)
        order by ap.created_at, ap.id limit ?`,
       [now, ...narrow.values, now, now, now, limit],
     )) as Rows<{ id: string; org_id: string; invocation_id: string }>;
@@ -115,6 +111,19 @@ export class PgApprovalStore implements ApprovalStore {
       return { approval, result };
     });
   }
+}
+
+/** The filter `stranded` adds for a scope: one session, one requesting key, or one credential. */
+function narrowStranded(scope: StrandedScope | undefined): { sql: string; values: string[] } {
+  if (scope === undefined) return { sql: '', values: [] };
+  if ('sessionId' in scope)
+    return { sql: 'and ap.org_id = ? and ap.session_id = ?', values: [scope.orgId, scope.sessionId] };
+  if ('keyId' in scope)
+    return {
+      sql: `and ap.org_id = ? and ap.requested_by_type = 'api_key' and ap.requested_by = ?`,
+      values: [scope.orgId, scope.keyId],
+    };
+  return { sql: 'and ap.org_id = ? and i.credential_ref = ?', values: [scope.orgId, scope.credentialRef] };
 }
 
 /**

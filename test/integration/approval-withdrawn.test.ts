@@ -1,6 +1,6 @@
 import { appWithPausedApprovals } from '../support/paused-approvals';
 import { mintKey } from '../support/factories';
-import { type InvocationBody, type InvokeSetup } from '../support/invoke-fixtures';
+import { openSession, type InvocationBody, type InvokeSetup } from '../support/invoke-fixtures';
 import { approverKeys, pausedInvoke, sessionFor, type ApprovalBody } from '../support/approval-fixtures';
 import { type TestApp } from '../support/test-app';
 import { sweepApprovals } from '../../workers/approval-processors';
@@ -25,6 +25,8 @@ const CASES = [
   'rotated',
   'expired',
   'keyExpired',
+  'credential',
+  'credentialLost',
   'live',
   'many',
   'many',
@@ -45,7 +47,12 @@ beforeAll(async () => {
         ['llm:invoke', 'sessions:read', 'policies:read'],
         name,
       );
-      const session = name === 'many' && manySession ? { id: manySession } : await sessionFor(app.http, s);
+      const session =
+        name === 'many' && manySession
+          ? { id: manySession }
+          : name.startsWith('credential')
+            ? await sessionWithOwnCredential(app, s, name)
+            : await sessionFor(app.http, s);
       if (name === 'many') manySession = session.id;
       const body = {
         session_id: session.id,
@@ -60,6 +67,25 @@ beforeAll(async () => {
   }));
 }, 90_000);
 afterAll(() => api.close());
+
+/** The credential each `credential…` case's invocation runs with, its agent's only one. */
+const credentialOf: Record<string, string> = {};
+
+async function sessionWithOwnCredential(app: TestApp, s: InvokeSetup, name: string) {
+  const http = app.http;
+  const stored = await http.post<{ credential_ref: string }>(
+    '/v1/credentials',
+    { name, provider: 'mock', secret: `mock-secret-${name}` },
+    s.org.adminKey,
+  );
+  credentialOf[name] = stored.body.credential_ref;
+  const agent = await http.post<{ id: string }>(
+    '/v1/agents',
+    { name, allowed_models: ['gated'], credential_refs: [stored.body.credential_ref] },
+    s.org.adminKey,
+  );
+  return openSession(http, s.org.adminKey, { agent_id: agent.body.id, max_cost_usd: 1 });
+}
 
 const approvalOf = async (p: Paused) =>
   (await api.http.get<ApprovalBody>(`/v1/approvals/${p.approval.id}`, setup.org.adminKey)).body;
@@ -136,5 +162,23 @@ it('withdraws a batch at a time until none is left (QA: a close withdrew only it
   const actor = { type: 'api_key' as const, id: setup.org.adminKeyId };
   expect(await withdrawStranded(approvalDeps(api.infra), actor, null, scope, { batch: 2 })).toBe(3);
   for (const p of many) expect((await approvalOf(p)).status).toBe('cancelled');
+  expect(await approvalOf(paused.live)).toMatchObject({ status: 'pending' });
+});
+
+it('deleting a credential withdraws the approvals of invocations that would run with it (QA)', async () => {
+  const ref = credentialOf.credential as string;
+  const deleted = await api.http.call('DELETE', `/v1/credentials/${ref}`, { token: setup.org.adminKey });
+  expect(deleted.status).toBe(204);
+  await expectWithdrawn(paused.credential, 'credential_not_found', setup.org.adminKeyId);
+  expect((await invocationOf(paused.credential)).error?.message).toContain(`credential ${ref} was deleted`);
+  expect(await approvalOf(paused.live)).toMatchObject({ status: 'pending' });
+});
+
+it('the approvals sweep withdraws those whose credential was deleted without a withdrawal', async () => {
+  // As if the process that deleted it died before withdrawing.
+  const ref = credentialOf.credentialLost as string;
+  await api.infra.knex('credentials').where({ ref }).update({ sealed_secret: null, deleted_at: new Date() });
+  expect(await sweepApprovals(api.infra)).toMatchObject({ withdrawn: 1 });
+  await expectWithdrawn(paused.credentialLost, 'credential_not_found', 'system');
   expect(await approvalOf(paused.live)).toMatchObject({ status: 'pending' });
 });

@@ -12,7 +12,14 @@ const view: GuardianView = {
   agent: { id: 'agt_1', status: 'active', allowedModels: ['m'], credentialRefs: ['cred_1'] },
   session: { status: 'open', expiresAt: new Date(start + 3_600_000) },
   policyVersion: 1,
-  credential: null,
+  credential: {
+    ref: 'cred_1',
+    provider: 'mock',
+    baseUrl: null,
+    version: 1,
+    sealedSecret: 'sealed',
+    keyId: 'k1',
+  },
   requesterRevokedAt: null,
   requesterExpiresAt: null,
 };
@@ -56,4 +63,13 @@ it('reads nothing again after a fast decision, and lets the call go', async () =
   const { deps: d, reads } = deps(SLOW_DECISION_MS - 1, { requesterRevokedAt: new Date(start) });
   expect(await stoppedAfterWait(d, invocation, 'restart')).toBeNull();
   expect(reads()).toBe(1);
+});
+
+it('stops an approved run whose credential was deleted while it waited: failed credential_not_found', async () => {
+  const gone = { ...view.credential!, sealedSecret: null };
+  const { deps: d } = deps(3_000, { credential: gone });
+  expect(await stoppedAfterWait(d, invocation, 'approval')).toMatchObject({
+    status: 'failed',
+    error: { errorCode: 'credential_not_found', details: { credential_ref: invocation.credentialRef } },
+  });
 });
