@@ -1,6 +1,6 @@
 import { DomainError } from '../errors';
 import { microsToUsd } from '../pricing/cost';
-import type { CapName } from './cap-ledger';
+import type { CapName, CapSnapshot } from './cap-ledger';
 import type { CapAmounts } from './charges';
 
 /** The amount each cap counts. */
@@ -64,3 +64,27 @@ export const budgetExceeded = (sessionId: string, r: CapRefusal): DomainError =>
     `session ${sessionId}: ${refusalMessage(r)}`,
     refusalDetails(sessionId, r),
   );
+
+/**
+ * Which cap a settled charge crossed, counted against settled usage only (what the database's cap
+ * constraints check), in the ledger's units; null when none does (the caps changed since).
+ */
+export function crossedBySettling(snapshot: CapSnapshot, charge: CapAmounts): CapRefusal | null {
+  const limits: Record<CapName, number | null> = {
+    cost: snapshot.limits.costMicros,
+    calls: snapshot.limits.calls,
+    tokens: snapshot.limits.tokens,
+  };
+  for (const cap of ['cost', 'calls', 'tokens'] as const) {
+    const limit = limits[cap];
+    const field = CAP_FIELDS[cap];
+    if (limit !== null && snapshot.spent[field] + charge[field] > limit)
+      return { cap, limit, remaining: Math.max(0, limit - snapshot.spent[field]), needed: charge[field] };
+  }
+  return null;
+}
+
+/** What a charge the database refused says (see `crossedBySettling`). */
+export const settlingRefusalMessage = (r: CapRefusal): string =>
+  `the session's ${r.cap} cap would be crossed: this call's charge of ${amount(r.cap, r.needed)} is more than ` +
+  `the ${amount(r.cap, r.remaining)} of ${amount(r.cap, r.limit)} that remains; it was charged nothing`;

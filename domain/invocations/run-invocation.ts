@@ -1,6 +1,13 @@
 import { requestDigest } from '../approvals/request-digest';
 import type { CapLedger, ReserveOutcome } from '../budget/cap-ledger';
-import { CAP_FIELDS, inContractUnits, refusalDetails, refusalMessage } from '../budget/cap-refusal';
+import {
+  CAP_FIELDS,
+  crossedBySettling,
+  inContractUnits,
+  refusalDetails,
+  refusalMessage,
+  settlingRefusalMessage,
+} from '../budget/cap-refusal';
 import { chargeFor, NOTHING, type CapAmounts } from '../budget/charges';
 import { chargeIdOf } from '../budget/charge-id';
 import type { Clock } from '../clock';
@@ -155,7 +162,7 @@ async function recordAttempt(
   const written = await recordOutcome(deps, invocation, write, () =>
     deps.ledger.settle(invocation.sessionId, run.chargeId, charge.amounts),
   );
-  if (written === 'cap_violation') await refusedByDatabase(run);
+  if (written === 'cap_violation') await refusedByDatabase(run, charge.amounts);
   return written;
 }
 
@@ -169,16 +176,23 @@ const runOutcome = (written: WriteOutcome, status: AttemptEnd['status']): RunOut
 const fail = async (run: AttemptRun, error: InvocationError, charge: AttemptCharge): Promise<RunOutcome> =>
   runOutcome(await recordAttempt(run, { status: 'failed' }, error, charge), 'failed');
 
-/** The database's cap constraint refused usage the ledger had let through: fail it, charge nothing. */
-async function refusedByDatabase(run: AttemptRun): Promise<void> {
+/**
+ * The database's cap constraint refused usage the ledger had let through: fail it, charge nothing.
+ * The session's settled usage says which cap and what remained (as a 402 from the ledger does).
+ */
+async function refusedByDatabase(run: AttemptRun, refused: CapAmounts): Promise<void> {
+  const sessionId = run.invocation.sessionId;
   run.deps.warn('a session cap refused a charge the reservation allowed; charging nothing', {
     invocation_id: run.invocation.id,
-    session_id: run.invocation.sessionId,
+    session_id: sessionId,
   });
+  const snapshot = await run.deps.store.capSnapshot(sessionId);
+  const crossed = snapshot && crossedBySettling(snapshot, refused);
+  const refusal = crossed && inContractUnits(crossed);
   const error = {
     errorCode: 'budget_exceeded',
-    message: 'the session cap would be crossed',
-    details: { session_id: run.invocation.sessionId },
+    message: refusal ? settlingRefusalMessage(refusal) : 'the session cap would be crossed',
+    details: refusal ? refusalDetails(sessionId, refusal) : { session_id: sessionId },
   };
   await recordAttempt(run, { status: 'failed' }, error, NO_CHARGE);
 }

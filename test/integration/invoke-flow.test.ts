@@ -353,6 +353,20 @@ describe('refusals for the budget', () => {
     const done = await finished(app.http, setup.org.adminKey, accepted.body.id);
     // The sessions_cost_cap constraint refuses the charge: failed, and nothing is charged.
     expect(done).toMatchObject({ status: 'failed', error: { error_code: 'budget_exceeded' }, cost_usd: 0 });
+    // It says which cap and what remained, as a refusal by the ledger does (QA: only session_id);
+    // the chat surface answers its 402 with these details.
+    expect(done.error?.message).toContain("the session's cost cap would be crossed");
+    const [row] = await app.infra.knex('invocations').where({ id: accepted.body.id }).select('error');
+    const details = (row as { error: { details: Record<string, unknown> } }).error.details;
+    expect(details).toEqual({
+      session_id: session.id,
+      cap: 'cost',
+      limit: 0.0005,
+      remaining: 0.0005,
+      needed: expect.any(Number),
+    });
+    expect(details.needed).toBeGreaterThan(0.0005);
+
     expect(await sessionOf(session.id)).toMatchObject({ cost_usd: 0, reserved_usd: 0 });
     expect(app.logs.join('\n')).toContain('a session cap refused a charge the reservation allowed');
   });
