@@ -6,10 +6,12 @@
 const INVISIBLE = /\p{Default_Ignorable_Code_Point}|(?![\t\n\v\f\r\u0085])\p{Cc}/gu;
 
 /**
- * The accents of Latin, Greek and Cyrillic letters (Combining Diacritical Marks). Only these: the
- * marks of other scripts (Japanese voicing marks, Devanagari vowel signs) are part of the letter.
+ * The marks any letter may carry: the Combining Diacritical Marks (the accents of Latin, Greek and
+ * Cyrillic), their Extended and Supplement blocks, the marks for symbols and the half marks (QA:
+ * "pa\u20d0ssword" hid from a pattern for "password"). Only these: the marks of a script of their
+ * own (Japanese voicing marks, Devanagari vowel signs) are part of the letter.
  */
-const ACCENTS = /[\u0300-\u036f]/g;
+const ACCENTS = /[\u0300-\u036f]|[\u1ab0-\u1aff]|[\u1dc0-\u1dff]|[\u20d0-\u20ff]|[\ufe20-\ufe2f]/g;
 
 /** Text with something to fold: printable ASCII, tabs and line ends alone are their own form. */
 const FOLDABLE = /[^\t\n\r\x20-\x7e]/;

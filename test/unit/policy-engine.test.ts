@@ -240,6 +240,9 @@ describe('the policy engine: every rule type', () => {
     expect(denied('password', 'my pass\u200bword is')).toBe('deny');
     expect(denied('password', 'my pass\u00adword is')).toBe('deny');
     expect(denied('password', 'my pa\u0301ssword is')).toBe('deny'); // a combining accent
+    // Marks of the blocks any letter may carry, beyond the accents' own (QA).
+    for (const mark of ['\u1ab0', '\u1dc0', '\u20d0', '\u20e3', '\ufe20'])
+      expect(denied('password', `my pa${mark}ssword is`)).toBe('deny');
     expect(denied('password', 'my pàsswörd is')).toBe('deny'); // precomposed accents
     expect(denied('profile', 'my pro\ufb01le')).toBe('deny'); // the "fi" ligature
     // A pattern written for the characters as sent still meets them.
