@@ -26,8 +26,11 @@ interface RuleOutcome {
   verdict: Verdict;
   reason: PolicyReason;
   modify?: (action: Action) => Action;
-  /** A redaction's pattern at work, for the step all redactions take together (`refoldAll`). */
-  redaction?: { finds: (text: string) => boolean; rewrite: (text: string) => string };
+  /**
+   * A redaction's pattern at work, for the step all redactions take together (`refoldAll`);
+   * `matchesItself` when its replacement matches its pattern (it is applied once).
+   */
+  redaction?: { finds: (text: string) => boolean; rewrite: (text: string) => string; matchesItself: boolean };
   approval?: ApprovalRequirement;
 }
 
@@ -109,7 +112,7 @@ function replacingAll(regex: RE2JS, replacement: string): (text: string) => stri
   // Literal text: a "$1" or "$&" in the replacement is not a group reference.
   const literal = RE2JS.quoteReplacement(replacement);
   const once = (text: string) => regex.matcher(text).replaceAll(literal);
-  if (regex.matcher(replacement).find()) return once;
+  if (matchesItself(regex, replacement)) return once;
   return (text) => {
     let out = once(text);
     for (let pass = 1; out !== text && regex.matcher(out).find(); pass++) {
@@ -120,6 +123,8 @@ function replacingAll(regex: RE2JS, replacement: string): (text: string) => stri
     return out;
   };
 }
+
+const matchesItself = (regex: RE2JS, replacement: string): boolean => regex.matcher(replacement).find();
 
 /** One rule against one action: null when it has nothing to say. */
 function evaluateRule(
@@ -171,7 +176,11 @@ function evaluateRule(
       return {
         ...say('modify', 'redacted', 'matching text is redacted'),
         modify: (a) => mapActionTexts(a, (text) => kept(rewrite(text))),
-        redaction: { finds: (text) => regex.matcher(text).find(), rewrite },
+        redaction: {
+          finds: (text) => regex.matcher(text).find(),
+          rewrite,
+          matchesItself: matchesItself(regex, rule.replacement),
+        },
       };
     }
     case 'max_tokens':
@@ -346,30 +355,50 @@ function estimateOf(modified: Action, context: EvaluationContext): number | unde
  * lengthen the prompt past `max_cost_per_call_usd` or a `require_approval`'s
  * `min_estimated_cost_usd` (judged on the caller's new estimate), write text a `deny_pattern`
  * forbids, or rename a tool into one that needs approval. A clamp alone cannot: it changes no
- * text and lowers the cost. The enforced denials and holds of the redacted action, from what is
- * left of the evaluation's budget; its other outcomes are ignored (the redactions applied twice
- * would redact the replacements).
+ * text and lowers the cost. It can also form again what a redaction takes out (QA: "x" taken out
+ * after "secret" turned "secxret" into "secret", which was sent): the redactions that match the
+ * redacted action are applied to it again and it is judged again, up to REDACTION_PASSES times,
+ * past which it is denied. A redaction whose replacement matches its own pattern is not applied
+ * again (it would redact its replacements). The enforced denials and holds of the action as it
+ * will run, from what is left of the evaluation's budget, and the redactions applied again.
  */
-function judgedOnceRedacted(
+function settleRedacted(
   compiled: CompiledPolicySet,
   modified: Action,
   context: EvaluationContext,
   budget: PatternBudget,
-) {
-  const action = { ...modified, estimatedCostUsd: estimateOf(modified, context) };
-  const { enforced } = judge(compiled, action, context, { enforce: budget });
-  return {
-    denied: enforced.filter((o) => o.verdict === 'deny'),
-    held: enforced.filter((o) => o.verdict === 'require_approval'),
-  };
+):
+  | { action: Action; denied: RuleOutcome[]; held: RuleOutcome[]; redactedAgain: RuleOutcome[] }
+  | { failed: RuleOutcome } {
+  let action = modified;
+  const redactedAgain: RuleOutcome[] = [];
+  for (let pass = 1; ; pass++) {
+    const judged = { ...action, estimatedCostUsd: estimateOf(action, context) };
+    const { enforced } = judge(compiled, judged, context, { enforce: budget });
+    const denied = enforced.filter((o) => o.verdict === 'deny');
+    const again = enforced.filter((o) => o.redaction && !o.redaction.matchesItself);
+    if (denied.length > 0 || again.length === 0) {
+      const held = enforced.filter((o) => o.verdict === 'require_approval');
+      return { action, denied, held, redactedAgain };
+    }
+    const first = again[0] as RuleOutcome;
+    if (pass > REDACTION_PASSES)
+      return {
+        failed: failedPolicy(first.policy, `its redaction still matched after ${REDACTION_PASSES} passes`),
+      };
+    const result = modify(again, action);
+    if ('failed' in result) return result;
+    action = result.action;
+    redactedAgain.push(...notAmong(again, redactedAgain));
+  }
 }
 
-/** The holds of the redacted action that the action as asked did not already have (same policy and rule). */
-const newHolds = (held: RuleOutcome[], deciding: RuleOutcome[]) =>
-  held.filter(
-    (h) =>
-      !deciding.some(
-        (d) => d.reason.policyId === h.reason.policyId && d.reason.ruleIndex === h.reason.ruleIndex,
+/** The outcomes of `found` that `among` does not already have (same policy and rule). */
+const notAmong = (found: RuleOutcome[], among: RuleOutcome[]) =>
+  found.filter(
+    (f) =>
+      !among.some(
+        (a) => a.reason.policyId === f.reason.policyId && a.reason.ruleIndex === f.reason.ruleIndex,
       ),
   );
 
@@ -405,14 +434,16 @@ export function evaluatePolicies(
     else if (modifying.length > 0) {
       const redacted = modifying.some((o) => o.reason.code === 'redacted');
       const again = redacted
-        ? judgedOnceRedacted(compiled, result.action, context, budgets.enforce)
-        : { denied: [], held: [] };
-      if (again.denied.length > 0) [verdict, deciding] = ['deny', again.denied];
+        ? settleRedacted(compiled, result.action, context, budgets.enforce)
+        : { action: result.action, denied: [], held: [], redactedAgain: [] };
+      if ('failed' in again) [verdict, deciding] = ['deny', [again.failed]];
+      else if (again.denied.length > 0) [verdict, deciding] = ['deny', again.denied];
       else {
-        modifiedAction = result.action;
+        modifiedAction = again.action;
+        if (verdict === 'modify') deciding = [...deciding, ...notAmong(again.redactedAgain, deciding)];
         // Held now for what the redaction made of it: alone, or beside the holds already asked for.
         if (again.held.length > 0) {
-          deciding = verdict === 'modify' ? again.held : [...deciding, ...newHolds(again.held, deciding)];
+          deciding = verdict === 'modify' ? again.held : [...deciding, ...notAmong(again.held, deciding)];
           verdict = 'require_approval';
         }
       }

@@ -775,13 +775,43 @@ describe('modifications compose', () => {
   const cats = action({ messages: [{ role: 'user', content: 'cat dog' }] });
 
   it('applies redactions in priority order, then by id', () => {
-    const a = rename('cat', 'dog', { priority: 10 });
+    // Two that overlap: the first takes the shared "dog", and the second no longer matches.
+    const a = rename('cat dog', 'pets', { priority: 10 });
     const b = rename('dog', 'cow', { priority: 5 });
-    expect(decide([b, a], cats).modifiedAction?.messages?.[0]?.content).toBe('cow cow');
-    expect(decide([{ ...b, priority: 20 }, a], cats).modifiedAction?.messages?.[0]?.content).toBe('dog cow');
-    const tieFirst = rename('cat', 'dog', { id: 'pol_a' });
+    expect(decide([b, a], cats).modifiedAction?.messages?.[0]?.content).toBe('pets');
+    expect(decide([{ ...b, priority: 20 }, a], cats).modifiedAction?.messages?.[0]?.content).toBe('cat cow');
+    const tieFirst = rename('cat dog', 'pets', { id: 'pol_a' });
     const tieSecond = rename('dog', 'cow', { id: 'pol_b' });
-    expect(decide([tieSecond, tieFirst], cats).modifiedAction?.messages?.[0]?.content).toBe('cow cow');
+    expect(decide([tieSecond, tieFirst], cats).modifiedAction?.messages?.[0]?.content).toBe('pets');
+  });
+
+  it('redacts again what a later redaction forms anew, and names each rule once (QA)', () => {
+    // "dog" goes first, then "cat" becomes "dog": that "dog" is taken out too, not sent.
+    const first = rename('dog', 'cow', { priority: 20 });
+    const second = rename('cat', 'dog', { priority: 10 });
+    const d = decide([first, second], cats);
+    expect(d.modifiedAction?.messages?.[0]?.content).toBe('cow cow');
+    expect(d.reasons.map((r) => r.policyId)).toEqual([first.id, second.id]);
+    // A rule that did not match the text as asked, matching only what another made of it.
+    const secret = rename('secret', '[S]', { priority: 20 });
+    const dropX = rename('x', '', { priority: 10 });
+    const reformed = decide([secret, dropX], action({ messages: [{ role: 'user', content: 'my secxret' }] }));
+    expect(reformed.verdict).toBe('modify');
+    expect(reformed.modifiedAction?.messages?.[0]?.content).toBe('my [S]');
+    expect(reformed.reasons.map((r) => r.policyId)).toEqual([dropX.id, secret.id]);
+    // Two that form each other's match at every pass: denied once the passes run out.
+    const xy = rename('x', 'y', { priority: 20 });
+    const yx = rename('y', 'x', { priority: 10 });
+    expect(decide([xy, yx], action({ messages: [{ role: 'user', content: 'x' }] }))).toMatchObject({
+      verdict: 'deny',
+      reasons: [{ code: 'policy_evaluation_failed' }],
+    });
+    // A replacement that matches its own pattern is applied once, as before.
+    const tagged = decide(
+      [rename('secret', '[secret]', {})],
+      action({ messages: [{ role: 'user', content: 'a secret' }] }),
+    );
+    expect(tagged.modifiedAction?.messages?.[0]?.content).toBe('a [secret]');
   });
 
   it('applies redactions and the clamp together, with a reason for each, in priority order', () => {
