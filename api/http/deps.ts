@@ -24,8 +24,8 @@ export const identityDeps = (infra: Infra): IdentityDeps => ({
 
 /**
  * After a session's close, a key's revocation or a credential's deletion: what waits on an
- * approval under it can no longer run. Its approvals are withdrawn at once; if that fails, the close or revocation stands (it is
- * committed) and the approvals sweep withdraws them within seconds.
+ * approval under it can no longer run. Its approvals are withdrawn at once; if that fails, the
+ * change stands (it is committed) and the approvals sweep withdraws them within seconds.
  */
 const withdrawApprovals =
   (infra: Infra) =>

@@ -76,7 +76,8 @@ export interface ApprovalStore {
   pastExpiry(before: Date, limit: number): Promise<{ id: string; orgId: string }[]>;
   /**
    * Pending approvals, not yet past their time, whose invocation can no longer run as of `now`:
-   * its session is closed or past its expiry, or the API key that asked was revoked or expired.
+   * its session is closed or past its expiry, the API key that asked was revoked or expired, or
+   * its credential was deleted.
    * Narrowed to one session, one requesting key, or one credential, when `scope` names it.
    */
   stranded(now: Date, limit: number, scope?: StrandedScope): Promise<StrandedApproval[]>;
