@@ -196,8 +196,8 @@ const runJob = (job: StageJob): InvocationJob => ({
 });
 
 /**
- * Why a queued invocation is not decided at all: its session closed or expired, or the key that
- * asked for it was revoked, while it was queued.
+ * Why a queued invocation is not decided at all: its session closed or expired, the key that
+ * asked for it was revoked, or its credential was deleted, while it was queued.
  */
 const stoppedWhileQueued = (view: GuardianView, at: Date): InvocationError | null =>
   lapsedWhileWaiting(view, at, 'it was not run')?.error ?? null;
