@@ -35,6 +35,11 @@ export interface AuditLog {
    * and only along the chain): null before the first seal, or when that store lost it.
    */
   signedHead(orgId: string): Promise<Checkpoint | null>;
+  /**
+   * The first seq the sealer chained after a chain that no longer passed through that head (kept
+   * outside the database too, for good); null when it never did.
+   */
+  divergedSince(orgId: string): Promise<number | null>;
 }
 
 /**

@@ -51,6 +51,7 @@ export type BreakReason =
   | 'bad_signature' // a checkpoint or signed head whose signature does not match
   | 'unknown_key_id' // signed (it says) by a key we do not hold: a relabel is not a skip
   | 'truncated' // a signed head lies past the chain's last entry
+  | 'diverged' // entries were sealed after a chain that no longer passed through the signed head
   | 'unsigned_head'; // the chain's last entry carries no signed checkpoint
 
 export interface VerifyResult {

@@ -15,7 +15,12 @@ import { ChainVerifier, type BreakReason, type VerifyResult } from './hash-chain
  * - checkpoints relabelled with a key id the service does not hold: that is a failure, not a skip;
  * - the newest entries cut off, checkpoints and head row included: the sealer also keeps the
  *   newest signed head in Redis, which only moves forward and only along the chain, so it stays
- *   ahead of (or off) the cut chain even after new entries grow it again.
+ *   ahead of (or off) the cut chain even after new entries grow it again;
+ * - entries sealed after the chain was changed, then removed with the change undone: a sealer
+ *   that finds the chain off the signed head records in Redis, for good, the first seq it seals
+ *   after it (QA: the head was held still by one changed hash while entries were sealed, and
+ *   then both were put back and the entries cut; and a cut grown again moved the reported seq
+ *   past the entries removed).
  * They CAN: add entries (an event written to the outbox is sealed and signed like any other: the
  * log proves what was recorded, not that it happened), stop new entries from being recorded,
  * change or drop an event before the sealer chains it, and read every entry. Whoever also controls that Redis (or every store on the box, as with the
@@ -35,12 +40,15 @@ export async function verifyAudit(
   await sealForRead(log, orgId);
   // Read before the snapshot: what Redis holds was committed before it was written there.
   const outside = await log.signedHead(orgId);
+  const diverged = await log.divergedSince(orgId);
   const keyById = new Map(keys.map((k) => [k.id, k]));
   return log.readChain(orgId, async (chain) => {
     const signed = outside ? [...chain.checkpoints, outside] : chain.checkpoints;
     const { anchors, broken } = trustedAnchors(orgId, signed, keyById);
     const verifier = new ChainVerifier(anchors, { signedHead: true });
     broken.forEach((b) => verifier.markBroken(b.seq, b.reason));
+    // Entries sealed after a chain changed behind the service: whatever the database holds now.
+    if (diverged !== null) verifier.markBroken(diverged, 'diverged');
     for await (const batch of chain.entries()) batch.forEach((entry) => verifier.push(entry));
     return verifier.result();
   });

@@ -98,6 +98,7 @@ export class PgAuditLog implements AuditLog {
   /** When each org that could not be sealed was last logged. */
   private readonly failuresLogged = new OnceAMinute();
   private readonly headMismatchLogged = new OnceAMinute();
+  private readonly divergedLogged = new OnceAMinute();
 
   constructor(
     private readonly knex: Knex,
@@ -161,12 +162,27 @@ export class PgAuditLog implements AuditLog {
       const follows = await this.followsSignedHead(trx, orgId, head);
       const entries = sealEvents(head, pending);
       const checkpoint = await this.append(trx, orgId, entries);
-      return { count: entries.length, checkpoint, follows };
+      return { count: entries.length, checkpoint, follows, since: head.seq + 1 };
     });
     if (!sealed) return 0;
     // After commit, so the head kept outside never names entries the database does not hold.
     if (sealed.follows) await this.signedHeads.advance(sealed.checkpoint);
+    else await this.diverged(orgId, sealed.since);
     return sealed.count;
+  }
+
+  /**
+   * Entries from `since` on were sealed after a chain that no longer passes through the signed
+   * head kept outside: changed behind the service. Recorded there for good, so that verify
+   * reports them even once the change is undone and they are cut (see verify-audit.ts).
+   */
+  private async diverged(orgId: string, since: number): Promise<void> {
+    await this.signedHeads.markDiverged(orgId, since);
+    if (this.divergedLogged.due(orgId).log)
+      this.logger?.error(
+        { org_id: orgId, since },
+        'audit seal: the chain no longer passes through the signed head kept in Redis (changed outside the service); verify reports the entries sealed since',
+      );
   }
 
   /**
@@ -278,6 +294,10 @@ export class PgAuditLog implements AuditLog {
     const rows: EntryRow[] = await query.orderBy('seq', 'desc').limit(limit + 1);
     const items = rows.slice(0, limit).map(toEntry);
     return { items, nextBeforeSeq: rows.length > limit ? (items.at(-1)?.seq ?? null) : null };
+  }
+
+  divergedSince(orgId: string): Promise<number | null> {
+    return this.signedHeads.divergedSince(orgId);
   }
 
   signedHead(orgId: string): Promise<Checkpoint | null> {

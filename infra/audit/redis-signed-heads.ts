@@ -16,6 +16,13 @@ if h[1] ~= ARGV[1] or h[2] ~= ARGV[2] or h[3] ~= ARGV[3] or h[4] ~= ARGV[4] then
 redis.call('HSET', KEYS[1], 'key_id', ARGV[5], 'signature', ARGV[6])
 return 1`;
 
+// Keeps the lowest seq it was given: a later, earlier divergence is the one to report.
+const DIVERGE = `
+local since = tonumber(redis.call('HGET', KEYS[1], 'since'))
+if since and since <= tonumber(ARGV[1]) then return 0 end
+redis.call('HSET', KEYS[1], 'since', ARGV[1])
+return 1`;
+
 /**
  * Each org's newest signed chain head, kept in Redis: out of reach of someone who has only the
  * database, so cutting the chain's tail there leaves this head ahead of it (see verify-audit.ts).
@@ -28,6 +35,25 @@ export class RedisSignedHeads {
 
   private key(orgId: string): string {
     return `${this.prefix}:audit:head:${orgId}`;
+  }
+
+  private divergedKey(orgId: string): string {
+    return `${this.prefix}:audit:diverged:${orgId}`;
+  }
+
+  /**
+   * Records that the sealer chained entries from `since` on after a chain that no longer passed
+   * through the signed head: kept for good (the lowest such seq), so removing them later, and
+   * putting the chain back as it was, still shows.
+   */
+  async markDiverged(orgId: string, since: number): Promise<void> {
+    await this.redis.eval(DIVERGE, 1, this.divergedKey(orgId), since);
+  }
+
+  /** The first seq sealed after a chain that did not follow the signed head; null when none was. */
+  async divergedSince(orgId: string): Promise<number | null> {
+    const since = await this.redis.hget(this.divergedKey(orgId), 'since');
+    return since === null ? null : Number(since);
   }
 
   async get(orgId: string): Promise<Checkpoint | null> {

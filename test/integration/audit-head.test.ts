@@ -120,8 +120,30 @@ describe('a truncated tail', () => {
     await grow(org, 4); // the sealer moves on from the rewound head
     const after = await verify(org);
     expect(after.head.seq).toBeGreaterThan(headBefore);
-    expect(after).toMatchObject({ valid: false });
-    expect(after.first_broken_seq).toBeLessThanOrEqual(headBefore);
+    // From the first entry that replaced a removed one (QA: new checkpoints at the removed seqs
+    // moved it up to the old head's seq, vouching for entries that were gone).
+    expect(after).toMatchObject({ valid: false, first_broken_seq: keep + 1 });
+  });
+
+  it('fails verify when entries sealed while the chain was held off its head are cut, the change undone (QA)', async () => {
+    const org = await signupOrg(app.http);
+    await grow(org, 2);
+    const last = (await checkpointSeqs(org.orgId)).at(-1) as number;
+    const where = `org_id = '${org.orgId}' and seq = ${last}`;
+    const [row] = await app.infra.knex('audit_entries').whereRaw(where).select('hash');
+    const hash = (row as { hash: string }).hash;
+    const changed = `f${hash.slice(1)}`;
+    // One changed hash holds the head kept in Redis still: the chain no longer passes through it.
+    await asSuperuser(`update audit_entries set hash = '${changed}' where ${where};
+      update audit_heads set hash = '${changed}' where org_id = '${org.orgId}';`);
+    await grow(org, 2); // sealed, listed and signed in the database meanwhile
+    // The change undone, and what was sealed since cut with its checkpoints.
+    await asSuperuser(`update audit_entries set hash = '${hash}' where ${where};`);
+    await cutTail(org.orgId, last);
+    expect(await verify(org)).toMatchObject({ valid: false, first_broken_seq: last + 1 });
+    await grow(org, 1); // and it stays so as the chain grows again
+    expect(await verify(org)).toMatchObject({ valid: false, first_broken_seq: last + 1 });
+    expect(app.logs.join('\n')).toContain('the chain no longer passes through the signed head kept in Redis');
   });
 });
 

@@ -121,11 +121,17 @@ describe('verifyAudit', () => {
   const signed = (seq: number) => signCheckpoint(key, 'org_1', chain[seq - 1]!, at);
 
   /** An in-memory log: the entries, the checkpoints in the database, and the head kept outside. */
-  const logOf = (entries: AuditEntry[], checkpoints: Checkpoint[], outside: Checkpoint | null = null) => {
+  const logOf = (
+    entries: AuditEntry[],
+    checkpoints: Checkpoint[],
+    outside: Checkpoint | null = null,
+    diverged: number | null = null,
+  ) => {
     const log: AuditLog = {
       seal: async () => 0,
       list: async () => ({ items: [], nextBeforeSeq: null }),
       signedHead: async () => outside,
+      divergedSince: async () => diverged,
       readChain: (_orgId, read) =>
         read({
           checkpoints,
@@ -163,6 +169,15 @@ describe('verifyAudit', () => {
   it('fails a chain whose last entry carries no signed checkpoint', async () => {
     const result = await verifyAudit(logOf(chain, [signed(2)]), 'org_1', [key]);
     expect(result).toMatchObject({ valid: false, firstBrokenSeq: 4, reason: 'unsigned_head' });
+  });
+
+  it('fails from the first entry sealed after the chain left the signed head, whatever the chain is now (QA)', async () => {
+    // Intact, signed, and following its head: only the record kept outside says entries went.
+    const result = await verifyAudit(logOf(chain, [signed(2), signed(4)], signed(4), 3), 'org_1', [key]);
+    expect(result).toMatchObject({ valid: false, firstBrokenSeq: 3, reason: 'diverged' });
+    // An earlier break still wins.
+    const cut = await verifyAudit(logOf(chain.slice(0, 1), [signed(2)], signed(2), 3), 'org_1', [key]);
+    expect(cut).toMatchObject({ firstBrokenSeq: 2, reason: 'truncated' });
   });
 
   it("fails another org's signed head and a forged signature", async () => {
