@@ -49,7 +49,9 @@ export const AuditVerification = z.object({
         'cut from the end, by the first one missing (head is then the last entry left). A rewrite with recomputed ' +
         'hashes shows only at the next signed head, so it is reported from the entry after the last signed head ' +
         'the chain still passes: any entry from there on may have been rewritten, and the entry named may itself ' +
-        'look intact. A last entry that carries no signed checkpoint is named itself. Why it failed is logged for ' +
+        'look intact. A last entry that carries no signed checkpoint is named itself. Entries the service sealed ' +
+        'after the chain was changed behind it are reported from the first of them for good, even once removed ' +
+        'and the change undone. Why it failed is logged for ' +
         'the operators (reason).',
     }),
 });

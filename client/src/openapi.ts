@@ -10215,7 +10215,7 @@ export interface operations {
               seq: number;
               hash: string;
             };
-            /** @description The first entry verify cannot vouch for, null when the log is intact. An entry changed in place, or out of its place, is named itself; a missing entry, by the entry after the gap (whose link fails); entries cut from the end, by the first one missing (head is then the last entry left). A rewrite with recomputed hashes shows only at the next signed head, so it is reported from the entry after the last signed head the chain still passes: any entry from there on may have been rewritten, and the entry named may itself look intact. A last entry that carries no signed checkpoint is named itself. Why it failed is logged for the operators (reason). */
+            /** @description The first entry verify cannot vouch for, null when the log is intact. An entry changed in place, or out of its place, is named itself; a missing entry, by the entry after the gap (whose link fails); entries cut from the end, by the first one missing (head is then the last entry left). A rewrite with recomputed hashes shows only at the next signed head, so it is reported from the entry after the last signed head the chain still passes: any entry from there on may have been rewritten, and the entry named may itself look intact. A last entry that carries no signed checkpoint is named itself. Entries the service sealed after the chain was changed behind it are reported from the first of them for good, even once removed and the change undone. Why it failed is logged for the operators (reason). */
             first_broken_seq: number | null;
           };
         };
