@@ -85,15 +85,23 @@ export function refusalOf(i: InvocationSummary, requestId: string): Reply {
 
 type ReplyFn = (status: number, code: string, message: string, param?: string | null) => Reply;
 
+/** Failures of an invocation that are the caller's setup, not the provider's: no HTTP error of their own. */
+const SETUP_FAILURE_STATUS: Readonly<Record<string, number>> = {
+  // The credential it would run with was deleted (before the call, or while an approval held it).
+  credential_not_found: 400,
+};
+
 /**
  * A failed invocation: a contract code (a cap, a closed session, the requesting key revoked or
  * expired meanwhile) answers its contract status (QA: a revoked key's call was a 502, as if the
- * provider had failed); anything else is the provider's failure (or an outcome unknown): a bad
- * gateway, as a proxy answers.
+ * provider had failed), a deleted credential 400 (QA: a 502 too); anything else is the
+ * provider's failure (or an outcome unknown): a bad gateway, as a proxy answers.
  */
 function failureOf(i: InvocationSummary, reply: ReplyFn): Reply {
   const code = i.error?.errorCode ?? 'internal_error';
   const message = i.error?.message ?? 'the invocation failed';
-  const status = Object.hasOwn(ERROR_STATUS, code) ? ERROR_STATUS[code as ErrorCode] : 502;
+  const status = Object.hasOwn(ERROR_STATUS, code)
+    ? ERROR_STATUS[code as ErrorCode]
+    : (SETUP_FAILURE_STATUS[code] ?? 502);
   return reply(status, code, message);
 }

@@ -227,6 +227,28 @@ describe('x-should-retry: false on the answers a retry cannot change', () => {
     expect(resumed.headers.get('x-should-retry')).toBe('false');
   });
 
+  it('400 credential_not_found, not 502, for a call whose credential was deleted (QA)', async () => {
+    const stored = await app.http.post<{ credential_ref: string }>(
+      '/v1/credentials',
+      { name: 'soon gone', provider: 'mock', secret: 'mock-secret-gone' },
+      setup.org.adminKey,
+    );
+    const ref = stored.body.credential_ref;
+    expect((await app.http.delete(`/v1/credentials/${ref}`, setup.org.adminKey)).status).toBe(204);
+    const res = await app.http.call<OpenAiErrorBody>('POST', '/v1/chat/completions', {
+      token: agentKey,
+      headers: { 'X-Session-Id': (await session()).id, 'X-Credential-Ref': ref },
+      body: { model: 'mock-1', messages: [{ role: 'user', content: 'hi' }], max_tokens: 8 },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({
+      error: { code: 'credential_not_found', type: 'invalid_request_error' },
+      error_code: 'credential_not_found',
+    });
+    expect(res.body.error.message).toContain(`credential ${ref} was deleted`);
+    expect(res.headers.get('x-should-retry')).toBe('false');
+  });
+
   it('502 when the provider failed', async () => {
     const err = await caught(ask(clientFor((await session()).id), 'mock-error-400'));
     expect(err).toMatchObject({ status: 502, code: 'provider_rejected' });
