@@ -32,6 +32,7 @@ import type { InvocationStore, RunView, SealedCredential, WriteOutcome } from '.
 import { statusesOf } from './lifecycle';
 import { outcomeWrite, recordOutcome } from './outcomes';
 import { PieceBatcher } from './piece-batcher';
+import { StorablePieces } from './storable-pieces';
 import type { CompletionSignal, PieceRelay } from './signals';
 import type { StageJob } from './evaluate-invocation';
 import type { Guardian } from '../policy/guardian';
@@ -280,11 +281,12 @@ async function streamCall(deps: RunDeps, invocationId: string, call: CompletionR
   const hangUp = new AbortController();
   const unwatch = deps.pieces.watchAbort(invocationId, () => hangUp.abort());
   let begun = false;
-  const pieces = new PieceBatcher((delta) => {
+  const storable = new StorablePieces((delta) => {
     if (!begun) deps.pieces.begin(invocationId);
     begun = true;
     deps.pieces.piece(invocationId, delta);
   });
+  const pieces = new PieceBatcher((delta) => storable.add(delta));
   try {
     // Read after the reservation: a failed read must not throw (a rerun would charge the reservation).
     if (await deps.pieces.hungUp(invocationId).catch(() => false)) throw goneBeforeCall();
@@ -292,6 +294,7 @@ async function streamCall(deps: RunDeps, invocationId: string, call: CompletionR
   } finally {
     // The last pieces go out before the end is told (recorded, then signalled).
     pieces.close();
+    storable.close();
     unwatch();
   }
 }

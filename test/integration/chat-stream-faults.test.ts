@@ -60,6 +60,21 @@ function answer(req: RecordedRequest, res: ServerResponse): void {
     for (let i = 0; i < 20_000; i++) write(res, piece('x'));
     return end(res, 16);
   }
+  if (marker.startsWith('unstorable')) {
+    // NUL and lone surrogates, and an emoji's surrogate pair split between two pieces.
+    for (const content of ['a\u0000b', '\ud800c', '\ud83d', '\ude00']) write(res, piece(content));
+    const call = {
+      index: 0,
+      id: 'c\u0000',
+      type: 'function',
+      function: { name: 'f\ud800', arguments: '{"a":"\u0000' },
+    };
+    write(res, { choices: [{ index: 0, delta: { tool_calls: [call] } }] });
+    write(res, {
+      choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '\udc00"}' } }] } }],
+    });
+    return end(res, 8);
+  }
   if (marker.startsWith('broken')) {
     write(res, piece('first '));
     write(res, piece('second '));
@@ -136,6 +151,31 @@ it('gathers a flood of one-letter pieces into a few events: the whole answer, a 
   expect(text).toBe('x'.repeat(20_000));
   // One event per piece before (20,000); now one per 20 ms of the stream at most.
   expect(events).toBeLessThan(200);
+});
+
+it('streams an answer holding NUL and lone surrogates as it is stored, U+FFFD for each, pairs kept whole (QA)', async () => {
+  const { id } = await session();
+  const { data: stream, response } = await clientFor(id)
+    .chat.completions.create(ask('unstorable'))
+    .withResponse();
+  let content = '';
+  const call = { id: '', name: '', arguments: '' };
+  for await (const chunk of stream) {
+    const delta = chunk.choices[0]?.delta;
+    content += delta?.content ?? '';
+    const piece = delta?.tool_calls?.[0];
+    call.id += piece?.id ?? '';
+    call.name += piece?.function?.name ?? '';
+    call.arguments += piece?.function?.arguments ?? '';
+  }
+  expect(content).toBe('a\ufffdb\ufffdc\u{1f600}');
+  expect(call).toEqual({ id: 'c\ufffd', name: 'f\ufffd', arguments: '{"a":"\ufffd\ufffd"}' });
+  // What the client got is what was recorded: a tool call id it can send back on its next turn.
+  const done = await finished(app.http, key, response.headers.get('x-invocation-id') as string);
+  expect(done.output).toMatchObject({
+    content,
+    tool_calls: [{ id: call.id, function: { name: call.name, arguments: call.arguments } }],
+  });
 });
 
 it('does not try a stream again once its pieces reached the client: it ends with an error, one provider call', async () => {
