@@ -2,6 +2,7 @@ import type { AuditEvent } from '../audit/audit-event';
 import type { InvocationError } from '../invocations/invocation';
 import type { Approval, ApprovalStatus, ApprovalVote } from './approval';
 import type { LineageSource } from './voter-lineage';
+import type { InvocationTotals } from '../invocations/outcomes';
 
 export interface ApprovalFilter {
   status?: ApprovalStatus | undefined;
@@ -27,6 +28,8 @@ export interface QueuePosition {
 export interface LockedApproval {
   approval: Approval;
   invocationStatus: string;
+  /** The invocation's totals, for the audit entry that ends it (nothing was charged while it waited). */
+  invocationTotals: InvocationTotals;
 }
 
 /**

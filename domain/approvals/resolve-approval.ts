@@ -1,6 +1,7 @@
 import { SYSTEM_ACTOR, type Actor } from '../audit/audit-event';
 import { newAuditEvent } from '../audit/new-event';
 import type { InvocationError } from '../invocations/invocation';
+import { totalsDetails, type InvocationTotals } from '../invocations/outcomes';
 import { isOverdue, type Approval, type ApprovalStatus, type VoteDecision } from './approval';
 import type { ApprovalChange, Decision, LockedApproval } from './approval-store';
 import { lineageOf, oneVoice, speaksFor, type Lineage } from './voter-lineage';
@@ -37,6 +38,8 @@ interface EventContext {
   actor: Actor;
   at: Date;
   requestId: string | null;
+  /** The invocation's totals, which the entry that ends it carries as every invocation's last entry does. */
+  totals: InvocationTotals;
 }
 
 const approvalEvent = (c: EventContext, action: string, details: Record<string, unknown> = {}) =>
@@ -62,7 +65,12 @@ const invocationEvent = (c: EventContext, { status, error }: InvocationMove) =>
     at: c.at,
     requestId: c.requestId,
     outcome: status === 'denied' ? 'denied' : status === 'failed' ? 'failure' : 'success',
-    details: { approval_id: c.approval.id, error_code: error?.errorCode ?? null },
+    details: {
+      approval_id: c.approval.id,
+      // Its last entry, unless it resumes (QA: a reconciler read no cost_usd from it).
+      ...(status === 'running' ? {} : totalsDetails(c.totals)),
+      error_code: error?.errorCode ?? null,
+    },
   });
 
 const invocationMoveOf = (status: Exclude<ApprovalStatus, 'pending'>): InvocationMove =>
@@ -110,7 +118,7 @@ function vote(locked: LockedApproval, r: Vote, at: Date, lines: Lineages) {
   const { approval } = locked;
   const refused = refusedVoter(approval, r, lines);
   if (refused) return { change: null, result: refused };
-  const c = { approval, actor: r.by, at, requestId: r.requestId };
+  const c = { approval, actor: r.by, at, requestId: r.requestId, totals: locked.invocationTotals };
   const approvals =
     approval.votes.filter((v) => v.decision === 'approve').length + (r.decision === 'approve' ? 1 : 0);
   const voted = approvalEvent(c, 'approval.voted', {
@@ -142,9 +150,9 @@ export function resolveApproval(
   at: Date,
   lines: Lineages,
 ): Decision<ResolutionResult> {
-  const { approval } = locked;
+  const { approval, invocationTotals: totals } = locked;
   if (approval.status !== 'pending') return { change: null, result: 'not_pending' };
-  const system = { approval, actor: SYSTEM_ACTOR, at, requestId: null };
+  const system = { approval, actor: SYSTEM_ACTOR, at, requestId: null, totals };
   switch (resolution.kind) {
     case 'expire':
       // A job that ran early (a clock ahead of the database's) leaves it for the backstop sweep.
@@ -155,7 +163,7 @@ export function resolveApproval(
       if (isOverdue(approval, at)) return { change: resolveAs(system, 'expired'), result: 'expired' };
       return {
         change: resolveAs(
-          { approval, actor: resolution.by, at, requestId: resolution.requestId },
+          { approval, actor: resolution.by, at, requestId: resolution.requestId, totals },
           'cancelled',
         ),
         result: 'resolved',
@@ -166,7 +174,7 @@ export function resolveApproval(
     case 'withdraw': {
       if (isOverdue(approval, at)) return { change: resolveAs(system, 'expired'), result: 'expired' };
       const { by, requestId, error } = resolution;
-      const c = { approval, actor: by, at, requestId };
+      const c = { approval, actor: by, at, requestId, totals };
       const change = resolveAs(c, 'cancelled', { status: 'failed', error }, { reason: error.errorCode });
       return { change, result: 'resolved' };
     }

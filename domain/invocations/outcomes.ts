@@ -21,6 +21,25 @@ const actionOf = (status: FinishWrite['status']) =>
 
 type WriteBody = Omit<FinishWrite, 'event' | 'invocationId' | 'from'>;
 
+/** What an invocation's totals are read from: its row, or the row as a write leaves it. */
+export type InvocationTotals = Pick<Invocation, 'sessionId' | 'model' | 'provider'> &
+  Pick<Invocation, 'usage' | 'costMicros' | 'chargedCalls' | 'providerAttempts'>;
+
+/**
+ * An invocation's totals as its audit entries carry them, so that its last entry, whoever wrote
+ * it, reconciles with a bill (README, "What the audit log proves").
+ */
+export const totalsDetails = (t: InvocationTotals) => ({
+  session_id: t.sessionId,
+  model: t.model,
+  provider: t.provider,
+  input_tokens: t.usage?.inputTokens ?? 0,
+  output_tokens: t.usage?.outputTokens ?? 0,
+  cost_usd: microsToUsd(t.costMicros),
+  calls: t.chargedCalls,
+  provider_attempts: t.providerAttempts,
+});
+
 /**
  * The audit entry of a charged state change: the invocation's totals after it (usage, cost,
  * calls, attempts) and the error code, never message text; and what the provider reported for
@@ -44,14 +63,7 @@ function finishEvent(
     requestId,
     outcome: AUDIT_OUTCOME[write.status],
     details: {
-      session_id: invocation.sessionId,
-      model: invocation.model,
-      provider: invocation.provider,
-      input_tokens: after.usage?.inputTokens ?? 0,
-      output_tokens: after.usage?.outputTokens ?? 0,
-      cost_usd: microsToUsd(after.costMicros),
-      calls: after.chargedCalls,
-      provider_attempts: after.providerAttempts,
+      ...totalsDetails({ ...invocation, ...after }),
       error_code: write.error?.errorCode ?? null,
       ...(reported
         ? {

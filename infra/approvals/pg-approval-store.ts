@@ -17,6 +17,8 @@ import type { LineageSource } from '../../domain/approvals/voter-lineage';
 import { approvalSelect } from './approval-sql';
 import { PgKeyLineage } from './pg-key-lineage';
 import { toApproval, type ApprovalRow } from './approval-rows';
+import type { InvocationTotals } from '../../domain/invocations/outcomes';
+import type { Provider } from '../../domain/providers';
 
 type Rows<T> = { rows: T[] };
 
@@ -132,16 +134,47 @@ function narrowStranded(scope: StrandedScope | undefined): { sql: string; values
  */
 async function lock(trx: Knex.Transaction, orgId: string | null, id: string): Promise<LockedApproval | null> {
   const { rows: inv } = (await trx.raw(
-    `select i.status from invocations i
+    `select i.status, i.session_id, i.model, i.provider, i.input_tokens, i.output_tokens, i.cost_micros,
+       i.charged_calls, i.provider_attempts
+     from invocations i
      where i.id = (select invocation_id from approvals where id = ? and (?::text is null or org_id = ?))
      for update of i`,
     [id, orgId, orgId],
-  )) as Rows<{ status: string }>;
+  )) as Rows<TotalsRow>;
   const invocation = inv[0];
   if (!invocation) return null;
   await trx.raw('select 1 from approvals where id = ? for update', [id]);
-  return { approval: await reread(trx, id), invocationStatus: invocation.status };
+  return {
+    approval: await reread(trx, id),
+    invocationStatus: invocation.status,
+    invocationTotals: totalsOf(invocation),
+  };
 }
+
+interface TotalsRow {
+  status: string;
+  session_id: string;
+  model: string;
+  provider: Provider;
+  input_tokens: string | null;
+  output_tokens: string | null;
+  cost_micros: string;
+  charged_calls: number;
+  provider_attempts: number;
+}
+
+const totalsOf = (r: TotalsRow): InvocationTotals => ({
+  sessionId: r.session_id,
+  model: r.model,
+  provider: r.provider,
+  usage:
+    r.input_tokens === null
+      ? null
+      : { inputTokens: Number(r.input_tokens), outputTokens: Number(r.output_tokens) },
+  costMicros: Number(r.cost_micros),
+  chargedCalls: r.charged_calls,
+  providerAttempts: r.provider_attempts,
+});
 
 async function reread(trx: Knex.Transaction, id: string): Promise<Approval> {
   const { rows } = (await trx.raw(`${approvalSelect(false)} where ap.id = ?`, [id])) as Rows<ApprovalRow>;

@@ -107,7 +107,14 @@ async function expectWithdrawn(p: Paused, errorCode: string, actorId: string) {
   expect(invocation.error?.message).toContain('its approval was withdrawn');
   const [entry] = (await auditOf(p.approval.id)).filter((e) => e.action === 'approval.cancelled');
   expect(entry).toMatchObject({ actor: { id: actorId }, details: { reason: errorCode } });
-  expect((await auditOf(p.approval.invocation_id)).map((e) => e.action)).toContain('llm.invoke.failed');
+  const [last] = (await auditOf(p.approval.invocation_id)).filter((e) => e.action === 'llm.invoke.failed');
+  // With the invocation's totals, as every invocation's last entry (QA: only ids).
+  expect(last?.details).toMatchObject({
+    session_id: p.sessionId,
+    cost_usd: 0,
+    calls: 0,
+    error_code: errorCode,
+  });
   const vote = await api.http.post<{ error_code: string }>(
     `/v1/approvals/${p.approval.id}/approve`,
     {},

@@ -55,8 +55,10 @@ const body = (sessionId: string, modelName: string, content = 'please run this')
   max_tokens: 100,
 });
 
-async function auditOf(resourceId: string): Promise<{ action: string; actor: { id: string } }[]> {
-  const res = await app.http.get<{ data: { action: string; actor: { id: string } }[] }>(
+type Entry = { action: string; actor: { id: string }; details: Record<string, unknown> };
+
+async function auditOf(resourceId: string): Promise<Entry[]> {
+  const res = await app.http.get<{ data: Entry[] }>(
     `/v1/audit?resource_id=${resourceId}&limit=100`,
     setup.org.adminKey,
   );
@@ -209,6 +211,20 @@ describe('a require_approval verdict pauses the invocation', () => {
     const done = await finished(app.http, agentKey, invocation.id);
     expect(done).toMatchObject({ status: 'denied', error: { error_code: 'approval_rejected' }, cost_usd: 0 });
     expect(requestsFor('marker-2')).toBe(0);
+    // Its last entry carries its totals, as every invocation's last entry does (QA: only ids).
+    const [last] = (await auditOf(invocation.id)).filter((e) => e.action === 'llm.invoke.denied');
+    expect(last?.details).toEqual({
+      approval_id: approval.id,
+      session_id: session.id,
+      model: m,
+      provider: 'openai_compatible',
+      input_tokens: 0,
+      output_tokens: 0,
+      cost_usd: 0,
+      calls: 0,
+      provider_attempts: 0,
+      error_code: 'approval_rejected',
+    });
   });
 
   it('times out: the approval ends expired and the invocation denied with approval_expired', async () => {
