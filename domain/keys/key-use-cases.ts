@@ -50,7 +50,9 @@ export async function mintKey(deps: KeyDeps, ctx: CallContext, input: MintKeyInp
   });
   await deps.uow.transaction(async (tx) => {
     tx.keys.add(minted.key);
-    recordKeyEvent(tx, ctx, 'key.created', minted.key, now);
+    recordKeyEvent(tx, ctx, 'key.created', minted.key, now, {
+      expires_at: minted.key.expiresAt.toISOString(),
+    });
   });
   return minted;
 }
@@ -97,6 +99,11 @@ export async function rotateKey(
     old.replacedBy = minted.key.id;
     tx.keys.add(minted.key);
     tx.keys.update(old);
+    // The new key has an entry of its own, found by its id and prefix (QA: only the old key's).
+    recordKeyEvent(tx, ctx, 'key.created', minted.key, now, {
+      expires_at: minted.key.expiresAt.toISOString(),
+      rotated_from: old.id,
+    });
     recordKeyEvent(tx, ctx, 'key.rotated', old, now, {
       new_key_id: minted.key.id,
       grace_seconds: graceSeconds,

@@ -81,6 +81,7 @@ describe('audit entries for every state change', () => {
       'user.signed_up',
       'key.created',
       'key.created',
+      'key.created',
       'key.rotated',
       'key.revoked',
       'invite.created',
@@ -91,6 +92,17 @@ describe('audit entries for every state change', () => {
     ]);
     const revoked = entries.find((e) => e.action === 'key.revoked');
     expect(revoked?.actor).toEqual({ type: 'api_key', id: org.adminKeyId });
+    // The key a rotation made has an entry of its own, under its id (QA: only the old key's).
+    const rotated = entries.find((e) => e.action === 'key.rotated');
+    const made = entries.find((e) => e.action === 'key.created' && e.details.rotated_from !== undefined);
+    expect(made?.resource).toEqual({ type: 'api_key', id: rotated?.details.new_key_id });
+    expect(made?.details).toMatchObject({
+      rotated_from: rotated?.resource.id,
+      prefix: expect.stringMatching(/^csk_/),
+      expires_at: expect.any(String),
+    });
+    expect(made?.details.prefix).not.toBe(rotated?.details.prefix);
+    expect(revoked?.resource.id).toBe(made?.resource.id);
     expect(revoked?.resource.type).toBe('api_key');
     expect(revoked?.request_id).toMatch(/^req_/);
   });
