@@ -87,6 +87,11 @@ describe('control-plane CLI: approvals, audit', () => {
       .map((line) => JSON.parse(line));
     const fromApi = await app.http.get<{ data: unknown[] }>('/v1/audit?limit=3', setup.org.adminKey);
     expect(lines).toEqual([...fromApi.body.data].reverse());
+
+    // A filter that matches nothing says so, not that the log is empty (QA).
+    const none = await cli(['audit', 'tail', '--action', 'no.such.action']);
+    expect(none).toMatchObject({ code: 0, stdout: '' });
+    expect(none.stderr).toContain('no audit entries with action no.such.action yet');
   });
 
   it('follows the log until interrupted', async () => {

@@ -3,7 +3,7 @@ import type { ControlPlane } from '../control-plane';
 import { collect, type ListItem, type ListPath, type ListQuery } from '../pagination';
 import { dataOf } from '../transport';
 import type { Call } from './call';
-import { integer } from './parsers';
+import { pageSize } from './parsers';
 
 export interface PageOptions {
   limit?: number;
@@ -20,7 +20,7 @@ export interface Page<T> {
 export const pageFlags = (command: Command) =>
   command
     .addOption(
-      new Option('--limit <n>', 'items per page (1..100; the API defaults to 20)').argParser(integer),
+      new Option('--limit <n>', 'items per page (1..100; the API defaults to 20)').argParser(pageSize),
     )
     .option('--cursor <cursor>', 'the page after this one (next_cursor of the previous page)')
     .addOption(new Option('--all', 'every page, one after another').conflicts('cursor'));

@@ -28,6 +28,13 @@ export function integer(value: string): number {
   return parsed;
 }
 
+/** How many items a page holds: 1 to 100, as the API takes (QA: 0 went to it and came back a 400). */
+export function pageSize(value: string): number {
+  const parsed = integer(value);
+  if (parsed < 1 || parsed > 100) throw new InvalidArgumentError('must be from 1 to 100.');
+  return parsed;
+}
+
 function json(value: string): unknown {
   try {
     return JSON.parse(value);

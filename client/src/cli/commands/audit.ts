@@ -6,7 +6,7 @@ import type { AuditEntry } from '../../types';
 import { action, type Call } from '../call';
 import { EXIT } from '../exit-codes';
 import { record, table, when } from '../format';
-import { integer, pollSeconds } from '../parsers';
+import { pageSize, pollSeconds } from '../parsers';
 import { progress } from '../spinner';
 import type { RunState } from '../state';
 
@@ -23,7 +23,7 @@ export function auditCommand(state: RunState): Command {
   audit
     .command('tail')
     .description('the newest entries, oldest first; --json prints one entry per line')
-    .addOption(new Option('--limit <n>', 'how many (1..100)').argParser(integer).default(20))
+    .addOption(new Option('--limit <n>', 'how many (1..100)').argParser(pageSize).default(20))
     .option('--action <action>', 'only this action (e.g. key.created)')
     .option('-f, --follow', 'keep printing new entries until interrupted')
     .addOption(
@@ -46,7 +46,8 @@ async function tail(call: Call<TailOptions>): Promise<number> {
   const { limit, action: filter, follow, interval } = call.options;
   const newest = (await dataOf(cp.raw.GET('/v1/audit', { params: { query: { limit, action: filter } } })))
     .data;
-  if (newest.length === 0 && !call.json) call.err('no audit entries yet');
+  if (newest.length === 0 && !call.json)
+    call.err(filter === undefined ? 'no audit entries yet' : `no audit entries with action ${filter} yet`);
   let lastSeq = print(call, newest, 0);
   while (follow) {
     try {
