@@ -1,4 +1,5 @@
 import type { Invocation } from '../../domain/invocations/invocation';
+import type { SealedCredential } from '../../domain/invocations/invocation-store';
 
 /** An invocation as its row reads, for unit tests of the pipeline's stages: queued unless told. */
 export const invocationRow = (over: Partial<Invocation> = {}): Invocation => {
@@ -30,4 +31,14 @@ export const invocationRow = (over: Partial<Invocation> = {}): Invocation => {
     completedAt: null,
     ...over,
   };
+};
+
+/** The sealed credential `cred_1` those invocations run with, as the stages read it. */
+export const sealedCredential: SealedCredential = {
+  ref: 'cred_1',
+  provider: 'mock',
+  baseUrl: null,
+  version: 1,
+  sealedSecret: 'sealed',
+  keyId: 'k1',
 };

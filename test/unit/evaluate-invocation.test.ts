@@ -12,11 +12,10 @@ import type {
   FinishWrite,
   GuardianView,
   InvocationStore,
-  SealedCredential,
 } from '../../domain/invocations/invocation-store';
 import type { InvocationStage } from '../../domain/invocations/signals';
 import { SLOW_DECISION_MS } from '../../domain/invocations/slow-decision';
-import { invocationRow } from '../support/invocation-row';
+import { invocationRow, sealedCredential } from '../support/invocation-row';
 
 const now = new Date('2026-11-22T12:00:00Z');
 const price = { inputMicrosPerMtok: 1_000_000, outputMicrosPerMtok: 2_000_000 };
@@ -71,14 +70,7 @@ function fakes(
   return { deps, decisions, finishes, enqueued, timers };
 }
 
-const credential: SealedCredential = {
-  ref: 'cred_1',
-  provider: 'mock',
-  baseUrl: null,
-  version: 1,
-  sealedSecret: 'sealed',
-  keyId: 'k1',
-};
+const credential = sealedCredential;
 
 const allow = allowed();
 

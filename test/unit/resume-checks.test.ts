@@ -2,7 +2,7 @@ import { stoppedAfterWait } from '../../domain/invocations/resume-checks';
 import { SLOW_DECISION_MS } from '../../domain/invocations/slow-decision';
 import type { GuardianView, InvocationStore } from '../../domain/invocations/invocation-store';
 import { allowed, Guardian } from '../../domain/policy/guardian';
-import { invocationRow } from '../support/invocation-row';
+import { invocationRow, sealedCredential } from '../support/invocation-row';
 
 /** The checks before a retry, an approved run or a restarted one, when the guardian's decision is slow. */
 const start = new Date('2026-11-28T12:00:00Z').getTime();
@@ -12,14 +12,7 @@ const view: GuardianView = {
   agent: { id: 'agt_1', status: 'active', allowedModels: ['m'], credentialRefs: ['cred_1'] },
   session: { status: 'open', expiresAt: new Date(start + 3_600_000) },
   policyVersion: 1,
-  credential: {
-    ref: 'cred_1',
-    provider: 'mock',
-    baseUrl: null,
-    version: 1,
-    sealedSecret: 'sealed',
-    keyId: 'k1',
-  },
+  credential: sealedCredential,
   requesterRevokedAt: null,
   requesterExpiresAt: null,
 };
@@ -66,7 +59,7 @@ it('reads nothing again after a fast decision, and lets the call go', async () =
 });
 
 it('stops an approved run whose credential was deleted while it waited: failed credential_not_found', async () => {
-  const gone = { ...view.credential!, sealedSecret: null };
+  const gone = { ...sealedCredential, sealedSecret: null };
   const { deps: d } = deps(3_000, { credential: gone });
   expect(await stoppedAfterWait(d, invocation, 'approval')).toMatchObject({
     status: 'failed',
