@@ -144,6 +144,8 @@ interface ChunkToolCall {
   function?: { name?: unknown; arguments?: unknown };
 }
 
+const isName = (value: unknown): value is string => typeof value === 'string' && value !== '';
+
 /** `chat.completion.chunk` events: text and tool-call pieces, then the usage chunk and [DONE]. */
 class ChunkParser implements StreamParser {
   content = '';
@@ -220,8 +222,10 @@ class ChunkParser implements StreamParser {
       const call = this.calls.get(index) ?? { id: '', name: '', arguments: '' };
       this.calls.set(index, call);
       const piece: NonNullable<StreamDelta['toolCalls']>[number] = { index };
-      if (typeof c.id === 'string') piece.id = call.id = c.id;
-      if (typeof c.function?.name === 'string') piece.name = call.name = c.function.name;
+      // Taken once, the first given that is not empty, and handed on only then: a provider that
+      // repeats or blanks it later would have one stored and another streamed (QA).
+      if (isName(c.id) && call.id === '') piece.id = call.id = c.id;
+      if (isName(c.function?.name) && call.name === '') piece.name = call.name = c.function.name;
       if (typeof c.function?.arguments === 'string') {
         call.arguments += c.function.arguments;
         piece.arguments = c.function.arguments;

@@ -171,6 +171,35 @@ describe('openai and openai_compatible, streamed', () => {
     expect(textOf(pieces)).toBe(result?.output.content);
   });
 
+  it("takes a tool call's id and name once, the first not empty: repeats and blanks change neither (QA)", async () => {
+    const call = (fn: Record<string, string>, id?: string) => ({
+      choices: [
+        {
+          index: 0,
+          delta: { tool_calls: [{ index: 0, ...(id !== undefined ? { id } : {}), function: fn }] },
+        },
+      ],
+    });
+    stub.handler = (_req, res) =>
+      sse(res, [
+        call({ name: '', arguments: '' }, ''),
+        call({ name: 'f', arguments: '{"a":' }, 'call_A'),
+        call({ name: 'g', arguments: '1' }, 'call_B'),
+        call({ name: '', arguments: '}' }, ''),
+        { choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] },
+        { choices: [], usage: { prompt_tokens: 5, completion_tokens: 9 } },
+        '[DONE]',
+      ]);
+    const { pieces, result } = await collect(router, request());
+    expect(result?.output.toolCalls).toEqual([
+      { id: 'call_A', type: 'function', function: { name: 'f', arguments: '{"a":1}' } },
+    ]);
+    // What a client assembles from the pieces is what is stored: each named once.
+    expect(
+      pieces.flatMap((p) => p.toolCalls ?? []).filter((c) => c.id !== undefined || c.name !== undefined),
+    ).toEqual([{ index: 0, id: 'call_A', name: 'f', arguments: '{"a":' }]);
+  });
+
   it('asks for a stream with the usage chunk, with the tools, and the event-stream type', async () => {
     stub.handler = (_req, res) => sse(res, toolChunks);
     await collect(router, request({ provider: 'openai', tools: [weatherTool], toolChoice: 'required' }));
