@@ -158,21 +158,23 @@ export class PgAuditLog implements AuditLog {
       if (!recorded) return null;
       const pending = await this.takePending(trx, orgId);
       if (pending.length === 0) return null;
-      const head = await this.chainHead(trx, orgId, recorded);
+      const { head, lastEntrySeq } = await this.chainHead(trx, orgId, recorded);
       const follows = await this.followsSignedHead(trx, orgId, head);
+      // Before the commit, so no lost acknowledgement can leave these entries unrecorded; from the
+      // last entry the chain holds, since a checkpoint left past it vouches for nothing (QA).
+      if (!follows) await this.diverged(orgId, Math.min(head.seq, lastEntrySeq) + 1);
       const entries = sealEvents(head, pending);
       const checkpoint = await this.append(trx, orgId, entries);
-      return { count: entries.length, checkpoint, follows, since: head.seq + 1 };
+      return { count: entries.length, checkpoint, follows };
     });
     if (!sealed) return 0;
     // After commit, so the head kept outside never names entries the database does not hold.
     if (sealed.follows) await this.signedHeads.advance(sealed.checkpoint);
-    else await this.diverged(orgId, sealed.since);
     return sealed.count;
   }
 
   /**
-   * Entries from `since` on were sealed after a chain that no longer passes through the signed
+   * Entries from `since` on are sealed after a chain that no longer passes through the signed
    * head kept outside: changed behind the service. Recorded there for good, so that verify
    * reports them even once the change is undone and they are cut (see verify-audit.ts).
    */
@@ -228,7 +230,11 @@ export class PgAuditLog implements AuditLog {
    * the chain goes on from that checkpoint, so new events are sealed (after a gap verify reports)
    * instead of colliding with it and waiting in the outbox for ever.
    */
-  private async chainHead(trx: Knex.Transaction, orgId: string, recorded: ChainHead): Promise<ChainHead> {
+  private async chainHead(
+    trx: Knex.Transaction,
+    orgId: string,
+    recorded: ChainHead,
+  ): Promise<{ head: ChainHead; lastEntrySeq: number }> {
     const { rows } = await trx.raw<{ rows: { kind: string; seq: string; hash: string }[] }>(NEWEST_LINKS, [
       orgId,
       orgId,
@@ -246,7 +252,7 @@ export class PgAuditLog implements AuditLog {
           ? 'audit seal: the head row does not match the chain (changed outside the service); sealing after the last entry'
           : 'audit seal: entries the last checkpoint signed are gone (deleted outside the service); sealing after that checkpoint',
       );
-    return head;
+    return { head, lastEntrySeq: last.seq };
   }
 
   private async takePending(trx: Knex.Transaction, orgId: string): Promise<AuditEvent[]> {
