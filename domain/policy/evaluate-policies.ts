@@ -28,9 +28,9 @@ interface RuleOutcome {
   modify?: (action: Action) => Action;
   /**
    * A redaction's pattern at work, for the step all redactions take together (`refoldAll`);
-   * `matchesItself` when its replacement matches its pattern (it is applied once).
+   * `appliedAgain` unless its replacement, redacted again, would change (see `settleRedacted`).
    */
-  redaction?: { finds: (text: string) => boolean; rewrite: (text: string) => string; matchesItself: boolean };
+  redaction?: { finds: (text: string) => boolean; rewrite: (text: string) => string; appliedAgain: boolean };
   approval?: ApprovalRequirement;
 }
 
@@ -108,10 +108,8 @@ const REDACTION_PASSES = 8;
  * after REDACTION_PASSES passes, it throws, which denies. A replacement that matches the pattern
  * itself is applied once, as it would match again at every pass.
  */
-function replacingAll(regex: RE2JS, replacement: string): (text: string) => string {
-  // Literal text: a "$1" or "$&" in the replacement is not a group reference.
-  const literal = RE2JS.quoteReplacement(replacement);
-  const once = (text: string) => regex.matcher(text).replaceAll(literal);
+function replacingAll(regex: RE2JS, replacement: string, budget: PatternBudget): (text: string) => string {
+  const once = (text: string) => replaceEach(regex, text, replacement, budget);
   if (matchesItself(regex, replacement)) return once;
   return (text) => {
     let out = once(text);
@@ -125,6 +123,33 @@ function replacingAll(regex: RE2JS, replacement: string): (text: string) => stri
 }
 
 const matchesItself = (regex: RE2JS, replacement: string): boolean => regex.matcher(replacement).find();
+
+/** How many replacements a redaction makes between two looks at the evaluation's time. */
+const REPLACEMENTS_PER_TIME_CHECK = 8;
+
+/**
+ * Every match of `regex` in `text` replaced by `replacement`, as it is (a "$1" in it is no group
+ * reference), as re2js's replaceAll does, but with the evaluation's time checked as it goes.
+ */
+function replaceEach(regex: RE2JS, text: string, replacement: string, budget: PatternBudget): string {
+  const m = regex.matcher(text);
+  let out = '';
+  let at = 0;
+  for (let n = 1; m.find(); n++) {
+    if (n % REPLACEMENTS_PER_TIME_CHECK === 0) budget.checkTime('the redaction was stopped');
+    out += text.slice(at, m.start()) + replacement;
+    at = m.end();
+  }
+  return at === 0 && out === '' ? text : out + text.slice(at);
+}
+
+/**
+ * Whether applying the redaction again leaves its own replacement as it is ("password=[REDACTED]"
+ * for `password=\S+`), so that applying it again to a whole text changes only what it had not
+ * taken out yet; one whose replacement would grow ("secret" → "[secret]") is never applied again.
+ */
+const stableOnItself = (regex: RE2JS, replacement: string, budget: PatternBudget): boolean =>
+  replaceEach(regex, replacement, replacement, budget) === replacement;
 
 /** One rule against one action: null when it has nothing to say. */
 function evaluateRule(
@@ -165,7 +190,7 @@ function evaluateRule(
       // The match here, and the rewrite should the modification apply.
       budget.spend(regex, action, 'redaction');
       if (!textsOf(action).some((text) => regex.matcher(text).find())) return null;
-      const rewrite = replacingAll(regex, rule.replacement);
+      const rewrite = replacingAll(regex, rule.replacement, budget);
       // The text as sent is redacted; only if a match still shows in its plain form (accents
       // kept) is it sent in that form (and redacted again), so text that needs no folding keeps
       // every character it had. The folded form comes after every redaction (refoldAll).
@@ -179,7 +204,8 @@ function evaluateRule(
         redaction: {
           finds: (text) => regex.matcher(text).find(),
           rewrite,
-          matchesItself: matchesItself(regex, rule.replacement),
+          appliedAgain:
+            !matchesItself(regex, rule.replacement) || stableOnItself(regex, rule.replacement, budget),
         },
       };
     }
@@ -357,10 +383,12 @@ function estimateOf(modified: Action, context: EvaluationContext): number | unde
  * forbids, or rename a tool into one that needs approval. A clamp alone cannot: it changes no
  * text and lowers the cost. It can also form again what a redaction takes out (QA: "x" taken out
  * after "secret" turned "secxret" into "secret", which was sent): the redactions that match the
- * redacted action are applied to it again and it is judged again, up to REDACTION_PASSES times,
- * past which it is denied. A redaction whose replacement matches its own pattern is not applied
- * again (it would redact its replacements). The enforced denials and holds of the action as it
- * will run, from what is left of the evaluation's budget, and the redactions applied again.
+ * redacted action are applied to it again and it is judged again, until that changes nothing, up
+ * to REDACTION_PASSES times, past which it is denied. A redaction whose replacement matches its
+ * own pattern is applied again too when that leaves its replacement as it is (QA: a re-formed
+ * "password=hunter2" went out past `password=\S+` → "password=[REDACTED]"); one whose
+ * replacement would grow is not. The enforced denials and holds of the action as it will run,
+ * from what is left of the evaluation's budget, and the redactions applied again.
  */
 function settleRedacted(
   compiled: CompiledPolicySet,
@@ -376,22 +404,31 @@ function settleRedacted(
     const judged = { ...action, estimatedCostUsd: estimateOf(action, context) };
     const { enforced } = judge(compiled, judged, context, { enforce: budget });
     const denied = enforced.filter((o) => o.verdict === 'deny');
-    const again = enforced.filter((o) => o.redaction && !o.redaction.matchesItself);
-    if (denied.length > 0 || again.length === 0) {
+    const again = enforced.filter((o) => o.redaction?.appliedAgain);
+    const result = denied.length > 0 || again.length === 0 ? null : modify(again, action);
+    if (result && 'failed' in result) return result;
+    // Done when nothing matches, or what matches is only the redactions' own replacements.
+    if (!result || sameTexts(result.action, action)) {
       const held = enforced.filter((o) => o.verdict === 'require_approval');
       return { action, denied, held, redactedAgain };
     }
-    const first = again[0] as RuleOutcome;
     if (pass > REDACTION_PASSES)
       return {
-        failed: failedPolicy(first.policy, `its redaction still matched after ${REDACTION_PASSES} passes`),
+        failed: failedPolicy(
+          (again[0] as RuleOutcome).policy,
+          `its redaction still changed the request after ${REDACTION_PASSES} passes`,
+        ),
       };
-    const result = modify(again, action);
-    if ('failed' in result) return result;
     action = result.action;
     redactedAgain.push(...notAmong(again, redactedAgain));
   }
 }
+
+/** Whether two actions carry the same texts, in the same places (what redactions change). */
+const sameTexts = (a: Action, b: Action): boolean => {
+  const [x, y] = [textsOf(a), textsOf(b)];
+  return x.length === y.length && x.every((text, i) => text === y[i]);
+};
 
 /** The outcomes of `found` that `among` does not already have (same policy and rule). */
 const notAmong = (found: RuleOutcome[], among: RuleOutcome[]) =>

@@ -66,13 +66,23 @@ export class PatternBudget {
         `a pattern of ${size} instructions over ${characters} characters is past what one evaluation ` +
           'may scan; shorten the prompt, or the pattern and its repetitions',
       );
+    this.checkTime('this pattern was not run');
+    this.left -= work;
+  }
+
+  /**
+   * Throws once the evaluation took more than EVALUATION_MAX_MS: before each pattern rule, and
+   * between a redaction's replacements, whose count the budget cannot know before they run (QA:
+   * each match's search may scan to the end of the text, so a prompt of many matches made one
+   * cheap-looking rule hold the event loop for seconds).
+   */
+  checkTime(what: string): void {
     const took = this.now() - this.startedAt;
     if (took > EVALUATION_MAX_MS)
       throw new Error(
-        `the evaluation already took ${Math.round(took)} ms, past ${EVALUATION_MAX_MS} ms; this pattern ` +
-          "was not run: make the policies' patterns simpler, or the prompt shorter",
+        `the evaluation already took ${Math.round(took)} ms, past ${EVALUATION_MAX_MS} ms; ${what}: ` +
+          "make the policies' patterns simpler, or the prompt shorter",
       );
-    this.left -= work;
   }
 }
 

@@ -243,6 +243,11 @@ describe('the policy engine: every rule type', () => {
     // Marks of the blocks any letter may carry, beyond the accents' own (QA).
     for (const mark of ['\u1ab0', '\u1dc0', '\u20d0', '\u20e3', '\ufe20'])
       expect(denied('password', `my pa${mark}ssword is`)).toBe('deny');
+    // Any other combining mark on a Latin letter, and runs of them (QA: Vedic, musical, Arabic,
+    // Cyrillic marks); a script's own marks on its own letters stay (a Devanagari vowel sign).
+    for (const marks of ['\u1cd0', '\u{1d165}', '\u064b', '\u0483', '\u0951', '\u302a', '\u1cd0\u064b\u0483'])
+      expect(denied('password', `my pa${marks}ssword is`)).toBe('deny');
+    expect(denied('कछ', 'यह कुछ है')).toBe('allow');
     expect(denied('password', 'my pàsswörd is')).toBe('deny'); // precomposed accents
     expect(denied('profile', 'my pro\ufb01le')).toBe('deny'); // the "fi" ligature
     // A pattern written for the characters as sent still meets them.
@@ -806,12 +811,33 @@ describe('modifications compose', () => {
       verdict: 'deny',
       reasons: [{ code: 'policy_evaluation_failed' }],
     });
-    // A replacement that matches its own pattern is applied once, as before.
+    // A replacement that matches its own pattern and would grow is applied once, as before.
     const tagged = decide(
       [rename('secret', '[secret]', {})],
       action({ messages: [{ role: 'user', content: 'a secret' }] }),
     );
     expect(tagged.modifiedAction?.messages?.[0]?.content).toBe('a [secret]');
+    // One that its own replacement matches but leaves as it is takes out what another re-formed,
+    // in either order (QA: "password=hunter2" was sent).
+    for (const [first, second] of [
+      [20, 10],
+      [10, 20],
+    ]) {
+      const password = rename('(?i)password\\s*=\\s*\\S+', 'password=[REDACTED]', { priority: first });
+      const debug = rename('DEBUG', '', { priority: second });
+      const said = action({ messages: [{ role: 'user', content: 'passDEBUGword=hunter2 ok' }] });
+      expect(decide([password, debug], said).modifiedAction?.messages?.[0]?.content).toBe(
+        'password=[REDACTED] ok',
+      );
+    }
+  });
+
+  it("stops a redaction whose matches' searches run long, and denies: the budget cannot count them before (QA)", () => {
+    // Each search for the next match scans on to the end of the word for a possible ".exe".
+    const p = policy([{ type: 'redact_pattern', pattern: 'password|\\w+\\.exe', replacement: '[X]' }]);
+    const d = decide([p], action({ messages: [{ role: 'user', content: 'zpassword'.repeat(5_000) }] }));
+    expect(d).toMatchObject({ verdict: 'deny', reasons: [{ code: 'policy_evaluation_failed' }] });
+    expect(d.reasons[0]?.message).toContain('the redaction was stopped');
   });
 
   it('applies redactions and the clamp together, with a reason for each, in priority order', () => {
@@ -947,7 +973,7 @@ describe('failing closed', () => {
 
   it('denies, naming the policy, when applying its redaction throws', () => {
     const p = policy([{ type: 'redact_pattern', pattern: 'x', replacement: 'y' }]);
-    const regex = { matcher: () => ({ programSize: () => 1, find: () => true, replaceAll: boom }) };
+    const regex = { matcher: () => ({ programSize: () => 1, find: () => true, start: boom }) };
     const d = evaluatePolicies(withBrokenRegex([p], regex), action(), context);
     failed(d, p);
     exploded(d);
