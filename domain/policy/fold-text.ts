@@ -13,6 +13,18 @@ const INVISIBLE = /\p{Default_Ignorable_Code_Point}|(?![\t\n\v\f\r\u0085])\p{Cc}
  */
 const ACCENTS = /[\u0300-\u036f]|[\u1ab0-\u1aff]|[\u1dc0-\u1dff]|[\u20d0-\u20ff]|[\ufe20-\ufe2f]/g;
 
+/**
+ * Any other combining marks on a Latin, Greek or Cyrillic letter or on ASCII: never part of such a
+ * letter, so only there to hide it (QA: Vedic, musical, Arabic and Cyrillic marks after "a" hid
+ * "password"). The base is kept; the same marks on letters of their own script stay. One match
+ * takes a letter and its whole run of marks, so the work stays linear however long the run.
+ */
+const MARKS_ON_LATIN = /([\p{sc=Latin}\p{sc=Greek}\p{sc=Cyrillic}\x21-\x7e])\p{M}+/gu;
+
+/** The folded form of a decomposed text, invisible characters already dropped. */
+const withoutMarks = (decomposed: string): string =>
+  decomposed.replace(ACCENTS, '').replace(MARKS_ON_LATIN, '$1').normalize('NFC');
+
 /** Text with something to fold: printable ASCII, tabs and line ends alone are their own form. */
 const FOLDABLE = /[^\t\n\r\x20-\x7e]/;
 
@@ -24,9 +36,7 @@ const FOLDABLE = /[^\t\n\r\x20-\x7e]/;
  * folded.
  */
 export const foldText = (text: string): string =>
-  FOLDABLE.test(text)
-    ? text.normalize('NFKD').replace(ACCENTS, '').replace(INVISIBLE, '').normalize('NFC')
-    : text;
+  FOLDABLE.test(text) ? withoutMarks(text.normalize('NFKD').replace(INVISIBLE, '')) : text;
 
 /**
  * The form a pattern written with accents meets: as `foldText`, but with the accents kept. So
@@ -46,7 +56,7 @@ export function otherForms(text: string): string[] {
   // One decomposition for both (removing accents and invisible characters commutes).
   const decomposed = text.normalize('NFKD').replace(INVISIBLE, '');
   const plain = decomposed.normalize('NFC');
-  const folded = decomposed.replace(ACCENTS, '').normalize('NFC');
+  const folded = withoutMarks(decomposed);
   const forms = plain !== text ? [plain] : [];
   if (folded !== text && folded !== plain) forms.push(folded);
   return forms;
