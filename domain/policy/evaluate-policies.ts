@@ -405,9 +405,10 @@ function settleRedacted(
     const { enforced } = judge(compiled, judged, context, { enforce: budget });
     const denied = enforced.filter((o) => o.verdict === 'deny');
     const again = enforced.filter((o) => o.redaction?.appliedAgain);
-    const result = denied.length > 0 || again.length === 0 ? null : modify(again, action);
+    const result = again.length === 0 ? null : modify(again, action);
     if (result && 'failed' in result) return result;
-    // Done when nothing matches, or what matches is only the redactions' own replacements.
+    // Done when nothing matches, or what matches is only the redactions' own replacements: only
+    // the request as it will run is denied, not a step on the way to it (QA).
     if (!result || sameTexts(result.action, action)) {
       const held = enforced.filter((o) => o.verdict === 'require_approval');
       return { action, denied, held, redactedAgain };

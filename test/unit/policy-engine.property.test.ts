@@ -187,7 +187,8 @@ function judge(rule: Rule, a: Action): { verdict: Verdict; code: string } | null
 
 interface Said {
   policy: Policy;
-  index: number;
+  /** The rule's index; null for a failure of the whole policy. */
+  index: number | null;
   rule: Rule;
   verdict: Verdict;
   code: string;
@@ -206,6 +207,27 @@ function said(policies: Policy[], a: Action, ctx: EvaluationContext): Said[] {
   );
 }
 
+/** The rules' modifications applied in order: redactions to the messages, clamps to max_tokens. */
+function applied(rules: Said[], a: Action): Action {
+  const out = { ...a };
+  for (const { rule } of rules) {
+    if (rule.type === 'redact_pattern')
+      out.messages = out.messages?.map((m) => ({ ...m, content: redact(rule, m.content) }));
+    if (rule.type === 'max_tokens' && out.maxTokens !== undefined)
+      out.maxTokens = Math.min(out.maxTokens, rule.limit);
+  }
+  return out;
+}
+
+const redact = (rule: Extract<Rule, { type: 'redact_pattern' }>, text: string) =>
+  text.replace(new RegExp(rule.pattern, 'g'), () => rule.replacement);
+
+/** A redaction whose replacement its own pattern matches and changes: never applied again. */
+const grows = (rule: Rule) =>
+  rule.type === 'redact_pattern' && redact(rule, rule.replacement) !== rule.replacement;
+
+const same = (x: Said, y: Said) => x.policy.id === y.policy.id && x.index === y.index;
+
 function oracle(policies: Policy[], a: Action, ctx: EvaluationContext) {
   const enforcing = policies.filter((p) => p.mode === 'enforce');
   const enforced = said(enforcing, a, ctx);
@@ -218,18 +240,23 @@ function oracle(policies: Policy[], a: Action, ctx: EvaluationContext) {
   // Modifications apply under a modify, and under a require_approval (the approver sees what runs).
   const modifying = enforced.filter((s) => s.verdict === 'modify');
   if ((verdict === 'modify' || verdict === 'require_approval') && modifying.length > 0) {
-    modified = { ...a };
-    for (const { rule } of modifying) {
-      if (rule.type === 'redact_pattern')
-        modified.messages = modified.messages?.map((m) => ({
-          ...m,
-          content: m.content.replace(new RegExp(rule.pattern, 'g'), () => rule.replacement),
-        }));
-      if (rule.type === 'max_tokens' && modified.maxTokens !== undefined)
-        modified.maxTokens = Math.min(modified.maxTokens, rule.limit);
+    modified = applied(modifying, { ...a });
+    // What the redactions made is redacted again by those that match it (but one whose replacement
+    // grows under its own pattern), until that changes nothing; past 8 passes, a deny.
+    for (let pass = 1; modifying.some((s) => s.code === 'redacted'); pass++) {
+      const again = said(enforcing, modified, ctx).filter((s) => s.code === 'redacted' && !grows(s.rule));
+      const next = applied(again, modified);
+      if (JSON.stringify(next.messages) === JSON.stringify(modified.messages)) break;
+      if (pass > 8) {
+        const failed = { ...(again[0] as Said), code: 'policy_evaluation_failed', index: null };
+        [verdict, deciding, modified] = ['deny', [failed], null];
+        break;
+      }
+      if (verdict === 'modify') deciding.push(...again.filter((s) => !deciding.some((d) => same(d, s))));
+      modified = next;
     }
     // The modified action is judged again: a deny of it denies.
-    const denied = said(enforcing, modified, ctx).filter((s) => s.verdict === 'deny');
+    const denied = modified ? said(enforcing, modified, ctx).filter((s) => s.verdict === 'deny') : [];
     if (denied.length > 0) [verdict, deciding, modified] = ['deny', denied, null];
   }
   const asks = deciding.flatMap((s) => (s.rule.type === 'require_approval' ? [s.rule] : []));

@@ -804,6 +804,13 @@ describe('modifications compose', () => {
     expect(reformed.verdict).toBe('modify');
     expect(reformed.modifiedAction?.messages?.[0]?.content).toBe('my [S]');
     expect(reformed.reasons.map((r) => r.policyId)).toEqual([dropX.id, secret.id]);
+    // A deny of what a step on the way showed, gone from the request as it will run, does not deny.
+    const denySecret = policy([{ type: 'deny_pattern', pattern: 'secret' }]);
+    const past = decide(
+      [secret, dropX, denySecret],
+      action({ messages: [{ role: 'user', content: 'my secxret' }] }),
+    );
+    expect(past).toMatchObject({ verdict: 'modify', modifiedAction: { messages: [{ content: 'my [S]' }] } });
     // Two that form each other's match at every pass: denied once the passes run out.
     const xy = rename('x', 'y', { priority: 20 });
     const yx = rename('y', 'x', { priority: 10 });
