@@ -1,6 +1,7 @@
 import { RE2JS } from 're2js';
 import { hasOtherForms, mapActionTexts, textsOf, toolKey, toolKeysOf, toolNamesOf } from './action-tools';
-import { foldText, plainText } from './fold-text';
+import { foldText } from './fold-text';
+import { redactionOf, type Redaction } from './redaction';
 import { modelListOf } from './model-names';
 import { perList } from './per-list';
 import type { CompiledPolicy, CompiledPolicySet, CompiledRule } from './compile-policies';
@@ -26,11 +27,8 @@ interface RuleOutcome {
   verdict: Verdict;
   reason: PolicyReason;
   modify?: (action: Action) => Action;
-  /**
-   * A redaction's pattern at work, for the step all redactions take together (`refoldAll`);
-   * `appliedAgain` unless its replacement, redacted again, would change (see `settleRedacted`).
-   */
-  redaction?: { finds: (text: string) => boolean; rewrite: (text: string) => string; appliedAgain: boolean };
+  /** A redaction's rule at work, for the folded step (`refoldAll`) and the passes after (`settleRedacted`). */
+  redaction?: Redaction;
   approval?: ApprovalRequirement;
 }
 
@@ -99,57 +97,8 @@ function compiledRegex({ regex, index }: CompiledRule): RE2JS {
   return regex;
 }
 
-/** Most passes a redaction makes over a text whose replacements form its pattern again. */
+/** Most passes over what the redactions made of a request (`settleRedacted`). */
 const REDACTION_PASSES = 8;
-
-/**
- * A redaction's rewrite: every match replaced, and again while the replacements leave a new match
- * (QA: an empty replacement turned "hunhunter2ter2" into "hunter2", which was sent); still one
- * after REDACTION_PASSES passes, it throws, which denies. A replacement that matches the pattern
- * itself is applied once, as it would match again at every pass.
- */
-function replacingAll(regex: RE2JS, replacement: string, budget: PatternBudget): (text: string) => string {
-  const once = (text: string) => replaceEach(regex, text, replacement, budget);
-  if (matchesItself(regex, replacement)) return once;
-  return (text) => {
-    let out = once(text);
-    for (let pass = 1; out !== text && regex.matcher(out).find(); pass++) {
-      if (pass >= REDACTION_PASSES)
-        throw new Error(`the redaction still matched after ${REDACTION_PASSES} passes over a text`);
-      out = once(out);
-    }
-    return out;
-  };
-}
-
-const matchesItself = (regex: RE2JS, replacement: string): boolean => regex.matcher(replacement).find();
-
-/** How many replacements a redaction makes between two looks at the evaluation's time. */
-const REPLACEMENTS_PER_TIME_CHECK = 8;
-
-/**
- * Every match of `regex` in `text` replaced by `replacement`, as it is (a "$1" in it is no group
- * reference), as re2js's replaceAll does, but with the evaluation's time checked as it goes.
- */
-function replaceEach(regex: RE2JS, text: string, replacement: string, budget: PatternBudget): string {
-  const m = regex.matcher(text);
-  let out = '';
-  let at = 0;
-  for (let n = 1; m.find(); n++) {
-    if (n % REPLACEMENTS_PER_TIME_CHECK === 0) budget.checkTime('the redaction was stopped');
-    out += text.slice(at, m.start()) + replacement;
-    at = m.end();
-  }
-  return at === 0 && out === '' ? text : out + text.slice(at);
-}
-
-/**
- * Whether applying the redaction again leaves its own replacement as it is ("password=[REDACTED]"
- * for `password=\S+`), so that applying it again to a whole text changes only what it had not
- * taken out yet; one whose replacement would grow ("secret" → "[secret]") is never applied again.
- */
-const stableOnItself = (regex: RE2JS, replacement: string, budget: PatternBudget): boolean =>
-  replaceEach(regex, replacement, replacement, budget) === replacement;
 
 /** One rule against one action: null when it has nothing to say. */
 function evaluateRule(
@@ -190,23 +139,11 @@ function evaluateRule(
       // The match here, and the rewrite should the modification apply.
       budget.spend(regex, action, 'redaction');
       if (!textsOf(action).some((text) => regex.matcher(text).find())) return null;
-      const rewrite = replacingAll(regex, rule.replacement, budget);
-      // The text as sent is redacted; only if a match still shows in its plain form (accents
-      // kept) is it sent in that form (and redacted again), so text that needs no folding keeps
-      // every character it had. The folded form comes after every redaction (refoldAll).
-      const kept = (text: string) => {
-        const plain = plainText(text);
-        return plain !== text && regex.matcher(plain).find() ? rewrite(plain) : text;
-      };
+      const redaction = redactionOf(regex, rule.replacement, budget);
       return {
         ...say('modify', 'redacted', 'matching text is redacted'),
-        modify: (a) => mapActionTexts(a, (text) => kept(rewrite(text))),
-        redaction: {
-          finds: (text) => regex.matcher(text).find(),
-          rewrite,
-          appliedAgain:
-            !matchesItself(regex, rule.replacement) || stableOnItself(regex, rule.replacement, budget),
-        },
+        modify: (a) => mapActionTexts(a, (text) => redaction.keep(redaction.rewrite(text))),
+        redaction,
       };
     }
     case 'max_tokens':
@@ -288,12 +225,18 @@ function evaluatePolicy(
  * throws is a deny naming its policy, like any evaluation error (the folded step's, the first
  * redaction's).
  */
-function modify(outcomes: RuleOutcome[], action: Action): { action: Action } | { failed: RuleOutcome } {
+function modify(
+  outcomes: RuleOutcome[],
+  action: Action,
+  anew = false,
+): { action: Action } | { failed: RuleOutcome } {
   let current = action;
   for (const o of outcomes) {
-    if (!o.modify) continue;
+    // Applied anew (`settleRedacted`), a redaction leaves its own replacements alone.
+    const change = anew && o.redaction ? redactedAnew(o.redaction) : o.modify;
+    if (!change) continue;
     try {
-      current = o.modify(current);
+      current = change(current);
     } catch (err) {
       return { failed: failedPolicy(o.policy, errorText(err)) };
     }
@@ -321,10 +264,13 @@ function refoldAll(redactions: RuleOutcome[], action: Action): Action {
   if (rules.length === 0 || !hasOtherForms(action)) return action;
   return mapActionTexts(action, (text) => {
     const folded = foldText(text);
-    if (folded === text || !rules.some((r) => r.finds(folded))) return text;
-    return rules.reduce((t, r) => r.rewrite(t), folded);
+    if (folded === text || !rules.some((r) => r.findsNew(folded))) return text;
+    return rules.reduce((t, r) => r.rewriteNew(t), folded);
   });
 }
+
+/** A redaction applied again to a request it already ran over: only to what is new in it. */
+const redactedAnew = (r: Redaction) => (a: Action) => mapActionTexts(a, (text) => r.keep(r.rewriteNew(text)));
 
 const strongest = (outcomes: RuleOutcome[]): Verdict =>
   outcomes.reduce<Verdict>((v, o) => (RANK[o.verdict] > RANK[v] ? o.verdict : v), 'allow');
@@ -383,12 +329,12 @@ function estimateOf(modified: Action, context: EvaluationContext): number | unde
  * forbids, or rename a tool into one that needs approval. A clamp alone cannot: it changes no
  * text and lowers the cost. It can also form again what a redaction takes out (QA: "x" taken out
  * after "secret" turned "secxret" into "secret", which was sent): the redactions that match the
- * redacted action are applied to it again and it is judged again, until that changes nothing, up
- * to REDACTION_PASSES times, past which it is denied. A redaction whose replacement matches its
- * own pattern is applied again too when that leaves its replacement as it is (QA: a re-formed
- * "password=hunter2" went out past `password=\S+` → "password=[REDACTED]"); one whose
- * replacement would grow is not. The enforced denials and holds of the action as it will run,
- * from what is left of the evaluation's budget, and the redactions applied again.
+ * redacted action are applied to it again, to what is new in it (not to their own replacements,
+ * see redaction.ts), and it is judged again, until that changes nothing, up to REDACTION_PASSES
+ * times, past which it is denied (QA: a re-formed "password=hunter2" went out past
+ * `password=\S+` → "password=[REDACTED]", whose replacement its pattern matches). The enforced
+ * denials and holds of the action as it will run, from what is left of the evaluation's budget,
+ * and the redactions applied again.
  */
 function settleRedacted(
   compiled: CompiledPolicySet,
@@ -404,8 +350,8 @@ function settleRedacted(
     const judged = { ...action, estimatedCostUsd: estimateOf(action, context) };
     const { enforced } = judge(compiled, judged, context, { enforce: budget });
     const denied = enforced.filter((o) => o.verdict === 'deny');
-    const again = enforced.filter((o) => o.redaction?.appliedAgain);
-    const result = again.length === 0 ? null : modify(again, action);
+    const again = enforced.filter((o) => o.redaction);
+    const result = again.length === 0 ? null : modify(again, action, true);
     if (result && 'failed' in result) return result;
     // Done when nothing matches, or what matches is only the redactions' own replacements: only
     // the request as it will run is denied, not a step on the way to it (QA).

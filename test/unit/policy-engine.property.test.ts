@@ -208,23 +208,31 @@ function said(policies: Policy[], a: Action, ctx: EvaluationContext): Said[] {
 }
 
 /** The rules' modifications applied in order: redactions to the messages, clamps to max_tokens. */
-function applied(rules: Said[], a: Action): Action {
+function applied(rules: Said[], a: Action, anew = false): Action {
   const out = { ...a };
   for (const { rule } of rules) {
+    const change = anew ? redactNew : redact;
     if (rule.type === 'redact_pattern')
-      out.messages = out.messages?.map((m) => ({ ...m, content: redact(rule, m.content) }));
+      out.messages = out.messages?.map((m) => ({ ...m, content: change(rule, m.content) }));
     if (rule.type === 'max_tokens' && out.maxTokens !== undefined)
       out.maxTokens = Math.min(out.maxTokens, rule.limit);
   }
   return out;
 }
 
-const redact = (rule: Extract<Rule, { type: 'redact_pattern' }>, text: string) =>
+const redact = (rule: Redact, text: string) =>
   text.replace(new RegExp(rule.pattern, 'g'), () => rule.replacement);
 
-/** A redaction whose replacement its own pattern matches and changes: never applied again. */
-const grows = (rule: Rule) =>
-  rule.type === 'redact_pattern' && redact(rule, rule.replacement) !== rule.replacement;
+type Redact = Extract<Rule, { type: 'redact_pattern' }>;
+
+/** Applied again: the text between the rule's own replacements (when its pattern matches one). */
+const redactNew = (rule: Redact, text: string) =>
+  rule.replacement !== '' && new RegExp(rule.pattern).test(rule.replacement)
+    ? text
+        .split(rule.replacement)
+        .map((piece) => redact(rule, piece))
+        .join(rule.replacement)
+    : redact(rule, text);
 
 const same = (x: Said, y: Said) => x.policy.id === y.policy.id && x.index === y.index;
 
@@ -241,11 +249,11 @@ function oracle(policies: Policy[], a: Action, ctx: EvaluationContext) {
   const modifying = enforced.filter((s) => s.verdict === 'modify');
   if ((verdict === 'modify' || verdict === 'require_approval') && modifying.length > 0) {
     modified = applied(modifying, { ...a });
-    // What the redactions made is redacted again by those that match it (but one whose replacement
-    // grows under its own pattern), until that changes nothing; past 8 passes, a deny.
+    // What the redactions made is redacted again by those that match it, each leaving its own
+    // replacements alone, until that changes nothing; past 8 passes, a deny.
     for (let pass = 1; modifying.some((s) => s.code === 'redacted'); pass++) {
-      const again = said(enforcing, modified, ctx).filter((s) => s.code === 'redacted' && !grows(s.rule));
-      const next = applied(again, modified);
+      const again = said(enforcing, modified, ctx).filter((s) => s.code === 'redacted');
+      const next = applied(again, modified, true);
       if (JSON.stringify(next.messages) === JSON.stringify(modified.messages)) break;
       if (pass > 8) {
         const failed = { ...(again[0] as Said), code: 'policy_evaluation_failed', index: null };
