@@ -36,6 +36,15 @@ describe('otherForms', () => {
     );
   });
 
+  it('cuts runs of marks to 30 before decomposing them, which would take time growing with the square of the run (QA)', () => {
+    const run = 'a' + '\u0301\u0316'.repeat(20_000);
+    const [plain, folded] = otherForms(run);
+    expect([...(plain ?? '')].length).toBeLessThanOrEqual(31);
+    expect(folded).toBe('a');
+    // Also when the marks come from the decomposition of halfwidth voicing marks.
+    expect([...plainText('ｶ' + '\uff9e\u0301'.repeat(100))].length).toBeLessThanOrEqual(61);
+  });
+
   it('keeps accents in the plain form and drops them in the folded one', () => {
     expect(otherForms('cle\u0301 ｐ')).toEqual(['clé p', 'cle p']);
     expect(otherForms('clé')).toEqual(['cle']);

@@ -248,6 +248,18 @@ describe('the policy engine: every rule type', () => {
     for (const marks of ['\u1cd0', '\u{1d165}', '\u064b', '\u0483', '\u0951', '\u302a', '\u1cd0\u064b\u0483'])
       expect(denied('password', `my pa${marks}ssword is`)).toBe('deny');
     expect(denied('कछ', 'यह कुछ है')).toBe('allow');
+    // Format characters that are not default-ignorable split no word (QA).
+    for (const format of ['\ufff9', '\ufffb', '\u{13430}', '\u0600'])
+      expect(denied('password', `my pass${format}word is`)).toBe('deny');
+    // A secret written in Unicode tag characters is read as the ASCII they carry (QA).
+    const tagged = (ascii: string) =>
+      [...ascii].map((c) => String.fromCodePoint(0xe0000 + (c.codePointAt(0) as number))).join('');
+    expect(denied('hunter2', `hi ${tagged('password=hunter2')}`)).toBe('deny');
+    const sent = decide(
+      [policy([{ type: 'redact_pattern', pattern: 'password=\\S+', replacement: '[P]' }])],
+      say(`hi ${tagged('password=hunter2')}`),
+    ).modifiedAction?.messages?.[0]?.content;
+    expect(sent).toBe('hi [P]');
     expect(denied('password', 'my pàsswörd is')).toBe('deny'); // precomposed accents
     expect(denied('profile', 'my pro\ufb01le')).toBe('deny'); // the "fi" ligature
     // A pattern written for the characters as sent still meets them.
@@ -818,12 +830,26 @@ describe('modifications compose', () => {
       verdict: 'deny',
       reasons: [{ code: 'policy_evaluation_failed' }],
     });
-    // A replacement that matches its own pattern and would grow is applied once, as before.
+    // A replacement its own pattern matches is not taken for a new match: it does not grow, and
+    // what another redaction re-forms beside it is still taken out (QA: a key leaked).
     const tagged = decide(
-      [rename('secret', '[secret]', {})],
-      action({ messages: [{ role: 'user', content: 'a secret' }] }),
+      [rename('secret', '[secret]', { priority: 20 }), rename('x', '', { priority: 10 })],
+      action({ messages: [{ role: 'user', content: 'a secret, a secxret' }] }),
     );
-    expect(tagged.modifiedAction?.messages?.[0]?.content).toBe('a [secret]');
+    expect(tagged.modifiedAction?.messages?.[0]?.content).toBe('a [secret], a [secret]');
+    const key = rename('sk-[A-Za-z0-9]{6,}', '[sk-redacted]', { priority: 20 });
+    const tags = rename('<[^>]*>', '', { priority: 10 });
+    const split = decide(
+      [key, tags],
+      action({ messages: [{ role: 'user', content: 'sk-abc<b>defghijklmn' }] }),
+    );
+    expect(split.modifiedAction?.messages?.[0]?.content).toBe('[sk-redacted]');
+    // Nor is it a reason to send the text folded: its accents stay (QA: they were taken off).
+    const accents = decide(
+      [rename('(?i)password\\s*=\\s*\\S+', 'password=[REDACTED]', {})],
+      action({ messages: [{ role: 'user', content: 'Grüße aus Zürich; password=hunter2' }] }),
+    );
+    expect(accents.modifiedAction?.messages?.[0]?.content).toBe('Grüße aus Zürich; password=[REDACTED]');
     // One that its own replacement matches but leaves as it is takes out what another re-formed,
     // in either order (QA: "password=hunter2" was sent).
     for (const [first, second] of [
