@@ -142,7 +142,8 @@ function evaluateRule(
       const redaction = redactionOf(regex, rule.replacement, budget);
       return {
         ...say('modify', 'redacted', 'matching text is redacted'),
-        modify: (a) => mapActionTexts(a, (text) => redaction.keep(redaction.rewrite(text))),
+        modify: (a) =>
+          mapActionTexts(a, (text) => redaction.keep(redaction.rewrite(text), [rule.replacement])),
         redaction,
       };
     }
@@ -231,9 +232,10 @@ function modify(
   anew = false,
 ): { action: Action } | { failed: RuleOutcome } {
   let current = action;
+  const kept = replacementsOf(outcomes);
   for (const o of outcomes) {
-    // Applied anew (`settleRedacted`), a redaction leaves its own replacements alone.
-    const change = anew && o.redaction ? redactedAnew(o.redaction) : o.modify;
+    // Applied anew (`settleRedacted`), a redaction leaves the redactions' replacements alone.
+    const change = anew && o.redaction ? redactedAnew(o.redaction, kept) : o.modify;
     if (!change) continue;
     try {
       current = change(current);
@@ -262,15 +264,21 @@ function refoldAll(redactions: RuleOutcome[], action: Action): Action {
   // Most actions are ASCII: nothing to fold, and no second walk of every text (and of every
   // tool call's arguments) on the invoke's path.
   if (rules.length === 0 || !hasOtherForms(action)) return action;
+  const kept = replacementsOf(redactions);
   return mapActionTexts(action, (text) => {
     const folded = foldText(text);
-    if (folded === text || !rules.some((r) => r.findsNew(folded))) return text;
-    return rules.reduce((t, r) => r.rewriteNew(t), folded);
+    if (folded === text || !rules.some((r) => r.findsNew(folded, kept))) return text;
+    return rules.reduce((t, r) => r.rewriteNew(t, kept), folded);
   });
 }
 
+/** The replacements of the outcomes' redactions: what their later looks take for no new match. */
+const replacementsOf = (outcomes: RuleOutcome[]): string[] =>
+  outcomes.flatMap((o) => (o.redaction ? [o.redaction.replacement] : []));
+
 /** A redaction applied again to a request it already ran over: only to what is new in it. */
-const redactedAnew = (r: Redaction) => (a: Action) => mapActionTexts(a, (text) => r.keep(r.rewriteNew(text)));
+const redactedAnew = (r: Redaction, kept: readonly string[]) => (a: Action) =>
+  mapActionTexts(a, (text) => r.keep(r.rewriteNew(text, kept), kept));
 
 const strongest = (outcomes: RuleOutcome[]): Verdict =>
   outcomes.reduce<Verdict>((v, o) => (RANK[o.verdict] > RANK[v] ? o.verdict : v), 'allow');

@@ -5,51 +5,105 @@ import type { PatternBudget } from './pattern-budget';
 /** Most passes a redaction makes over a text whose replacements form its pattern again. */
 const REDACTION_PASSES = 8;
 
-/** How many replacements a redaction makes between two looks at the evaluation's time. */
-const REPLACEMENTS_PER_TIME_CHECK = 8;
+/** How many matches a redaction goes through between two looks at the evaluation's time. */
+const MATCHES_PER_TIME_CHECK = 8;
 
 /**
  * One redact_pattern rule at work on an evaluation's texts. The first pass over a text as sent
  * replaces every match (`rewrite`). Every later look (its plain form, the folded step, the passes
- * over what other redactions made) leaves the rule's own replacements alone: a replacement its
- * pattern matches (`password=[REDACTED]` for `password=\S+`, `[sk-redacted]` for `sk-\w{6,}`) is
- * not a new match, so it is neither redacted again (growing at every pass) nor the reason a
- * whole text is sent folded (QA: accents were taken off a message for it), and what another
- * redaction re-forms next to it is still taken out (QA: both leaked a key).
+ * over what other redactions made) takes a match that lies wholly inside the redactions'
+ * replacements (`kept`: copies of them, side by side) for no new match: such a match is only
+ * the operator's own text. So a replacement its pattern matches (`password=[REDACTED]` for
+ * `password=\S+`, `[sk-redacted]` for `sk-\w{6,}`) neither grows at every pass nor hides a key
+ * another redaction re-formed beside it, two rules that match each other's replacements do not
+ * take turns for ever, and a replacement is no reason to send a whole text folded (QA). A match
+ * that reaches past a replacement is new (QA: `pass\u200bword=[REDACTED]hunter2` was sent when
+ * the replacement's copy was skipped whole).
  */
 export interface Redaction {
+  readonly replacement: string;
   rewrite(text: string): string;
-  /** Whether the text holds a match that is not one of the rule's own replacements. */
-  findsNew(text: string): boolean;
+  /** Whether the text holds a match that is not wholly inside copies of `kept`. */
+  findsNew(text: string, kept: readonly string[]): boolean;
   /** Every such match replaced. */
-  rewriteNew(text: string): string;
+  rewriteNew(text: string, kept: readonly string[]): string;
   /**
    * The text, or its plain form (accents kept) redacted anew when a new match shows only there:
    * so text that needs no folding keeps every character it had.
    */
-  keep(text: string): string;
+  keep(text: string, kept: readonly string[]): string;
 }
 
 export function redactionOf(regex: RE2JS, replacement: string, budget: PatternBudget): Redaction {
   const rewrite = replacingAll(regex, replacement, budget);
-  const finds = (text: string) => regex.matcher(text).find();
-  // An empty replacement leaves nothing to keep apart.
-  const own = replacement !== '' && finds(replacement);
-  const pieces = (text: string) => (own ? text.split(replacement) : [text]);
-  const findsNew = (text: string) => pieces(text).some(finds);
-  const rewriteNew = (text: string) => (own ? pieces(text).map(rewrite).join(replacement) : rewrite(text));
-  const keep = (text: string) => {
-    const plain = plainText(text);
-    return plain !== text && findsNew(plain) ? rewriteNew(plain) : text;
+  const findsNew = (text: string, kept: readonly string[]) =>
+    eachNewMatch(regex, text, spansOf(text, kept), budget, () => false);
+  const rewriteNew = (text: string, kept: readonly string[]) => {
+    let out = '';
+    let at = 0;
+    eachNewMatch(regex, text, spansOf(text, kept), budget, (start, end) => {
+      out += text.slice(at, start) + replacement;
+      at = end;
+      return true;
+    });
+    return at === 0 && out === '' ? text : out + text.slice(at);
   };
-  return { rewrite, findsNew, rewriteNew, keep };
+  const keep = (text: string, kept: readonly string[]) => {
+    const plain = plainText(text);
+    return plain !== text && findsNew(plain, kept) ? rewriteNew(plain, kept) : text;
+  };
+  return { replacement, rewrite, findsNew, rewriteNew, keep };
 }
 
 /**
- * A redaction's rewrite: every match replaced, and again while the replacements leave a new match
- * (QA: an empty replacement turned "hunhunter2ter2" into "hunter2", which was sent); still one
- * after REDACTION_PASSES passes, it throws, which denies. A replacement that matches the pattern
- * itself is applied once, as it would match again at every pass.
+ * Calls `each` with every match of `regex` in `text` that does not lie wholly inside one of
+ * `spans` (sorted, apart), until it returns false; whether there was any.
+ */
+function eachNewMatch(
+  regex: RE2JS,
+  text: string,
+  spans: readonly [number, number][],
+  budget: PatternBudget,
+  each: (start: number, end: number) => boolean,
+): boolean {
+  const m = regex.matcher(text);
+  let found = false;
+  let span = 0;
+  for (let n = 1; m.find(); n++) {
+    if (n % MATCHES_PER_TIME_CHECK === 0) budget.checkTime('the redaction was stopped');
+    const [start, end] = [m.start(), m.end()];
+    while (span < spans.length && (spans[span] as [number, number])[1] < end) span++;
+    const around = spans[span];
+    if (around && around[0] <= start && end <= around[1]) continue;
+    found = true;
+    if (!each(start, end)) break;
+  }
+  return found;
+}
+
+/** Where copies of `strings` stand in `text`, those that touch or overlap joined into one. */
+function spansOf(text: string, strings: readonly string[]): [number, number][] {
+  const spans: [number, number][] = [];
+  for (const s of strings) {
+    if (s === '') continue;
+    for (let at = text.indexOf(s); at !== -1; at = text.indexOf(s, at + s.length))
+      spans.push([at, at + s.length]);
+  }
+  spans.sort((a, b) => a[0] - b[0]);
+  const joined: [number, number][] = [];
+  for (const [start, end] of spans) {
+    const last = joined.at(-1);
+    if (last && start <= last[1]) last[1] = Math.max(last[1], end);
+    else joined.push([start, end]);
+  }
+  return joined;
+}
+
+/**
+ * A redaction's first pass: every match replaced, and again while the replacements leave a new
+ * match (QA: an empty replacement turned "hunhunter2ter2" into "hunter2", which was sent); still
+ * one after REDACTION_PASSES passes, it throws, which denies. A replacement that matches the
+ * pattern itself is applied once, as it would match again at every pass.
  */
 function replacingAll(regex: RE2JS, replacement: string, budget: PatternBudget): (text: string) => string {
   const once = (text: string) => replaceEach(regex, text, replacement, budget);
@@ -76,7 +130,7 @@ function replaceEach(regex: RE2JS, text: string, replacement: string, budget: Pa
   let out = '';
   let at = 0;
   for (let n = 1; m.find(); n++) {
-    if (n % REPLACEMENTS_PER_TIME_CHECK === 0) budget.checkTime('the redaction was stopped');
+    if (n % MATCHES_PER_TIME_CHECK === 0) budget.checkTime('the redaction was stopped');
     out += text.slice(at, m.start()) + replacement;
     at = m.end();
   }

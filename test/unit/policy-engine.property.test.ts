@@ -210,8 +210,9 @@ function said(policies: Policy[], a: Action, ctx: EvaluationContext): Said[] {
 /** The rules' modifications applied in order: redactions to the messages, clamps to max_tokens. */
 function applied(rules: Said[], a: Action, anew = false): Action {
   const out = { ...a };
+  const kept = rules.flatMap((s) => (s.rule.type === 'redact_pattern' ? [s.rule.replacement] : []));
   for (const { rule } of rules) {
-    const change = anew ? redactNew : redact;
+    const change = (r: Redact, text: string) => (anew ? redactNew(r, text, kept) : redact(r, text));
     if (rule.type === 'redact_pattern')
       out.messages = out.messages?.map((m) => ({ ...m, content: change(rule, m.content) }));
     if (rule.type === 'max_tokens' && out.maxTokens !== undefined)
@@ -225,14 +226,22 @@ const redact = (rule: Redact, text: string) =>
 
 type Redact = Extract<Rule, { type: 'redact_pattern' }>;
 
-/** Applied again: the text between the rule's own replacements (when its pattern matches one). */
-const redactNew = (rule: Redact, text: string) =>
-  rule.replacement !== '' && new RegExp(rule.pattern).test(rule.replacement)
-    ? text
-        .split(rule.replacement)
-        .map((piece) => redact(rule, piece))
-        .join(rule.replacement)
-    : redact(rule, text);
+/**
+ * Applied again: every match but those wholly inside the characters that copies of the
+ * redactions' replacements cover (copies side by side or overlapping count as one stretch).
+ */
+function redactNew(rule: Redact, text: string, kept: string[]): string {
+  const covered = new Array<boolean>(text.length + 1).fill(false);
+  for (const k of kept.filter((x) => x !== ''))
+    for (let at = text.indexOf(k); at !== -1; at = text.indexOf(k, at + k.length))
+      for (let i = at; i < at + k.length; i++) covered[i] = true;
+  // The generator's patterns never match empty text, so a match covers at least one character.
+  const inside = (start: number, end: number) => covered.slice(start, end).every(Boolean);
+  return text.replace(new RegExp(rule.pattern, 'g'), (match: string, ...rest: unknown[]) => {
+    const start = rest.find((x) => typeof x === 'number') as number;
+    return inside(start, start + match.length) ? match : rule.replacement;
+  });
+}
 
 const same = (x: Said, y: Said) => x.policy.id === y.policy.id && x.index === y.index;
 

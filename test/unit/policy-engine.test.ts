@@ -844,6 +844,31 @@ describe('modifications compose', () => {
       action({ messages: [{ role: 'user', content: 'sk-abc<b>defghijklmn' }] }),
     );
     expect(split.modifiedAction?.messages?.[0]?.content).toBe('[sk-redacted]');
+    // A match that reaches past a copy of a replacement is new, even one the user typed (QA:
+    // the secret after it was sent).
+    const pw = rename('(?i)password\\s*=\\s*\\S+', 'password=[REDACTED]', { priority: 20 });
+    for (const content of [
+      'pass\u200bword=[REDACTED]hunter2',
+      'ｐａｓｓｗｏｒｄ=[REDACTED]hunter2',
+      'pässword=[REDACTED]hunter2',
+      'passDEBUGword=[REDACTED]hunter2',
+    ]) {
+      const d = decide(
+        [pw, rename('DEBUG', '', { priority: 10 })],
+        action({ messages: [{ role: 'user', content }] }),
+      );
+      expect({ content, sent: d.modifiedAction?.messages?.[0]?.content }).toEqual({
+        content,
+        sent: 'password=[REDACTED]',
+      });
+    }
+    // Two rules that match each other's replacements settle instead of taking turns (QA: denied).
+    const anyKey = rename('\\b[A-Z0-9]{8,}\\b', '[KEY]', { priority: 30 });
+    const both = decide(
+      [anyKey, pw],
+      action({ messages: [{ role: 'user', content: 'password=hunter2 ABCDEFGH12' }] }),
+    );
+    expect(both.modifiedAction?.messages?.[0]?.content).toBe('password=[REDACTED] [KEY]');
     // Nor is it a reason to send the text folded: its accents stay (QA: they were taken off).
     const accents = decide(
       [rename('(?i)password\\s*=\\s*\\S+', 'password=[REDACTED]', {})],
