@@ -139,12 +139,10 @@ function evaluateRule(
       // The match here, and the rewrite should the modification apply.
       budget.spend(regex, action, 'redaction');
       if (!textsOf(action).some((text) => regex.matcher(text).find())) return null;
-      const redaction = redactionOf(regex, rule.replacement, budget);
+      // Applied by `modify`, which knows every redaction's replacement.
       return {
         ...say('modify', 'redacted', 'matching text is redacted'),
-        modify: (a) =>
-          mapActionTexts(a, (text) => redaction.keep(redaction.rewrite(text), [rule.replacement])),
-        redaction,
+        redaction: redactionOf(regex, rule.replacement, budget),
       };
     }
     case 'max_tokens':
@@ -229,13 +227,12 @@ function evaluatePolicy(
 function modify(
   outcomes: RuleOutcome[],
   action: Action,
+  kept: readonly string[] = replacementsOf(outcomes),
   anew = false,
 ): { action: Action } | { failed: RuleOutcome } {
   let current = action;
-  const kept = replacementsOf(outcomes);
   for (const o of outcomes) {
-    // Applied anew (`settleRedacted`), a redaction leaves the redactions' replacements alone.
-    const change = anew && o.redaction ? redactedAnew(o.redaction, kept) : o.modify;
+    const change = o.redaction ? redacted(o.redaction, kept, anew) : o.modify;
     if (!change) continue;
     try {
       current = change(current);
@@ -245,7 +242,7 @@ function modify(
   }
   const redactions = outcomes.filter((o) => o.redaction);
   try {
-    return { action: refoldAll(redactions, current) };
+    return { action: refoldAll(redactions, current, kept) };
   } catch (err) {
     return { failed: failedPolicy((redactions[0] as RuleOutcome).policy, errorText(err)) };
   }
@@ -259,12 +256,11 @@ function modify(
  * and it is one step for all, so a second rule that also needed it is not left out (QA:
  * "sécret pässword" sent "secret [P]").
  */
-function refoldAll(redactions: RuleOutcome[], action: Action): Action {
+function refoldAll(redactions: RuleOutcome[], action: Action, kept: readonly string[]): Action {
   const rules = redactions.flatMap((o) => (o.redaction ? [o.redaction] : []));
   // Most actions are ASCII: nothing to fold, and no second walk of every text (and of every
   // tool call's arguments) on the invoke's path.
   if (rules.length === 0 || !hasOtherForms(action)) return action;
-  const kept = replacementsOf(redactions);
   return mapActionTexts(action, (text) => {
     const folded = foldText(text);
     if (folded === text || !rules.some((r) => r.findsNew(folded, kept))) return text;
@@ -276,9 +272,13 @@ function refoldAll(redactions: RuleOutcome[], action: Action): Action {
 const replacementsOf = (outcomes: RuleOutcome[]): string[] =>
   outcomes.flatMap((o) => (o.redaction ? [o.redaction.replacement] : []));
 
-/** A redaction applied again to a request it already ran over: only to what is new in it. */
-const redactedAnew = (r: Redaction, kept: readonly string[]) => (a: Action) =>
-  mapActionTexts(a, (text) => r.keep(r.rewriteNew(text, kept), kept));
+/**
+ * A redaction applied to a request's texts: its first pass (`rewrite`), or `anew`, once over what
+ * is new in a request it already ran over (`settleRedacted`); then its plain form where a new
+ * match shows only there. Matches that are part of copies of `kept` are not taken out (redaction.ts).
+ */
+const redacted = (r: Redaction, kept: readonly string[], anew: boolean) => (a: Action) =>
+  mapActionTexts(a, (text) => r.keep(anew ? r.rewriteNew(text, kept) : r.rewrite(text, kept), kept));
 
 const strongest = (outcomes: RuleOutcome[]): Verdict =>
   outcomes.reduce<Verdict>((v, o) => (RANK[o.verdict] > RANK[v] ? o.verdict : v), 'allow');
@@ -349,17 +349,22 @@ function settleRedacted(
   modified: Action,
   context: EvaluationContext,
   budget: PatternBudget,
+  firstKept: readonly string[],
 ):
   | { action: Action; denied: RuleOutcome[]; held: RuleOutcome[]; redactedAgain: RuleOutcome[] }
   | { failed: RuleOutcome } {
   let action = modified;
   const redactedAgain: RuleOutcome[] = [];
+  // Every replacement any redaction made so far (QA: with only this pass's, two rules that match
+  // each other's replacements took turns until denied).
+  const kept = new Set(firstKept);
   for (let pass = 1; ; pass++) {
     const judged = { ...action, estimatedCostUsd: estimateOf(action, context) };
     const { enforced } = judge(compiled, judged, context, { enforce: budget });
     const denied = enforced.filter((o) => o.verdict === 'deny');
     const again = enforced.filter((o) => o.redaction);
-    const result = again.length === 0 ? null : modify(again, action, true);
+    replacementsOf(again).forEach((r) => kept.add(r));
+    const result = again.length === 0 ? null : modify(again, action, [...kept], true);
     if (result && 'failed' in result) return result;
     // Done when nothing matches, or what matches is only the redactions' own replacements: only
     // the request as it will run is denied, not a step on the way to it (QA).
@@ -426,7 +431,7 @@ export function evaluatePolicies(
     else if (modifying.length > 0) {
       const redacted = modifying.some((o) => o.reason.code === 'redacted');
       const again = redacted
-        ? settleRedacted(compiled, result.action, context, budgets.enforce)
+        ? settleRedacted(compiled, result.action, context, budgets.enforce, replacementsOf(modifying))
         : { action: result.action, denied: [], held: [], redactedAgain: [] };
       if ('failed' in again) [verdict, deciding] = ['deny', [again.failed]];
       else if (again.denied.length > 0) [verdict, deciding] = ['deny', again.denied];

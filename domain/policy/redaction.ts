@@ -9,21 +9,22 @@ const REDACTION_PASSES = 8;
 const MATCHES_PER_TIME_CHECK = 8;
 
 /**
- * One redact_pattern rule at work on an evaluation's texts. The first pass over a text as sent
- * replaces every match (`rewrite`). Every later look (its plain form, the folded step, the passes
- * over what other redactions made) takes a match that lies wholly inside the redactions'
- * replacements (`kept`: copies of them, side by side) for no new match: such a match is only
- * the operator's own text. So a replacement its pattern matches (`password=[REDACTED]` for
- * `password=\S+`, `[sk-redacted]` for `sk-\w{6,}`) neither grows at every pass nor hides a key
- * another redaction re-formed beside it, two rules that match each other's replacements do not
- * take turns for ever, and a replacement is no reason to send a whole text folded (QA). A match
- * that reaches past a replacement is new (QA: `pass\u200bword=[REDACTED]hunter2` was sent when
- * the replacement's copy was skipped whole).
+ * One redact_pattern rule at work on an evaluation's texts, in its first pass (`rewrite`) and in
+ * every later look (its plain form, the folded step, the passes over what other redactions made).
+ * A match that is part of the redactions' replacements (`kept`: inside copies of them, side by
+ * side, short of a whole copy) or is the rule's own replacement is no new match: it is only the
+ * operator's text. So a replacement its pattern matches (`password=[REDACTED]` for `password=\S+`,
+ * `[sk-redacted]` for `sk-\w{6,}`) neither grows at every pass nor hides a key another redaction
+ * re-formed beside it, rules that match part of each other's replacements settle and leave them
+ * whole, and a replacement is no reason to send a whole text folded (QA). A match that reaches
+ * past a copy is new (QA: `pass\u200bword=[REDACTED]hunter2` was sent when a copy was skipped
+ * whole), and so is one that is a whole copy of another rule's replacement (a rename).
  */
 export interface Redaction {
   readonly replacement: string;
-  rewrite(text: string): string;
-  /** Whether the text holds a match that is not wholly inside copies of `kept`. */
+  /** The first pass: every new match replaced, and again while replacing leaves a new one. */
+  rewrite(text: string, kept: readonly string[]): string;
+  /** Whether the text holds a match that is not part of copies of `kept` (see above). */
   findsNew(text: string, kept: readonly string[]): boolean;
   /** Every such match replaced. */
   rewriteNew(text: string, kept: readonly string[]): string;
@@ -35,13 +36,12 @@ export interface Redaction {
 }
 
 export function redactionOf(regex: RE2JS, replacement: string, budget: PatternBudget): Redaction {
-  const rewrite = replacingAll(regex, replacement, budget);
   const findsNew = (text: string, kept: readonly string[]) =>
-    eachNewMatch(regex, text, spansOf(text, kept), budget, () => false);
+    eachNewMatch(regex, replacement, text, spansOf(text, kept), budget, () => false);
   const rewriteNew = (text: string, kept: readonly string[]) => {
     let out = '';
     let at = 0;
-    eachNewMatch(regex, text, spansOf(text, kept), budget, (start, end) => {
+    eachNewMatch(regex, replacement, text, spansOf(text, kept), budget, (start, end) => {
       out += text.slice(at, start) + replacement;
       at = end;
       return true;
@@ -52,15 +52,23 @@ export function redactionOf(regex: RE2JS, replacement: string, budget: PatternBu
     const plain = plainText(text);
     return plain !== text && findsNew(plain, kept) ? rewriteNew(plain, kept) : text;
   };
+  const rewrite = repeated(regex, replacement, (text: string, kept: readonly string[]) => {
+    const out = rewriteNew(text, kept);
+    return { out, more: out !== text && findsNew(out, kept) };
+  });
   return { replacement, rewrite, findsNew, rewriteNew, keep };
 }
 
 /**
- * Calls `each` with every match of `regex` in `text` that does not lie wholly inside one of
- * `spans` (sorted, apart), until it returns false; whether there was any.
+ * Calls `each` with every match of `regex` in `text` that is not strictly inside one of `spans`
+ * (sorted, apart), until it returns false; whether there was any. The evaluation's time is
+ * checked as it goes: each search for the next match may scan to the end of the text, which the
+ * pattern budget cannot count before it runs (QA: `password|\w+\.exe` over 40,000 characters
+ * held the event loop 6–13 s).
  */
 function eachNewMatch(
   regex: RE2JS,
+  replacement: string,
   text: string,
   spans: readonly [number, number][],
   budget: PatternBudget,
@@ -74,12 +82,22 @@ function eachNewMatch(
     const [start, end] = [m.start(), m.end()];
     while (span < spans.length && (spans[span] as [number, number])[1] < end) span++;
     const around = spans[span];
-    if (around && around[0] <= start && end <= around[1]) continue;
+    if (around && strictlyInside(start, end, around)) continue;
+    // Its own replacement, which it would only write again (and no reason to fold a text for).
+    if (end - start === replacement.length && text.startsWith(replacement, start)) continue;
     found = true;
     if (!each(start, end)) break;
   }
   return found;
 }
+
+/**
+ * Inside the stretch and short of all of it: part of the operator's text. A match that is a whole
+ * stretch is taken out as any other (a rename such as `dog` → `cow` still meets the `dog` another
+ * rule wrote; one that rewrites its own replacement leaves it as it was).
+ */
+const strictlyInside = (start: number, end: number, [from, to]: readonly [number, number]): boolean =>
+  from <= start && end <= to && (from < start || end < to);
 
 /** Where copies of `strings` stand in `text`, those that touch or overlap joined into one. */
 function spansOf(text: string, strings: readonly string[]): [number, number][] {
@@ -100,39 +118,24 @@ function spansOf(text: string, strings: readonly string[]): [number, number][] {
 }
 
 /**
- * A redaction's first pass: every match replaced, and again while the replacements leave a new
- * match (QA: an empty replacement turned "hunhunter2ter2" into "hunter2", which was sent); still
- * one after REDACTION_PASSES passes, it throws, which denies. A replacement that matches the
- * pattern itself is applied once, as it would match again at every pass.
+ * A redaction's first pass: every new match replaced, and again while the replacements leave a
+ * new match (QA: an empty replacement turned "hunhunter2ter2" into "hunter2", which was sent);
+ * still one after REDACTION_PASSES passes, it throws, which denies. A replacement that matches
+ * the pattern itself is applied once: what it leaves is for the passes after (`settleRedacted`).
  */
-function replacingAll(regex: RE2JS, replacement: string, budget: PatternBudget): (text: string) => string {
-  const once = (text: string) => replaceEach(regex, text, replacement, budget);
-  if (regex.matcher(replacement).find()) return once;
-  return (text) => {
-    let out = once(text);
-    for (let pass = 1; out !== text && regex.matcher(out).find(); pass++) {
+function repeated(
+  regex: RE2JS,
+  replacement: string,
+  once: (text: string, kept: readonly string[]) => { out: string; more: boolean },
+): (text: string, kept: readonly string[]) => string {
+  const matchesItself = regex.matcher(replacement).find();
+  return (text, kept) => {
+    let { out, more } = once(text, kept);
+    for (let pass = 1; more && !matchesItself; pass++) {
       if (pass >= REDACTION_PASSES)
         throw new Error(`the redaction still matched after ${REDACTION_PASSES} passes over a text`);
-      out = once(out);
+      ({ out, more } = once(out, kept));
     }
     return out;
   };
-}
-
-/**
- * Every match of `regex` in `text` replaced by `replacement`, as it is (a "$1" in it is no group
- * reference), as re2js's replaceAll does, but with the evaluation's time checked as it goes: each
- * search for the next match may scan to the end of the text, which the pattern budget cannot
- * count before it runs (QA: `password|\w+\.exe` over 40,000 characters held the loop 6–13 s).
- */
-function replaceEach(regex: RE2JS, text: string, replacement: string, budget: PatternBudget): string {
-  const m = regex.matcher(text);
-  let out = '';
-  let at = 0;
-  for (let n = 1; m.find(); n++) {
-    if (n % MATCHES_PER_TIME_CHECK === 0) budget.checkTime('the redaction was stopped');
-    out += text.slice(at, m.start()) + replacement;
-    at = m.end();
-  }
-  return at === 0 && out === '' ? text : out + text.slice(at);
 }

@@ -208,38 +208,40 @@ function said(policies: Policy[], a: Action, ctx: EvaluationContext): Said[] {
 }
 
 /** The rules' modifications applied in order: redactions to the messages, clamps to max_tokens. */
-function applied(rules: Said[], a: Action, anew = false): Action {
+/** The replacements of the redactions among `rules`. */
+const keptOf = (rules: Said[]) =>
+  rules.flatMap((s) => (s.rule.type === 'redact_pattern' ? [s.rule.replacement] : []));
+
+function applied(rules: Said[], a: Action, kept = keptOf(rules)): Action {
   const out = { ...a };
-  const kept = rules.flatMap((s) => (s.rule.type === 'redact_pattern' ? [s.rule.replacement] : []));
   for (const { rule } of rules) {
-    const change = (r: Redact, text: string) => (anew ? redactNew(r, text, kept) : redact(r, text));
     if (rule.type === 'redact_pattern')
-      out.messages = out.messages?.map((m) => ({ ...m, content: change(rule, m.content) }));
+      out.messages = out.messages?.map((m) => ({ ...m, content: redactNew(rule, m.content, kept) }));
     if (rule.type === 'max_tokens' && out.maxTokens !== undefined)
       out.maxTokens = Math.min(out.maxTokens, rule.limit);
   }
   return out;
 }
 
-const redact = (rule: Redact, text: string) =>
-  text.replace(new RegExp(rule.pattern, 'g'), () => rule.replacement);
-
 type Redact = Extract<Rule, { type: 'redact_pattern' }>;
 
 /**
- * Applied again: every match but those wholly inside the characters that copies of the
- * redactions' replacements cover (copies side by side or overlapping count as one stretch).
+ * A redaction applied: every match but its own replacement and those inside, short of all of,
+ * a stretch of characters that copies of the redactions' replacements cover (copies side by side
+ * or overlapping count as one stretch).
  */
 function redactNew(rule: Redact, text: string, kept: string[]): string {
   const covered = new Array<boolean>(text.length + 1).fill(false);
   for (const k of kept.filter((x) => x !== ''))
     for (let at = text.indexOf(k); at !== -1; at = text.indexOf(k, at + k.length))
       for (let i = at; i < at + k.length; i++) covered[i] = true;
-  // The generator's patterns never match empty text, so a match covers at least one character.
-  const inside = (start: number, end: number) => covered.slice(start, end).every(Boolean);
+  // Covered, and the covered stretch goes on past it on a side (the generator's patterns never
+  // match empty text); or its own replacement, which it would only write again.
+  const inside = (start: number, end: number) =>
+    covered.slice(start, end).every(Boolean) && (covered[start - 1] === true || covered[end] === true);
   return text.replace(new RegExp(rule.pattern, 'g'), (match: string, ...rest: unknown[]) => {
     const start = rest.find((x) => typeof x === 'number') as number;
-    return inside(start, start + match.length) ? match : rule.replacement;
+    return inside(start, start + match.length) || match === rule.replacement ? match : rule.replacement;
   });
 }
 
@@ -258,11 +260,13 @@ function oracle(policies: Policy[], a: Action, ctx: EvaluationContext) {
   const modifying = enforced.filter((s) => s.verdict === 'modify');
   if ((verdict === 'modify' || verdict === 'require_approval') && modifying.length > 0) {
     modified = applied(modifying, { ...a });
-    // What the redactions made is redacted again by those that match it, each leaving its own
-    // replacements alone, until that changes nothing; past 8 passes, a deny.
+    // What the redactions made is redacted again by those that match it, leaving every
+    // replacement made so far alone, until that changes nothing; past 8 passes, a deny.
+    const kept = new Set(keptOf(modifying));
     for (let pass = 1; modifying.some((s) => s.code === 'redacted'); pass++) {
       const again = said(enforcing, modified, ctx).filter((s) => s.code === 'redacted');
-      const next = applied(again, modified, true);
+      keptOf(again).forEach((k) => kept.add(k));
+      const next = applied(again, modified, [...kept]);
       if (JSON.stringify(next.messages) === JSON.stringify(modified.messages)) break;
       if (pass > 8) {
         const failed = { ...(again[0] as Said), code: 'policy_evaluation_failed', index: null };

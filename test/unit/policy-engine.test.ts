@@ -869,6 +869,21 @@ describe('modifications compose', () => {
       action({ messages: [{ role: 'user', content: 'password=hunter2 ABCDEFGH12' }] }),
     );
     expect(both.modifiedAction?.messages?.[0]?.content).toBe('password=[REDACTED] [KEY]');
+    // Rules that match part of each other's replacements settle (QA: denied after 8 passes), and
+    // leave each other's replacements whole (QA: "[[KEY]]"), in either order.
+    const word = rename('(?i)\\bkey\\b', '[CREDENTIAL]', { priority: 20 });
+    const mutual = decide(
+      [anyKey, word],
+      action({ messages: [{ role: 'user', content: 'my key is ABCDEFGH12' }] }),
+    );
+    expect(mutual.modifiedAction?.messages?.[0]?.content).toBe('my [CREDENTIAL] is [KEY]');
+    for (const priority of [40, 10]) {
+      const ssn = rename('\\d{3}-\\d{2}-\\d{4}', '[REDACTED]', { priority });
+      const said = action({ messages: [{ role: 'user', content: 'ssn 123-45-6789 and key ABCDEFGH12' }] });
+      expect(decide([ssn, anyKey], said).modifiedAction?.messages?.[0]?.content).toBe(
+        'ssn [REDACTED] and key [KEY]',
+      );
+    }
     // Nor is it a reason to send the text folded: its accents stay (QA: they were taken off).
     const accents = decide(
       [rename('(?i)password\\s*=\\s*\\S+', 'password=[REDACTED]', {})],
