@@ -11,8 +11,8 @@ const MATCHES_PER_TIME_CHECK = 8;
 /**
  * One redact_pattern rule at work on an evaluation's texts, in its first pass (`rewrite`) and in
  * every later look (its plain form, the folded step, the passes over what other redactions made).
- * A match that is part of the redactions' replacements (`kept`: inside copies of them, side by
- * side, short of a whole copy) or is the rule's own replacement is no new match: it is only the
+ * A match that is part of one of the redactions' replacements (`kept`: inside a copy of one,
+ * short of all of it) or is the rule's own replacement is no new match: it is only the
  * operator's text. So a replacement its pattern matches (`password=[REDACTED]` for `password=\S+`,
  * `[sk-redacted]` for `sk-\w{6,}`) neither grows at every pass nor hides a key another redaction
  * re-formed beside it, rules that match part of each other's replacements settle and leave them
@@ -37,11 +37,11 @@ export interface Redaction {
 
 export function redactionOf(regex: RE2JS, replacement: string, budget: PatternBudget): Redaction {
   const findsNew = (text: string, kept: readonly string[]) =>
-    eachNewMatch(regex, replacement, text, spansOf(text, kept), budget, () => false);
+    eachNewMatch(regex, replacement, text, kept, budget, () => false);
   const rewriteNew = (text: string, kept: readonly string[]) => {
     let out = '';
     let at = 0;
-    eachNewMatch(regex, replacement, text, spansOf(text, kept), budget, (start, end) => {
+    eachNewMatch(regex, replacement, text, kept, budget, (start, end) => {
       out += text.slice(at, start) + replacement;
       at = end;
       return true;
@@ -60,9 +60,11 @@ export function redactionOf(regex: RE2JS, replacement: string, budget: PatternBu
 }
 
 /**
- * Calls `each` with every match of `regex` in `text` that is not strictly inside one of `spans`
- * (sorted, apart), until it returns false; whether there was any. The evaluation's time is
- * checked as it goes: each search for the next match may scan to the end of the text, which the
+ * Calls `each` with every match of `regex` in `text` that is not part of a copy of `kept` (see
+ * `keptBy`), until it returns false; whether there was any. After a match it skips, the search
+ * goes on from the next position, not from its end: a longer match may begin inside it (QA:
+ * `sk-redactedsk-redactedabc123SECRET` hid its key behind a skipped `sk-redactedsk`). The
+ * evaluation's time is checked as it goes: each search may scan to the end of the text, which the
  * pattern budget cannot count before it runs (QA: `password|\w+\.exe` over 40,000 characters
  * held the event loop 6–13 s).
  */
@@ -70,51 +72,60 @@ function eachNewMatch(
   regex: RE2JS,
   replacement: string,
   text: string,
-  spans: readonly [number, number][],
+  kept: readonly string[],
   budget: PatternBudget,
   each: (start: number, end: number) => boolean,
 ): boolean {
   const m = regex.matcher(text);
+  const isKept = keptBy(text, [...kept, replacement]);
   let found = false;
-  let span = 0;
-  for (let n = 1; m.find(); n++) {
+  for (let n = 1, more = m.find(); more; n++) {
     if (n % MATCHES_PER_TIME_CHECK === 0) budget.checkTime('the redaction was stopped');
     const [start, end] = [m.start(), m.end()];
-    while (span < spans.length && (spans[span] as [number, number])[1] < end) span++;
-    const around = spans[span];
-    if (around && strictlyInside(start, end, around)) continue;
-    // Its own replacement, which it would only write again (and no reason to fold a text for).
-    if (end - start === replacement.length && text.startsWith(replacement, start)) continue;
+    if (isKept(start, end)) {
+      if (start >= text.length) break;
+      more = m.find(start + (isPairAt(text, start) ? 2 : 1));
+      continue;
+    }
     found = true;
     if (!each(start, end)) break;
+    more = m.find();
   }
   return found;
 }
 
-/**
- * Inside the stretch and short of all of it: part of the operator's text. A match that is a whole
- * stretch is taken out as any other (a rename such as `dog` → `cow` still meets the `dog` another
- * rule wrote; one that rewrites its own replacement leaves it as it was).
- */
-const strictlyInside = (start: number, end: number, [from, to]: readonly [number, number]): boolean =>
-  from <= start && end <= to && (from < start || end < to);
+const isPairAt = (text: string, at: number): boolean => {
+  const code = text.charCodeAt(at);
+  return code >= 0xd800 && code <= 0xdbff && at + 1 < text.length;
+};
 
-/** Where copies of `strings` stand in `text`, those that touch or overlap joined into one. */
-function spansOf(text: string, strings: readonly string[]): [number, number][] {
-  const spans: [number, number][] = [];
-  for (const s of strings) {
+/**
+ * Whether a match (asked in the order of their starts) is part of the operator's text: inside one
+ * copy of `strings` and short of all of it (`[KEY]` for `\b[A-Z]{3,}\b`, `sk-redacted` inside
+ * `[sk-redacted]`), or a whole copy of the rule's own replacement, the last of them, which it would
+ * only write again. A whole copy of another rule's replacement is taken out as any match (a rename
+ * such as `dog` → `cow` still meets the `dog` another rule wrote, however many side by side).
+ */
+function keptBy(text: string, strings: readonly string[]): (start: number, end: number) => boolean {
+  const own = strings.at(-1) ?? '';
+  const copies: [number, number][] = [];
+  for (const s of new Set(strings)) {
     if (s === '') continue;
-    for (let at = text.indexOf(s); at !== -1; at = text.indexOf(s, at + s.length))
-      spans.push([at, at + s.length]);
+    for (let at = text.indexOf(s); at !== -1; at = text.indexOf(s, at + 1)) copies.push([at, at + s.length]);
   }
-  spans.sort((a, b) => a[0] - b[0]);
-  const joined: [number, number][] = [];
-  for (const [start, end] of spans) {
-    const last = joined.at(-1);
-    if (last && start <= last[1]) last[1] = Math.max(last[1], end);
-    else joined.push([start, end]);
-  }
-  return joined;
+  copies.sort((a, b) => a[0] - b[0]);
+  const longest = Math.max(0, ...strings.map((s) => s.length));
+  let first = 0;
+  return (start, end) => {
+    if (own !== '' && end - start === own.length && text.startsWith(own, start)) return true;
+    // A copy that holds the match starts no more than the longest string before it.
+    while (first < copies.length && (copies[first] as [number, number])[0] < start - longest) first++;
+    for (let i = first; i < copies.length && (copies[i] as [number, number])[0] <= start; i++) {
+      const [from, to] = copies[i] as [number, number];
+      if (end <= to && (from < start || end < to)) return true;
+    }
+    return false;
+  };
 }
 
 /**

@@ -226,23 +226,33 @@ function applied(rules: Said[], a: Action, kept = keptOf(rules)): Action {
 type Redact = Extract<Rule, { type: 'redact_pattern' }>;
 
 /**
- * A redaction applied: every match but its own replacement and those inside, short of all of,
- * a stretch of characters that copies of the redactions' replacements cover (copies side by side
- * or overlapping count as one stretch).
+ * A redaction applied: every match but its own replacement and those inside one copy of one of
+ * the redactions' replacements, short of all of it; after a match it leaves, the search goes on
+ * from the next character (a longer match may start inside it).
  */
 function redactNew(rule: Redact, text: string, kept: string[]): string {
-  const covered = new Array<boolean>(text.length + 1).fill(false);
-  for (const k of kept.filter((x) => x !== ''))
-    for (let at = text.indexOf(k); at !== -1; at = text.indexOf(k, at + k.length))
-      for (let i = at; i < at + k.length; i++) covered[i] = true;
-  // Covered, and the covered stretch goes on past it on a side (the generator's patterns never
-  // match empty text); or its own replacement, which it would only write again.
-  const inside = (start: number, end: number) =>
-    covered.slice(start, end).every(Boolean) && (covered[start - 1] === true || covered[end] === true);
-  return text.replace(new RegExp(rule.pattern, 'g'), (match: string, ...rest: unknown[]) => {
-    const start = rest.find((x) => typeof x === 'number') as number;
-    return inside(start, start + match.length) || match === rule.replacement ? match : rule.replacement;
-  });
+  const copies: [number, number][] = [];
+  for (const k of new Set([...kept, rule.replacement]))
+    for (let at = k === '' ? -1 : text.indexOf(k); at !== -1; at = text.indexOf(k, at + 1))
+      copies.push([at, at + k.length]);
+  const left = (start: number, end: number) =>
+    text.slice(start, end) === rule.replacement ||
+    copies.some(([from, to]) => from <= start && end <= to && (from < start || end < to));
+  const re = new RegExp(rule.pattern, 'y');
+  let out = '';
+  let at = 0;
+  for (let i = 0; i <= text.length;) {
+    re.lastIndex = i;
+    const m = re.exec(text);
+    if (!m || left(i, i + m[0].length)) {
+      i++;
+      continue;
+    }
+    out += text.slice(at, i) + rule.replacement;
+    at = i + m[0].length;
+    i = m[0].length > 0 ? at : i + 1;
+  }
+  return out + text.slice(at);
 }
 
 const same = (x: Said, y: Said) => x.policy.id === y.policy.id && x.index === y.index;

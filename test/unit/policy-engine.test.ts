@@ -884,6 +884,25 @@ describe('modifications compose', () => {
         'ssn [REDACTED] and key [KEY]',
       );
     }
+    // A match skipped as part of a replacement does not hide a longer one that starts inside it
+    // (QA: typed copies of `sk-redacted` carried a key past it, sent as they were).
+    const longer = decide(
+      [rename('ab|b\\w+', 'Xab', {})],
+      action({ messages: [{ role: 'user', content: 'Xabzz' }] }),
+    );
+    expect(longer.modifiedAction?.messages?.[0]?.content).toBe('XaXab');
+    const typed = 'sk-redactedsk-redactedabc123SECRET';
+    const bare = decide(
+      [rename('sk-\\w{6,}', 'sk-redacted', {})],
+      action({ messages: [{ role: 'user', content: typed }] }),
+    );
+    expect(bare.modifiedAction?.messages?.[0]?.content).not.toBe(typed);
+    // A rename meets words another rule wrote however many stand side by side (QA: "dogdog").
+    const renames = decide(
+      [rename('x', 'dog', { priority: 20 }), rename('dog', 'cow', { priority: 10 })],
+      action({ messages: [{ role: 'user', content: 'x dogdog' }] }),
+    );
+    expect(renames.modifiedAction?.messages?.[0]?.content).toBe('cow cowcow');
     // Nor is it a reason to send the text folded: its accents stay (QA: they were taken off).
     const accents = decide(
       [rename('(?i)password\\s*=\\s*\\S+', 'password=[REDACTED]', {})],
