@@ -1,7 +1,7 @@
 import { RE2JS } from 're2js';
 import { hasOtherForms, mapActionTexts, textsOf, toolKey, toolKeysOf, toolNamesOf } from './action-tools';
 import { foldText } from './fold-text';
-import { redactionOf, type Redaction } from './redaction';
+import { REDACTION_PASSES, redactionOf, type Redaction } from './redaction';
 import { modelListOf } from './model-names';
 import { perList } from './per-list';
 import type { CompiledPolicy, CompiledPolicySet, CompiledRule } from './compile-policies';
@@ -96,9 +96,6 @@ function compiledRegex({ regex, index }: CompiledRule): RE2JS {
   if (!regex) throw new Error(`rule ${index} has no compiled pattern`);
   return regex;
 }
-
-/** Most passes over what the redactions made of a request (`settleRedacted`). */
-const REDACTION_PASSES = 8;
 
 /** One rule against one action: null when it has nothing to say. */
 function evaluateRule(

@@ -2,8 +2,11 @@ import type { RE2JS } from 're2js';
 import { plainText } from './fold-text';
 import type { PatternBudget } from './pattern-budget';
 
-/** Most passes a redaction makes over a text whose replacements form its pattern again. */
-const REDACTION_PASSES = 8;
+/**
+ * Most passes over a text a redaction's replacements form its pattern again in, and over what the
+ * redactions made of a request (`settleRedacted`): past it, the request is denied.
+ */
+export const REDACTION_PASSES = 8;
 
 /** How many matches a redaction goes through between two looks at the evaluation's time. */
 const MATCHES_PER_TIME_CHECK = 8;

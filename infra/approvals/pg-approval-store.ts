@@ -13,6 +13,7 @@ import type {
 } from '../../domain/approvals/approval-store';
 import { auditJson, auditRecordset, INSERT_AUDIT } from '../db/audit-rows';
 import { storeError } from '../invocations/stored-error';
+import { chargedOf, type ChargedColumns } from '../invocations/invocation-rows';
 import type { LineageSource } from '../../domain/approvals/voter-lineage';
 import { approvalSelect } from './approval-sql';
 import { PgKeyLineage } from './pg-key-lineage';
@@ -151,29 +152,13 @@ async function lock(trx: Knex.Transaction, orgId: string | null, id: string): Pr
   };
 }
 
-interface TotalsRow {
-  status: string;
-  session_id: string;
-  model: string;
-  provider: Provider;
-  input_tokens: string | null;
-  output_tokens: string | null;
-  cost_micros: string;
-  charged_calls: number;
-  provider_attempts: number;
-}
+type TotalsRow = ChargedColumns & { status: string; session_id: string; model: string; provider: Provider };
 
 const totalsOf = (r: TotalsRow): InvocationTotals => ({
   sessionId: r.session_id,
   model: r.model,
   provider: r.provider,
-  usage:
-    r.input_tokens === null
-      ? null
-      : { inputTokens: Number(r.input_tokens), outputTokens: Number(r.output_tokens) },
-  costMicros: Number(r.cost_micros),
-  chargedCalls: r.charged_calls,
-  providerAttempts: r.provider_attempts,
+  ...chargedOf(r),
 });
 
 async function reread(trx: Knex.Transaction, id: string): Promise<Approval> {

@@ -171,6 +171,23 @@ export const storeDecision = (d: DecisionSummary): StoredDecision => ({
   reasons: storeReasons(d.reasons),
 });
 
+/** The columns of what an invocation was charged, so far. */
+export type ChargedColumns = Pick<
+  InvocationRow,
+  'input_tokens' | 'output_tokens' | 'cost_micros' | 'charged_calls' | 'provider_attempts'
+>;
+
+/** What an invocation was charged, as its row reads (its usage, cost, calls and attempts). */
+export const chargedOf = (r: ChargedColumns) => ({
+  usage:
+    r.input_tokens === null || r.output_tokens === null
+      ? null
+      : { inputTokens: Number(r.input_tokens), outputTokens: Number(r.output_tokens) },
+  costMicros: Number(r.cost_micros),
+  chargedCalls: Number(r.charged_calls),
+  providerAttempts: Number(r.provider_attempts),
+});
+
 export const toInvocation = (r: InvocationRow): Invocation => ({
   id: r.id,
   orgId: r.org_id,
@@ -192,13 +209,7 @@ export const toInvocation = (r: InvocationRow): Invocation => ({
     : null,
   approvalId: r.approval_id,
   output: r.output ? loadOutput(r.output) : null,
-  usage:
-    r.input_tokens === null || r.output_tokens === null
-      ? null
-      : { inputTokens: Number(r.input_tokens), outputTokens: Number(r.output_tokens) },
-  costMicros: Number(r.cost_micros),
-  chargedCalls: Number(r.charged_calls),
-  providerAttempts: Number(r.provider_attempts),
+  ...chargedOf(r),
   error: r.error ? loadError(r.error) : null,
   requestId: r.request_id,
   createdAt: toDate(r.created_at),
