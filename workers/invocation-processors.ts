@@ -157,6 +157,7 @@ export const reapProcessor = (infra: Infra) =>
     stuckAfterMs: infra.config.CP_REAP_AFTER_MS,
     // A settle follows its result within milliseconds; a reservation this old was left behind.
     leaseGraceMs: infra.config.CP_REAP_AFTER_MS,
+    warn: (message, fields) => infra.logger.warn(fields, message),
   });
 
 export const expireProcessor = (infra: Infra) =>

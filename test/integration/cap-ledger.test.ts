@@ -94,6 +94,29 @@ describe('the cap ledger', () => {
     expect(await spent(s.sessionId)).toEqual(['100', '1', '10']);
   });
 
+  it('settles a reservation of 0 micro-dollars (a model priced at 0), releasing its call and tokens', async () => {
+    const s = snapshot();
+    await ledger.restore(s);
+    await ledger.reserve(s.sessionId, 'inv_free', amounts(0, 88));
+    expect(await ledger.settle(s.sessionId, 'inv_free', amounts(0, 12))).toBe('settled');
+    expect(await held(s.sessionId)).toEqual({ costMicros: 0, calls: 0, tokens: 0 });
+    expect(await spent(s.sessionId)).toEqual(['0', '1', '12']);
+  });
+
+  it('refuses a rebuilt reservation of 0 micro-dollars that no longer fits, releasing what it held', async () => {
+    const s = snapshot({
+      limits: { costMicros: 1000, calls: 1, tokens: 500 },
+      spent: { costMicros: 0, calls: 1, tokens: 0 },
+      inFlight: [{ invocationId: 'inv_free', amounts: amounts(0, 40) }],
+    });
+    await ledger.restore(s);
+    expect(await ledger.reserve(s.sessionId, 'inv_free', amounts(0, 40))).toMatchObject({
+      kind: 'refused',
+      cap: 'calls',
+    });
+    expect(await held(s.sessionId)).toEqual({ costMicros: 0, calls: 0, tokens: 0 });
+  });
+
   it('restores only a session without state, with in-flight invocations held and confirmed only while all fits', async () => {
     const s = snapshot({
       spent: { costMicros: 600, calls: 1, tokens: 0 },

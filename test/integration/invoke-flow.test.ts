@@ -56,7 +56,16 @@ function answer(req: RecordedRequest, res: import('node:http').ServerResponse): 
   }
 }
 
-const MODELS = ['priced', 'always-500', 'rejects-400', 'flaky-429', 'too-slow', 'over-reports', 'held'];
+const MODELS = [
+  'priced',
+  'free',
+  'always-500',
+  'rejects-400',
+  'flaky-429',
+  'too-slow',
+  'over-reports',
+  'held',
+];
 /** Answers the stub holds back until a test releases them. */
 const held: (() => void)[] = [];
 
@@ -184,6 +193,25 @@ describe('the governed invoke flow', () => {
       max_tokens: 500,
       messages: [{ role: 'user', content: long }],
     });
+  });
+
+  it('settles a call to a model priced at 0, so its tokens and call are no longer held', async () => {
+    await app.http.call('PUT', '/v1/pricing/free', {
+      token: setup.org.adminKey,
+      body: { input_per_mtok_usd: 0, output_per_mtok_usd: 0 },
+    });
+    // Room for one worst case (2,076 + 500 tokens) beside what the first call is charged (1,500).
+    const { session, invocation } = await run('free', {}, { max_cost_usd: 1, max_tokens: 4076 });
+    expect(invocation).toMatchObject({ status: 'succeeded', cost_usd: 0 });
+    expect(await sessionOf(session.id)).toMatchObject({
+      calls: 1,
+      input_tokens: 1000,
+      output_tokens: 500,
+      reserved_usd: 0,
+    });
+    expect(await app.infra.redis.hlen(`${app.prefix}:cap:{${session.id}}:res`)).toBe(0);
+    const second = await invoke(app.http, setup.org.adminKey, body(session.id, 'free'), 20);
+    expect(second.body).toMatchObject({ status: 'succeeded', cost_usd: 0 });
   });
 
   it('records the request, the decision and the outcome in the audit log, in order', async () => {

@@ -133,6 +133,7 @@ describe('the reaper', () => {
     clock: app.infra.clock,
     stuckAfterMs: 0,
     leaseGraceMs: 0,
+    warn: () => undefined,
   });
 
   /** The worker's first step: take the reservation (restoring the session's ledger state first). */
@@ -157,12 +158,11 @@ describe('the reaper', () => {
     return queued.body;
   }
 
-  it('settles a reservation left by a worker that died after recording its result', async () => {
-    const session = await newSession();
-    const invocation = await admitted(session.id);
+  /** A worker that died after recording its result (PostgreSQL first), before it settled in Redis. */
+  async function recordedUnsettled(sessionId: string) {
+    const invocation = await admitted(sessionId);
     await app.infra.queues.queue('invoke').remove(invocation.id);
-    const amounts = await reserve(session.id, invocation.id);
-    // The result is recorded (PostgreSQL first) and the worker dies before it settles in Redis.
+    const amounts = await reserve(sessionId, invocation.id);
     const row = (await app.infra.invocations.getMany([invocation.id]))[0];
     const write = outcomeWrite(
       row as NonNullable<typeof row>,
@@ -180,6 +180,12 @@ describe('the reaper', () => {
       new Date(),
     );
     expect(await app.infra.invocations.finish(write)).toBe('applied');
+    return { invocation, amounts };
+  }
+
+  it('settles a reservation left by a worker that died after recording its result', async () => {
+    const session = await newSession();
+    const { invocation, amounts } = await recordedUnsettled(session.id);
     // 'hello' bounds the input at 5 + 4 + 8 + 64 = 81 tokens; with 10 output: 81 x 1 + 10 x 2 micro-dollars.
     expect((await usageOf(session.id)).reserved_usd).toBe(0.000101);
 
@@ -197,6 +203,26 @@ describe('the reaper', () => {
     expect([cost, calls, tokens]).toEqual(['60', '1', '50']);
     // Settling is idempotent: a late worker settling too changes nothing.
     expect(await app.infra.ledger.settle(session.id, invocation.id, amounts)).toBe('already_settled');
+  });
+
+  it('settles the leftovers after one the ledger refuses, and says which it could not settle', async () => {
+    const [refused, next] = [await newSession(), await newSession()];
+    await recordedUnsettled(refused.id);
+    await recordedUnsettled(next.id);
+    const ledger = Object.create(app.infra.ledger) as typeof app.infra.ledger;
+    ledger.settle = async (sessionId, chargeId, amounts) => {
+      if (sessionId === refused.id) throw new Error('ERR value is not an integer or out of range');
+      return app.infra.ledger.settle(sessionId, chargeId, amounts);
+    };
+    const warnings: Record<string, unknown>[] = [];
+    const report = await reapInvocations({ ...deps(), ledger, warn: (_m, fields) => warnings.push(fields) });
+    expect(report.released).toBeGreaterThanOrEqual(1);
+    expect(await reservations(next.id)).toBe(0);
+    expect(await reservations(refused.id)).toBe(1);
+    expect(warnings).toContainEqual(expect.objectContaining({ session_id: refused.id }));
+    // The next reap, with the ledger answering again, settles it.
+    await reapInvocations(deps());
+    expect(await reservations(refused.id)).toBe(0);
   });
 
   it('enqueues again a running invocation whose job Redis lost, and a worker finishes it', async () => {
