@@ -53,8 +53,10 @@ export const secretHint = (secret: string): string => (secret.length >= 8 ? `…
 function checkBaseUrl(deps: CredentialDeps, provider: Provider, baseUrl: string | null): void {
   if (provider === 'openai_compatible' && !baseUrl)
     throw invalidField('base_url', 'base_url: required for provider openai_compatible');
-  if (provider === 'mock' && baseUrl) throw invalidField('base_url', 'base_url: the mock provider has none');
-  const problem = baseUrl ? baseUrlProblem(baseUrl, deps.allowPrivateProviderHosts) : null;
+  if (provider === 'mock' && baseUrl !== null)
+    throw invalidField('base_url', 'base_url: the mock provider has none');
+  // "" is no URL: stored, it made every call fail (QA); leave base_url out for the provider's own.
+  const problem = baseUrl !== null ? baseUrlProblem(baseUrl, deps.allowPrivateProviderHosts) : null;
   if (problem) throw invalidField('base_url', `base_url: ${problem}`);
 }
 

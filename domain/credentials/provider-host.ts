@@ -90,6 +90,10 @@ export function isPrivateAddress(address: string): boolean {
 /** A host name that names this machine or the local network, before any DNS lookup. */
 export const isLocalName = (host: string): boolean => LOCAL_NAMES.test(host.replace(/\.$/, ''));
 
+/** Whether a host name fits DNS: at most 253 characters, each label at most 63. */
+const dnsSized = (hostname: string): boolean =>
+  hostname.length <= 253 && hostname.split('.').every((label) => label.length <= 63);
+
 /**
  * Why a provider base URL is refused, or null when it is acceptable. Public hosts need https;
  * loopback and private hosts (by literal address or local name) need the operator's opt-in, and
@@ -97,6 +101,9 @@ export const isLocalName = (host: string): boolean => LOCAL_NAMES.test(host.repl
  * resolve to private addresses are caught again when the connection is made.
  */
 export function baseUrlProblem(raw: string, allowPrivate: boolean): string | null {
+  // The URL parser drops outer spaces and keeps format characters (U+202E turns how the rest
+  // reads): what is stored and shown must be what is called (QA).
+  if (/[\s\p{C}]/u.test(raw)) return 'must not contain spaces, control or format characters';
   let url: URL;
   try {
     url = new URL(raw);
@@ -106,6 +113,8 @@ export function baseUrlProblem(raw: string, allowPrivate: boolean): string | nul
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'must use https';
   if (url.username || url.password) return 'must not carry user info; store secrets in `secret`';
   if (url.search || url.hash) return 'must not carry a query or fragment';
+  if (url.port === '0') return 'must not name port 0';
+  if (!dnsSized(url.hostname)) return 'must name a host of at most 253 characters, 63 per label';
   const host = url.hostname.replace(/^\[|\]$/g, '');
   const isPrivate = isPrivateAddress(host) || isLocalName(host);
   if (isPrivate && !allowPrivate)

@@ -206,6 +206,12 @@ describe('credentials', () => {
       base_url: 'https://a.example',
     });
     expect(mockWithUrl.status).toBe(400);
+    // "" is no URL: stored, it made every call of the credential fail (QA).
+    for (const provider of ['openai', 'anthropic', 'mock']) {
+      const empty = await store({ name: 'e', provider, secret: newSecret(), base_url: '' });
+      expect(empty.status).toBe(400);
+      expect(empty.body).toMatchObject({ error_code: 'validation_error', details: [{ path: 'base_url' }] });
+    }
   });
 
   it('accepts a loopback base_url only when the operator allows private provider hosts', async () => {

@@ -283,6 +283,19 @@ describe('webhooks: managing them', () => {
       'description',
     ],
     ['a NUL in the url', { url: 'https://a.example/a\u0000b', events: ['approval.requested'] }, 'url'],
+    // The URL parser would drop the spaces; U+202E turns how the rest of the URL reads (QA).
+    ['spaces around the url', { url: ' https://a.example/h ', events: ['approval.requested'] }, 'url'],
+    [
+      'a right-to-left override in the url',
+      { url: 'https://a.example/h\u202e', events: ['approval.requested'] },
+      'url',
+    ],
+    ['port 0', { url: 'https://a.example:0/h', events: ['approval.requested'] }, 'url'],
+    [
+      'a host label of 64 characters',
+      { url: `https://${'a'.repeat(64)}.example/h`, events: ['approval.requested'] },
+      'url',
+    ],
     [
       'a lone surrogate in the description',
       { url: 'https://a.example/h', events: ['approval.requested'], description: 'a\ud800' },

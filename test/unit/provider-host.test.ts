@@ -87,5 +87,18 @@ describe('provider base URLs (SSRF guard)', () => {
     ['another scheme', 'file:///etc/passwd'],
     ['user info', 'https://user:pass@api.example.com'],
     ['a query', 'https://api.example.com/v1?key=abc'],
+    ['nothing', ''],
+    ['outer spaces', ' https://api.example.com/v1 '],
+    ['a line break', 'https://api.example.com/v1\n'],
+    ['a right-to-left override', 'https://api.example.com/v1/\u202e'],
+    ['a zero-width space in the host', 'https://api.exa\u200bmple.com/v1'],
+    ['port 0', 'https://api.example.com:0/v1'],
+    ['a label longer than 63', `https://${'a'.repeat(64)}.example.com/v1`],
+    ['a host longer than 253', `https://${'abcdefghi.'.repeat(26)}com/v1`],
   ])('refuses %s', (_label, url) => expect(baseUrlProblem(url, true)).not.toBeNull());
+
+  it('accepts an international host name and a percent-encoded path', () => {
+    expect(baseUrlProblem('https://bücher.example/v1/%E2%80%AE', false)).toBeNull();
+    expect(baseUrlProblem(`https://${'a'.repeat(63)}.example.com/v1`, false)).toBeNull();
+  });
 });
