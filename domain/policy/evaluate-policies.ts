@@ -317,6 +317,26 @@ function judge(compiled: CompiledPolicySet, action: Action, context: EvaluationC
   return { enforced, shadowReasons };
 }
 
+const isCostDenial = (o: RuleOutcome): boolean => o.reason.code === 'cost_per_call_exceeded';
+
+/**
+ * Whether the action's cost denials wait for the action as it will run: its every denial is a
+ * `max_cost_per_call_usd` over the cost asked, a modification (a `max_tokens` clamp) may bring it
+ * under, and the invoke can price the modified action again, as it reserves it. The modified
+ * action is then judged for cost (QA: a clamp to 10 tokens beside a cost rule was denied for
+ * the 1,000 tokens asked, which would never be reserved). The evaluate endpoint's caller gives
+ * its own estimate, which a modification does not change: its denials stand.
+ */
+const repricedLater = (enforced: RuleOutcome[], context: EvaluationContext): boolean => {
+  const denied = enforced.filter((o) => o.verdict === 'deny');
+  return (
+    context.reestimate !== undefined &&
+    denied.length > 0 &&
+    denied.every(isCostDenial) &&
+    enforced.some((o) => o.verdict === 'modify')
+  );
+};
+
 /** The caller's estimate of a modified action; one it cannot make is unknown, which cost rules deny. */
 function estimateOf(modified: Action, context: EvaluationContext): number | undefined {
   if (!context.reestimate) return modified.estimatedCostUsd;
@@ -332,7 +352,8 @@ function estimateOf(modified: Action, context: EvaluationContext): number | unde
  * lengthen the prompt past `max_cost_per_call_usd` or a `require_approval`'s
  * `min_estimated_cost_usd` (judged on the caller's new estimate), write text a `deny_pattern`
  * forbids, or rename a tool into one that needs approval. A clamp alone cannot: it changes no
- * text and lowers the cost. It can also form again what a redaction takes out (QA: "x" taken out
+ * text and lowers the cost, so it is judged again only for the cost denials it may lift
+ * (`repricedLater`). It can also form again what a redaction takes out (QA: "x" taken out
  * after "secret" turned "secxret" into "secret", which was sent): the redactions that match the
  * redacted action are applied to it again, to what is new in it (not to their own replacements,
  * see redaction.ts), and it is judged again, until that changes nothing, up to REDACTION_PASSES
@@ -416,7 +437,10 @@ export function evaluatePolicies(
   context: EvaluationContext,
 ): PolicyDecision {
   const budgets = { enforce: new PatternBudget(), shadow: new PatternBudget() };
-  const { enforced, shadowReasons } = judge(compiled, action, context, budgets);
+  const judged = judge(compiled, action, context, budgets);
+  const { shadowReasons } = judged;
+  const repriced = repricedLater(judged.enforced, context);
+  const enforced = repriced ? judged.enforced.filter((o) => !isCostDenial(o)) : judged.enforced;
   let verdict = strongest(enforced);
   let deciding = enforced.filter((o) => o.verdict === verdict);
   let modifiedAction: Action | null = null;
@@ -427,9 +451,10 @@ export function evaluatePolicies(
     if ('failed' in result) [verdict, deciding] = ['deny', [result.failed]];
     else if (modifying.length > 0) {
       const redacted = modifying.some((o) => o.reason.code === 'redacted');
-      const again = redacted
-        ? settleRedacted(compiled, result.action, context, budgets.enforce, replacementsOf(modifying))
-        : { action: result.action, denied: [], held: [], redactedAgain: [] };
+      const again =
+        redacted || repriced
+          ? settleRedacted(compiled, result.action, context, budgets.enforce, replacementsOf(modifying))
+          : { action: result.action, denied: [], held: [], redactedAgain: [] };
       if ('failed' in again) [verdict, deciding] = ['deny', [again.failed]];
       else if (again.denied.length > 0) [verdict, deciding] = ['deny', again.denied];
       else {

@@ -148,6 +148,22 @@ describe("the org's policies decide every invoke", () => {
     );
   });
 
+  it('max_cost_per_call_usd judges the request as a max_tokens clamp leaves it, as the invoke reserves it (QA)', async () => {
+    // 'hello' with max_tokens 1000 reserves $0.002081 at this price; clamped to 10, $0.000101.
+    const clamp = { name: 'clamp', rules: [{ type: 'max_tokens', limit: 10 }] };
+    const cap = { name: 'cap', rules: [{ type: 'max_cost_per_call_usd', limit: 0.0005 }] };
+    await withPolicy(clamp, (clampId) =>
+      withPolicy(cap, async () => {
+        const { invocation, sent } = await run('hello', 1000);
+        expect(invocation).toMatchObject({ status: 'succeeded', decision: { verdict: 'modify' } });
+        expect(invocation.decision?.reasons).toEqual([
+          expect.objectContaining({ policy_id: clampId, code: 'max_tokens_clamped' }),
+        ]);
+        expect(sent.map((r) => (r.body as { max_tokens: number }).max_tokens)).toEqual([10]);
+      }),
+    );
+  });
+
   it("a refusal by the agent record names the org's policy_version in its decision", async () => {
     await withPolicy({ name: 'clamp', rules: [{ type: 'max_tokens', limit: 1000 }] }, async () => {
       const allowed = (await run('hello')).invocation;

@@ -630,6 +630,34 @@ describe('the policy engine: every rule type', () => {
     expect(decide([grow, cap], action(), { ...context, reestimate: () => 0.05 }).verdict).toBe('modify');
   });
 
+  it('judges max_cost_per_call_usd on the clamped request an invoke reserves, not the max_tokens asked (QA)', () => {
+    const clamp = policy([{ type: 'max_tokens', limit: 10 }]);
+    const cap = policy([{ type: 'max_cost_per_call_usd', limit: 0.0001 }]);
+    // The invoke prices the action as it will run: here a micro-dollar per output token.
+    const reestimate = (a: Action) => (a.maxTokens ?? 0) / 1_000_000;
+    const asked = action({ maxTokens: 1000, estimatedCostUsd: 0.001 });
+    const d = decide([clamp, cap], asked, { ...context, reestimate });
+    expect(d).toMatchObject({ verdict: 'modify', modifiedAction: { maxTokens: 10 } });
+    expect(codes(d)).toEqual(['max_tokens_clamped']);
+    // A clamp that leaves it over the limit is denied, for the cost of the clamped request.
+    const loose = policy([{ type: 'max_tokens', limit: 500 }]);
+    const over = decide([loose, cap], asked, { ...context, reestimate });
+    expect(over).toMatchObject({ verdict: 'deny', modifiedAction: null });
+    expect(over.reasons).toEqual([
+      expect.objectContaining({
+        code: 'cost_per_call_exceeded',
+        message: expect.stringContaining('$0.0005'),
+      }),
+    ]);
+    // Another denial is not lifted by a clamp, nor is the estimate of a caller that cannot reprice.
+    const forbid = policy([{ type: 'deny_pattern', pattern: '4111' }]);
+    expect(codes(decide([clamp, cap, forbid], asked, { ...context, reestimate }))).toEqual([
+      'cost_per_call_exceeded',
+      'pattern_denied',
+    ]);
+    expect(codes(decide([clamp, cap], asked))).toEqual(['cost_per_call_exceeded']);
+  });
+
   it('asks for the approval a redaction makes necessary: a prompt grown past min_estimated_cost_usd is held (QA)', () => {
     const grow = policy([{ type: 'redact_pattern', pattern: '\\d{4}', replacement: 'Z'.repeat(5000) }]);
     const costly = (approversRequired: number, minEstimatedCostUsd = 0.05): Rule => ({
