@@ -50,6 +50,8 @@ const webhookJob = z
   .object({
     delivery_id: z.string().min(1).max(100),
     org_id: z.string().min(1).max(100),
+    /** Its receiver, for the receiver's cap; absent in jobs queued before it was carried. */
+    webhook_id: z.string().min(1).max(100).optional(),
   })
   .strict();
 

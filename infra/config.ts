@@ -97,6 +97,7 @@ const schema = z
     CP_WEBHOOK_CONCURRENCY: int(1, 1000).default(32),
     // At most this many of one org's webhook deliveries in flight at once, across all workers.
     CP_WEBHOOK_ORG_CONCURRENCY: int(1, 1000).default(8),
+    CP_WEBHOOK_RECEIVER_CONCURRENCY: int(1, 1000).optional(),
     // Delivered and failed webhook deliveries are deleted this many days after they were created.
     CP_WEBHOOK_DELIVERY_RETENTION_DAYS: int(1, 3650).default(30),
     // GET /metrics: open when the API binds to loopback; otherwise only with this bearer token.

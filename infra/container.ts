@@ -31,7 +31,7 @@ import { storeSources } from './metrics/scrape-sources';
 import { PgApprovalStore } from './approvals/pg-approval-store';
 import type { CompletionSignal } from '../domain/invocations/signals';
 import { HttpWebhookSender } from './webhooks/http-webhook-sender';
-import { RedisOrgDeliverySlots, SLOT_MARGIN_MS } from './webhooks/redis-org-delivery-slots';
+import { RedisOrgDeliverySlots, SLOT_MARGIN_MS, WAITER_LAPSE_MS } from './webhooks/redis-org-delivery-slots';
 import { PgWebhookStore } from './webhooks/pg-webhook-store';
 import { PgWebhookFeed } from './webhooks/pg-webhook-feed';
 import { PgInvocationStore } from './invocations/pg-invocation-store';
@@ -142,6 +142,16 @@ export interface Infra {
 export const orgShareOf = (config: Config): number =>
   config.CP_INVOKE_ORG_CONCURRENCY ?? Math.max(1, Math.floor(config.CP_INVOKE_CONCURRENCY / 2));
 
+/**
+ * One webhook's share of its org's delivery slots: as configured, else half of them, so a
+ * receiver that never answers leaves the org's others half its slots (at most the org's cap).
+ */
+export const receiverShareOf = (config: Config): number =>
+  Math.min(
+    config.CP_WEBHOOK_ORG_CONCURRENCY,
+    config.CP_WEBHOOK_RECEIVER_CONCURRENCY ?? Math.max(1, Math.floor(config.CP_WEBHOOK_ORG_CONCURRENCY / 2)),
+  );
+
 const withTimeout = <T>(promise: Promise<T>, ms: number, what: string): Promise<T> =>
   Promise.race([
     promise,
@@ -233,6 +243,8 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
       prefix,
       config.CP_WEBHOOK_ORG_CONCURRENCY,
       config.CP_WEBHOOK_TIMEOUT_MS + SLOT_MARGIN_MS,
+      WAITER_LAPSE_MS,
+      receiverShareOf(config),
     ),
     guardian: new Guardian(new OrgPolicyEngine(compiledPolicies, evaluationRunner)),
     evaluationTime,

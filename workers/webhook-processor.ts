@@ -24,10 +24,11 @@ export const NO_SLOT_IN_WINDOW =
 export const webhookProcessor = (payload: WebhookJob, infra: Infra, job: JobInfo) => {
   const { org_id: orgId, delivery_id: deliveryId } = payload;
   const deliveries = infra.webhookStore;
+  const webhookId = payload.webhook_id ?? null;
   return inOrgSlot(
     infra.webhookSlots,
     infra.clock.now().getTime(),
-    { orgId, jobId: job.id, queuedAt: job.queuedAt, deferrals: job.deferrals },
+    { orgId, jobId: job.id, webhookId, queuedAt: job.queuedAt, deferrals: job.deferrals },
     {
       deliver: () =>
         deliverWebhook(

@@ -9,6 +9,9 @@ import { DELIVERY_WINDOW_MS } from './retry-schedule';
  * does not count against its retries. The line is ordered by when each attempt first asked, so
  * the longest waiting goes first, newer deliveries cannot keep an old one out, and a retry goes
  * to the back as any new attempt does (a dead receiver's retries do not hold up the org's others).
+ * Within the org, each receiver (webhook) has a smaller cap of its own: a delivery whose receiver
+ * has that many in flight waits out of the org's line, among its receiver's waiters, so a
+ * receiver that never answers cannot hold the org's every slot with its first attempts either.
  */
 export interface OrgDeliverySlots {
   /**
@@ -19,14 +22,15 @@ export interface OrgDeliverySlots {
    * a new claim. A slot not released (its worker killed) lapses by itself once no delivery can
    * still be running; a place in line whose job stopped asking, after ten minutes.
    */
-  take(orgId: string, jobId: string): Promise<SlotClaim | null>;
+  take(orgId: string, jobId: string, webhookId: string | null): Promise<SlotClaim | null>;
   /**
    * Gives the slot back if this claim still holds it: a run whose twin took the slot over since
    * leaves it to the twin, so the org does not count one slot fewer while the twin delivers.
+   * Returns the receiver's waiters its free slots are owed to, to be woken.
    */
-  release(orgId: string, jobId: string, claim: SlotClaim): Promise<void>;
-  /** Leaves the waiting line without a slot (the delivery was given up, or its job is gone). */
-  leave(orgId: string, jobId: string): Promise<void>;
+  release(orgId: string, jobId: string, claim: SlotClaim, webhookId: string | null): Promise<string[]>;
+  /** Leaves the waiting lines without a slot (the delivery was given up, or its job is gone). */
+  leave(orgId: string, jobId: string, webhookId: string | null): Promise<void>;
   /** The waiters the org's free slots are owed to now: the first in line, one per free slot. */
   owedTo(orgId: string): Promise<string[]>;
 }
@@ -48,6 +52,8 @@ export const slotWaitMs = (deferrals = 0, random: () => number = Math.random): n
 export interface SlotJob {
   orgId: string;
   jobId: string;
+  /** The receiver (webhook) it goes to; null for a job queued before jobs named it. */
+  webhookId: string | null;
   /** When the job was queued; a delivery waits at most its 24 hours from it. */
   queuedAt: number;
   /** Times it already waited for a slot. */
@@ -76,8 +82,20 @@ export async function wakeOwed(slots: OrgDeliverySlots, orgId: string, wake: Tur
     if (owed.length === 0) return;
     const gone = await wake(owed);
     if (gone.length === 0) return;
-    await Promise.all(gone.map((id) => slots.leave(orgId, id)));
+    await Promise.all(gone.map((id) => slots.leave(orgId, id, null)));
   }
+}
+
+/** Wakes a receiver's waiters its freed slots are owed to; one whose job is gone leaves. */
+async function wakeReceiver(
+  slots: OrgDeliverySlots,
+  job: SlotJob,
+  owed: string[],
+  wake: Turn<unknown>['wake'],
+) {
+  if (owed.length === 0) return;
+  const gone = await wake(owed);
+  await Promise.all(gone.map((id) => slots.leave(job.orgId, id, job.webhookId)));
 }
 
 /**
@@ -91,7 +109,7 @@ export async function inOrgSlot<T>(
   job: SlotJob,
   turn: Turn<T>,
 ): Promise<T> {
-  const claim = await slots.take(job.orgId, job.jobId);
+  const claim = await slots.take(job.orgId, job.jobId, job.webhookId);
   if (claim === null) {
     await wakeOwed(slots, job.orgId, turn.wake).catch(turn.onError);
     if (now - job.queuedAt < DELIVERY_WINDOW_MS)
@@ -100,15 +118,17 @@ export async function inOrgSlot<T>(
         async () => (await slots.owedTo(job.orgId)).includes(job.jobId),
         'its cap of webhook deliveries in flight',
       );
-    await slots.leave(job.orgId, job.jobId);
+    await slots.leave(job.orgId, job.jobId, job.webhookId);
     return turn.tooLate();
   }
   try {
     return await turn.deliver();
   } finally {
     await slots
-      .release(job.orgId, job.jobId, claim)
-      .then(() => wakeOwed(slots, job.orgId, turn.wake))
+      .release(job.orgId, job.jobId, claim, job.webhookId)
+      .then((owed) =>
+        Promise.all([wakeOwed(slots, job.orgId, turn.wake), wakeReceiver(slots, job, owed, turn.wake)]),
+      )
       .catch(turn.onError);
   }
 }

@@ -89,18 +89,18 @@ export interface DeliveryStore {
     before: Date,
     after: string | null,
     limit: number,
-  ): Promise<Pick<NewDelivery, 'id' | 'orgId'>[]>;
+  ): Promise<Pick<NewDelivery, 'id' | 'orgId' | 'webhookId'>[]>;
   /** Deletes up to `limit` delivered or failed deliveries created before `before`, oldest first; returns how many. */
   deleteEndedBefore(before: Date, limit: number): Promise<number>;
 }
 
 /** Hands a delivery to the queue that runs its attempts; its job id is the delivery id. */
 export interface DeliveryQueue {
-  enqueue(delivery: Pick<NewDelivery, 'id' | 'orgId'>): Promise<void>;
+  enqueue(delivery: Pick<NewDelivery, 'id' | 'orgId' | 'webhookId'>): Promise<void>;
   /** Whether the delivery's job may still run: it is waiting, delayed or running (not finished). */
   has(deliveryId: string): Promise<boolean>;
   /** Enqueues a delivery again, replacing a job of it that finished without delivering it. */
-  requeue(delivery: Pick<NewDelivery, 'id' | 'orgId'>): Promise<void>;
+  requeue(delivery: Pick<NewDelivery, 'id' | 'orgId' | 'webhookId'>): Promise<void>;
   /**
    * Runs now the jobs of these deliveries that are waiting out a delay, and leaves the others as
    * they are; returns the deliveries whose job is gone (removed, or finished).

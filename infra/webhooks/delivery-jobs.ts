@@ -10,7 +10,7 @@ const live = (job: Job | undefined): boolean => job !== undefined && !job.finish
 export const deliveryJobs = (queues: JobQueues): DeliveryQueue => {
   const queue = () => queues.queue(JOBS['webhook.deliver'].queue);
   const enqueue: DeliveryQueue['enqueue'] = (d) =>
-    queues.enqueue('webhook.deliver', { delivery_id: d.id, org_id: d.orgId }, d.id);
+    queues.enqueue('webhook.deliver', { delivery_id: d.id, org_id: d.orgId, webhook_id: d.webhookId }, d.id);
   return {
     enqueue,
     has: async (id) => live(await queue().getJob(id)),

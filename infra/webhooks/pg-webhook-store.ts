@@ -164,14 +164,14 @@ export class PgWebhookStore implements WebhookStore, DeliveryStore, WebhookSecre
 
   async pendingBefore(before: Date, after: string | null, limit: number) {
     const query = this.knex('webhook_deliveries')
-      .select('id', 'org_id')
+      .select('id', 'org_id', 'webhook_id')
       .where('status', 'pending')
       .andWhere('created_at', '<', before)
       .orderBy('id')
       .limit(limit);
     if (after) query.andWhere('id', '>', after);
-    const rows: { id: string; org_id: string }[] = await query;
-    return rows.map((r) => ({ id: r.id, orgId: r.org_id }));
+    const rows: { id: string; org_id: string; webhook_id: string }[] = await query;
+    return rows.map((r) => ({ id: r.id, orgId: r.org_id, webhookId: r.webhook_id }));
   }
 
   /**

@@ -4,21 +4,41 @@ import type { OrgDeliverySlots, SlotClaim } from '../../domain/webhooks/org-deli
 /**
  * KEYS: the org's deliveries in flight (job ids scored by when each started), its waiting line
  * (scored by when each waiter first asked, each after the one before) and when each waiter last
- * asked, all by Redis's clock so every process agrees. ARGV: job id, cap, how long a slot may
- * stand, how long a waiter may go without asking. Slots and waiters past those ages are dropped first (their worker died, or their
- * job ended unseen), a hundred waiters a call at most. When the job takes a slot: the slot's score,
- * which is its claim (a job taking again the slot it holds gets a new, higher one); else 0.
+ * asked, all by Redis's clock so every process agrees; then the receiver's (the webhook's)
+ * deliveries in flight and its waiters. ARGV: job id, cap, how long a slot may stand, how long a
+ * waiter may go without asking, the receiver's cap (0: none, a job from before it was known).
+ * Slots and waiters past those ages are dropped first (their worker died, or their job ended
+ * unseen), a hundred waiters a call at most. A job whose receiver has its cap in flight waits out
+ * of the org's line, so it keeps none of the org's other receivers waiting (QA: one receiver that
+ * never answered held every slot of its org). When the job takes a slot: the slot's score, which
+ * is its claim (a job taking again the slot it holds gets a new, higher one); else 0.
  */
 const TAKE = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local job, cap, stale, lapse = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local receiverCap = tonumber(ARGV[5])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - stale)
 for _, gone in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now - lapse, 'LIMIT', 0, 100)) do
   redis.call('ZREM', KEYS[2], gone)
   redis.call('ZREM', KEYS[3], gone)
 end
 local holds = redis.call('ZSCORE', KEYS[1], job)
+if receiverCap > 0 then
+  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - stale)
+  if not holds and redis.call('ZCARD', KEYS[4]) >= receiverCap then
+    redis.call('ZREM', KEYS[2], job)
+    redis.call('ZREM', KEYS[3], job)
+    if not redis.call('ZSCORE', KEYS[5], job) then
+      local last = redis.call('ZRANGE', KEYS[5], -1, -1, 'WITHSCORES')[2]
+      local place = now
+      if last and tonumber(last) >= now then place = tonumber(last) + 1 end
+      redis.call('ZADD', KEYS[5], place, job)
+    end
+    redis.call('PEXPIRE', KEYS[5], lapse)
+    return 0
+  end
+end
 if not redis.call('ZSCORE', KEYS[2], job) then
   -- After the last in line, even if it asked in the same millisecond (ties would go by job id).
   local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')[2]
@@ -34,6 +54,11 @@ if holds or (free > 0 and redis.call('ZRANK', KEYS[2], job) < free) then
   redis.call('PEXPIRE', KEYS[1], stale)
   redis.call('ZREM', KEYS[2], job)
   redis.call('ZREM', KEYS[3], job)
+  if receiverCap > 0 then
+    redis.call('ZADD', KEYS[4], claim, job)
+    redis.call('PEXPIRE', KEYS[4], stale)
+    redis.call('ZREM', KEYS[5], job)
+  end
   return claim
 end
 redis.call('ZADD', KEYS[3], now, job)
@@ -41,11 +66,20 @@ redis.call('PEXPIRE', KEYS[2], lapse)
 redis.call('PEXPIRE', KEYS[3], lapse)
 return 0`;
 
-/** KEYS: in flight. ARGV: job id, claim. Frees the job's slot only if it is still this claim's. */
+/**
+ * KEYS: the org's in flight, the receiver's in flight and its waiters. ARGV: job id, claim, the
+ * receiver's cap. Frees the job's slot only if it is still this claim's. Returns the receiver's
+ * first waiters, one per slot of its cap now free, to be woken.
+ */
 const RELEASE = `
 local held = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if held and tonumber(held) == tonumber(ARGV[2]) then return redis.call('ZREM', KEYS[1], ARGV[1]) end
-return 0`;
+if held and tonumber(held) == tonumber(ARGV[2]) then
+  redis.call('ZREM', KEYS[1], ARGV[1])
+  redis.call('ZREM', KEYS[2], ARGV[1])
+end
+local free = tonumber(ARGV[3]) - redis.call('ZCARD', KEYS[2])
+if tonumber(ARGV[3]) == 0 or free <= 0 then return {} end
+return redis.call('ZRANGE', KEYS[3], 0, free - 1)`;
 
 /** KEYS: in flight, waiting line. ARGV: cap, how long a slot may stand. The first in line, one per free slot. */
 const OWED_TO = `
@@ -76,6 +110,11 @@ export const orgLineKeys = (prefix: string, orgId: string): [string, string] => 
   orgKey(prefix, orgId, 'waiting'),
   orgKey(prefix, orgId, 'asked'),
 ];
+/** A receiver's (a webhook's) deliveries in flight, and its waiters; in its org's hash tag. */
+export const receiverKeys = (prefix: string, orgId: string, webhookId: string | null): [string, string] => [
+  orgKey(prefix, orgId, `receiver:${webhookId ?? '-'}:inflight`),
+  orgKey(prefix, orgId, `receiver:${webhookId ?? '-'}:waiting`),
+];
 
 /** OrgDeliverySlots in Redis sorted sets per org; taking is one script, so never over the cap. */
 export class RedisOrgDeliverySlots implements OrgDeliverySlots {
@@ -87,17 +126,33 @@ export class RedisOrgDeliverySlots implements OrgDeliverySlots {
     private readonly staleAfterMs: number,
     /** After this long without asking, a waiter's place in line is dropped. */
     private readonly lapseAfterMs = WAITER_LAPSE_MS,
+    /** One receiver's deliveries in flight at most (CP_WEBHOOK_RECEIVER_CONCURRENCY). */
+    private readonly receiverCap = cap,
   ) {}
 
-  async take(orgId: string, jobId: string): Promise<SlotClaim | null> {
-    const keys = [orgSlotsKey(this.prefix, orgId), ...orgLineKeys(this.prefix, orgId)];
-    const args = [jobId, this.cap, this.staleAfterMs, this.lapseAfterMs];
-    const claim = Number(await this.redis.eval(TAKE, 3, ...keys, ...args));
+  /**
+   * The receiver's cap for a job: none for one that does not name its webhook (queued before),
+   * nor when it is the org's own (the org's line alone keeps the order then).
+   */
+  private capOf(webhookId: string | null): number {
+    return webhookId === null || this.receiverCap >= this.cap ? 0 : this.receiverCap;
+  }
+
+  async take(orgId: string, jobId: string, webhookId: string | null): Promise<SlotClaim | null> {
+    const keys = [
+      orgSlotsKey(this.prefix, orgId),
+      ...orgLineKeys(this.prefix, orgId),
+      ...receiverKeys(this.prefix, orgId, webhookId),
+    ];
+    const args = [jobId, this.cap, this.staleAfterMs, this.lapseAfterMs, this.capOf(webhookId)];
+    const claim = Number(await this.redis.eval(TAKE, 5, ...keys, ...args));
     return claim > 0 ? claim : null;
   }
 
-  async release(orgId: string, jobId: string, claim: SlotClaim): Promise<void> {
-    await this.redis.eval(RELEASE, 1, orgSlotsKey(this.prefix, orgId), jobId, claim);
+  async release(orgId: string, jobId: string, claim: SlotClaim, webhookId: string | null): Promise<string[]> {
+    const keys = [orgSlotsKey(this.prefix, orgId), ...receiverKeys(this.prefix, orgId, webhookId)];
+    const args = [jobId, claim, this.capOf(webhookId)];
+    return (await this.redis.eval(RELEASE, 3, ...keys, ...args)) as string[];
   }
 
   async owedTo(orgId: string): Promise<string[]> {
@@ -106,8 +161,9 @@ export class RedisOrgDeliverySlots implements OrgDeliverySlots {
     return (await this.redis.eval(OWED_TO, 2, ...keys, this.cap, this.staleAfterMs)) as string[];
   }
 
-  async leave(orgId: string, jobId: string): Promise<void> {
+  async leave(orgId: string, jobId: string, webhookId: string | null): Promise<void> {
     const [waiting, asked] = orgLineKeys(this.prefix, orgId);
-    await this.redis.multi().zrem(waiting, jobId).zrem(asked, jobId).exec();
+    const [, receiverWaiting] = receiverKeys(this.prefix, orgId, webhookId);
+    await this.redis.multi().zrem(waiting, jobId).zrem(asked, jobId).zrem(receiverWaiting, jobId).exec();
   }
 }

@@ -3,12 +3,14 @@ import {
   RedisOrgDeliverySlots,
   orgLineKeys,
   orgSlotsKey,
+  receiverKeys,
   SLOT_MARGIN_MS,
 } from '../../infra/webhooks/redis-org-delivery-slots';
 import type { SlotClaim } from '../../domain/webhooks/org-delivery-slots';
 import { eventually } from '../support/eventually';
 import { sendEvent } from '../support/webhook-events';
-import { startLocalServer, type Arrived, type LocalServer } from '../support/local-server';
+import type { Arrived } from '../support/local-server';
+import { Receiver } from '../support/hanging-receiver';
 import { signupOrg, type SignedUpOrg } from '../support/factories';
 import { startTestApp, type TestApp } from '../support/test-app';
 
@@ -20,39 +22,6 @@ import { startTestApp, type TestApp } from '../support/test-app';
 const TIMEOUT_MS = 3000;
 const CAP = 2;
 
-/** A receiver whose `/hang-*` paths never answer and whose other paths answer 200. */
-class Receiver {
-  readonly arrivals: Arrived[] = [];
-  readonly open = new Map<string, number>();
-  readonly mostOpen = new Map<string, number>();
-  private server!: LocalServer;
-
-  async start(): Promise<void> {
-    this.server = await startLocalServer((req, res) => {
-      this.arrivals.push(req);
-      const { path } = req;
-      if (!path.startsWith('/hang-')) return void res.writeHead(200).end('ok');
-      const now = (this.open.get(path) ?? 0) + 1;
-      this.open.set(path, now);
-      this.mostOpen.set(path, Math.max(now, this.mostOpen.get(path) ?? 0));
-      res.on('close', () => this.open.set(path, (this.open.get(path) ?? 1) - 1));
-    });
-  }
-
-  url(kind: 'hang' | 'ok'): string {
-    return this.server.url(`/${kind}-${randomBytes(4).toString('hex')}`);
-  }
-
-  at(url: string): Arrived[] {
-    const path = new URL(url).pathname;
-    return this.arrivals.filter((a) => a.path === path);
-  }
-
-  stop(): Promise<void> {
-    return this.server.stop();
-  }
-}
-
 let app: TestApp;
 const receiver = new Receiver();
 
@@ -63,6 +32,8 @@ beforeAll(async () => {
     env: {
       CP_ALLOW_PRIVATE_PROVIDER_HOSTS: 'true',
       CP_WEBHOOK_ORG_CONCURRENCY: String(CAP),
+      // One receiver may use the org's every slot here: these tests are of the org's cap.
+      CP_WEBHOOK_RECEIVER_CONCURRENCY: String(CAP),
       // Fewer worker slots than the noisy org has deliveries: without a per-org cap it holds them all.
       CP_WEBHOOK_CONCURRENCY: '4',
       CP_WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS),
@@ -169,11 +140,11 @@ describe('webhooks: the per-org slots in Redis', () => {
     const claims = new Map<string, SlotClaim>();
     return {
       take: async (job: string) => {
-        const claim = await slots.take(org, job);
+        const claim = await slots.take(org, job, null);
         if (claim !== null) claims.set(job, claim);
         return claim !== null;
       },
-      release: (job: string) => slots.release(org, job, claims.get(job) as SlotClaim),
+      release: (job: string) => slots.release(org, job, claims.get(job) as SlotClaim, null),
     };
   };
 
@@ -210,19 +181,19 @@ describe('webhooks: the per-org slots in Redis', () => {
   it('leaves the slot to a twin run that took it over: the first run ending does not free it', async () => {
     const slots = new RedisOrgDeliverySlots(app.infra.redis, app.prefix, 1, 60_000);
     const org = newOrg();
-    const first = await slots.take(org, 'job');
+    const first = await slots.take(org, 'job', null);
     // The same job run again while the first still runs (its lock was lost): one slot, a new claim.
-    const twin = await slots.take(org, 'job');
+    const twin = await slots.take(org, 'job', null);
     expect(first).not.toBeNull();
     expect(twin).not.toBeNull();
     expect(twin).not.toBe(first);
-    await slots.release(org, 'job', first as SlotClaim);
+    await slots.release(org, 'job', first as SlotClaim, null);
     // The twin still delivers in the org's one slot: no one else gets it yet.
-    expect(await slots.take(org, 'other')).toBeNull();
+    expect(await slots.take(org, 'other', null)).toBeNull();
     expect(await slots.owedTo(org)).toEqual([]);
-    await slots.release(org, 'job', twin as SlotClaim);
+    await slots.release(org, 'job', twin as SlotClaim, null);
     expect(await slots.owedTo(org)).toEqual(['other']);
-    expect(await slots.take(org, 'other')).not.toBeNull();
+    expect(await slots.take(org, 'other', null)).not.toBeNull();
   });
 
   it('keeps the line in the order asked when many ask in the same millisecond (not by job id)', async () => {
@@ -235,7 +206,7 @@ describe('webhooks: the per-org slots in Redis', () => {
     expect(await Promise.all(asking.map((job) => jobs.take(job)))).toEqual(asking.map(() => false));
     await jobs.release('holder');
     expect(await slots.owedTo(org)).toEqual(['w9']);
-    for (const job of asking) await slots.leave(org, job);
+    for (const job of asking) await slots.leave(org, job, null);
   });
 
   it('gives a freed slot to the one that asked first, not to whoever asks next', async () => {
@@ -256,7 +227,7 @@ describe('webhooks: the per-org slots in Redis', () => {
     await jobs.release('second');
     expect(await slots.owedTo(org)).toEqual(['third']);
     // A delivery given up leaves the line, and the slot goes to the next.
-    await slots.leave(org, 'third');
+    await slots.leave(org, 'third', null);
     expect(await jobs.take('fourth')).toBe(true);
     await jobs.release('fourth');
     expect(await slots.owedTo(org)).toEqual([]);
@@ -293,10 +264,46 @@ describe('webhooks: the per-org slots in Redis', () => {
     expect(await line(org)).toEqual(['new']);
   });
 
+  it("keeps a delivery whose receiver has its cap in flight out of the org's line, and wakes it when one ends", async () => {
+    const slots = new RedisOrgDeliverySlots(app.infra.redis, app.prefix, 3, 60_000, 60_000, 2);
+    const org = newOrg();
+    const claims = new Map<string, SlotClaim>();
+    const take = async (job: string, hook: string) => {
+      const claim = await slots.take(org, job, hook);
+      if (claim !== null) claims.set(job, claim);
+      return claim !== null;
+    };
+    expect(await take('dead-1', 'hook_dead')).toBe(true);
+    expect(await take('dead-2', 'hook_dead')).toBe(true);
+    // The dead receiver's third waits among its receiver's waiters, not in the org's line...
+    expect(await take('dead-3', 'hook_dead')).toBe(false);
+    expect(await line(org)).toEqual([]);
+    // ...so the org's other receiver takes the slot left, and the next of it waits in line.
+    expect(await take('ok-1', 'hook_ok')).toBe(true);
+    expect(await take('ok-2', 'hook_ok')).toBe(false);
+    expect(await line(org)).toEqual(['ok-2']);
+    // One of the dead receiver's ends: its waiter is owed its receiver's slot, the org's to ok-2.
+    expect(await slots.release(org, 'dead-1', claims.get('dead-1') as SlotClaim, 'hook_dead')).toEqual([
+      'dead-3',
+    ]);
+    expect(await slots.owedTo(org)).toEqual(['ok-2']);
+    expect(await take('ok-2', 'hook_ok')).toBe(true);
+    expect(await take('dead-3', 'hook_dead')).toBe(false);
+    expect(await slots.release(org, 'ok-1', claims.get('ok-1') as SlotClaim, 'hook_ok')).toEqual([]);
+    expect(await take('dead-3', 'hook_dead')).toBe(true);
+    const [, waiting] = receiverKeys(app.prefix, org, 'hook_dead');
+    expect(await app.infra.redis.zcard(waiting)).toBe(0);
+    // A job from before jobs named their webhook is under the org's cap only.
+    expect(await slots.take(org, 'old', null)).toBeNull();
+    expect(await line(org)).toEqual(['old']);
+  });
+
   it('keeps every key of an org in one cluster slot', () => {
-    const tags = [orgSlotsKey('p', 'org_1'), ...orgLineKeys('p', 'org_1')].map(
-      (k) => /\{(.+)\}/.exec(k)?.[1],
-    );
-    expect(tags).toEqual(['org_1', 'org_1', 'org_1']);
+    const tags = [
+      orgSlotsKey('p', 'org_1'),
+      ...orgLineKeys('p', 'org_1'),
+      ...receiverKeys('p', 'org_1', 'wh_1'),
+    ].map((k) => /\{(.+)\}/.exec(k)?.[1]);
+    expect(tags).toEqual(['org_1', 'org_1', 'org_1', 'org_1', 'org_1']);
   });
 });
