@@ -5,6 +5,7 @@ import { isWholeMicros } from '../../domain/pricing/cost';
 import {
   MAX_LIST_ITEMS,
   MAX_PATTERN_LENGTH,
+  MAX_ORG_LIST_ITEMS,
   MAX_ORG_PATTERN_PROGRAM,
   MAX_POLICIES_PER_ORG,
   MAX_RULES_PER_POLICY,
@@ -124,7 +125,8 @@ export const PolicyBody = z
       `At most ${MAX_RULES_PER_POLICY} rules, ${MAX_LIST_ITEMS} items per list and ${MAX_PATTERN_LENGTH} ` +
       `characters per pattern; an org has at most ${MAX_POLICIES_PER_ORG} policies, and the patterns of its ` +
       `enabled policies compile to at most ${MAX_ORG_PATTERN_PROGRAM} instructions together (about 65 of the ` +
-      'largest patterns, thousands of plain ones; a change that does not add to them is taken even above it) ' +
+      'largest patterns, thousands of plain ones; a change that does not add to them is taken even above it), ' +
+      `and their lists hold at most ${MAX_ORG_LIST_ITEMS} items together (the same way) ` +
       '(beyond: 400 validation_error).',
   });
 

@@ -5716,7 +5716,7 @@ export interface operations {
     requestBody: {
       content: {
         'application/json': {
-          /** @description At most 50 rules, 500 items per list and 1000 characters per pattern; an org has at most 200 policies, and the patterns of its enabled policies compile to at most 100000 instructions together (about 65 of the largest patterns, thousands of plain ones; a change that does not add to them is taken even above it) (beyond: 400 validation_error). */
+          /** @description At most 50 rules, 500 items per list and 1000 characters per pattern; an org has at most 200 policies, and the patterns of its enabled policies compile to at most 100000 instructions together (about 65 of the largest patterns, thousands of plain ones; a change that does not add to them is taken even above it), and their lists hold at most 10000 items together (the same way) (beyond: 400 validation_error). */
           policy: {
             name: string;
             description?: string | null;

@@ -10,6 +10,24 @@ export const MAX_POLICIES_PER_ORG = 200;
 export const MAX_LIST_ITEMS = 500;
 
 /**
+ * Items in the lists of an org's enabled policies together. Each process keeps every list item of
+ * an org's compiled set (a set of names, and the folded names of tools): at 200 policies of 50
+ * rules of 500 items, about 300 MB an org, and fifteen free orgs ran a process out of heap (QA,
+ * 2026-11-29). This much takes about 1 MB.
+ */
+export const MAX_ORG_LIST_ITEMS = 10_000;
+
+/** Every list's items in a policy's rules and applies_to (what MAX_ORG_LIST_ITEMS counts). */
+export function listItemsOf(policy: { rules: readonly Rule[]; appliesTo: object }): number {
+  const lengths = (o: object): number =>
+    Object.values(o).reduce<number>((n, v) => n + (Array.isArray(v) ? v.length : 0), 0);
+  return policy.rules.reduce(
+    (n, rule) => n + lengths(rule) + (rule.type === 'require_approval' ? lengths(rule.when) : 0),
+    lengths(policy.appliesTo),
+  );
+}
+
+/**
  * Counted repetitions (`{n}`, `{n,m}`) expand the compiled program: 166 copies of `x{999}` take
  * about half a second to compile. Their counts may add up to this much across a pattern.
  */

@@ -3,9 +3,9 @@ import type { Policy, Rule } from './policy';
 
 /**
  * A policy's pattern instructions as stored with it; a policy written before they were kept has
- * none, and its rules are given to count them from.
+ * none, and its rules are given to count them from. With the items of its lists (listItemsOf).
  */
-export type StoredPatterns = { id: string } & (
+export type StoredPatterns = { id: string; listItems: number } & (
   { instructions: number; rules?: never } | { instructions: null; rules: Rule[] }
 );
 

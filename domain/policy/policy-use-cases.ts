@@ -6,7 +6,13 @@ import { newId } from '../ids';
 import type { PageRequest } from '../model';
 import type { Tx, UnitOfWork } from '../ports';
 import { actorOf, type CallContext } from '../principal';
-import { MAX_ORG_PATTERN_PROGRAM, MAX_POLICIES_PER_ORG, patternProgramOf } from './limits';
+import {
+  listItemsOf,
+  MAX_ORG_LIST_ITEMS,
+  MAX_ORG_PATTERN_PROGRAM,
+  MAX_POLICIES_PER_ORG,
+  patternProgramOf,
+} from './limits';
 import type { Policy } from './policy';
 import type { PolicyPage, StoredPatterns } from './policy-store.port';
 import { policyDocument } from './policy-document';
@@ -90,14 +96,8 @@ const instructionsOf = (p: StoredPatterns): number => p.instructions ?? patternP
  * above the limit (a set from before the limit can still shrink). Asked under the org's version
  * lock, so two writers cannot pass it together.
  */
-async function patternRoomFor(
-  tx: Tx,
-  orgId: string,
-  old: Policy | null,
-  fields: PolicyFields,
-): Promise<number> {
+function patternRoomFor(enabled: StoredPatterns[], old: Policy | null, fields: PolicyFields): number {
   const own = patternProgramOf(fields.rules);
-  const enabled = await tx.policies.enabledPatterns(orgId);
   const stored = enabled.find((p) => p.id === old?.id);
   const added = (fields.enabled ? own : 0) - (stored ? instructionsOf(stored) : 0);
   if (added <= 0) return own;
@@ -109,6 +109,25 @@ async function patternRoomFor(
         `more than ${MAX_ORG_PATTERN_PROGRAM}: use fewer or simpler patterns, or disable a policy`,
     );
   return own;
+}
+
+/**
+ * Refuses a change that takes the items of the lists of the org's enabled policies past
+ * MAX_ORG_LIST_ITEMS together (a 400 naming the counts), as patternRoomFor does for patterns: a
+ * change that does not add to them is taken even above the limit, and it is asked under the org's
+ * version lock.
+ */
+function listRoomFor(enabled: StoredPatterns[], old: Policy | null, fields: PolicyFields): void {
+  const own = fields.enabled ? listItemsOf(fields) : 0;
+  const stored = enabled.find((p) => p.id === old?.id);
+  if (own - (stored?.listItems ?? 0) <= 0) return;
+  const total = enabled.reduce((sum, p) => (p === stored ? sum : sum + p.listItems), own);
+  if (total > MAX_ORG_LIST_ITEMS)
+    throw invalidField(
+      'rules',
+      `the lists of the org's enabled policies would hold ${total} items together, more than ` +
+        `${MAX_ORG_LIST_ITEMS}: use shorter lists, or disable a policy`,
+    );
 }
 
 /** The org's version is bumped first: its row lock makes the count below exact under concurrency. */
@@ -125,7 +144,9 @@ export async function createPolicy(
         'body',
         `the org already has ${MAX_POLICIES_PER_ORG} policies, the most it may have: delete one first`,
       );
-    const instructions = await patternRoomFor(tx, orgId, null, fields);
+    const enabled = await tx.policies.enabledPatterns(orgId);
+    const instructions = patternRoomFor(enabled, null, fields);
+    listRoomFor(enabled, null, fields);
     const now = deps.clock.now();
     const policy: Policy = { id: newId('pol'), orgId, ...fields, version: 1, createdAt: now, updatedAt: now };
     await tx.policies.insert(policy, instructions);
@@ -149,7 +170,9 @@ export async function replacePolicy(
     const current = await tx.policies.lockVersion(orgId);
     const old = await loadPolicy(tx, ctx, id);
     if (FIELDS.every((k) => sameValue(old[k], fields[k]))) return { policy: old, policyVersion: current };
-    const instructions = await patternRoomFor(tx, orgId, old, fields);
+    const enabled = await tx.policies.enabledPatterns(orgId);
+    const instructions = patternRoomFor(enabled, old, fields);
+    listRoomFor(enabled, old, fields);
     const policyVersion = await tx.policies.bumpVersion(orgId);
     const now = deps.clock.now();
     const policy: Policy = { ...old, ...fields, version: old.version + 1, updatedAt: now };

@@ -1,5 +1,6 @@
 import {
   MAX_LIST_ITEMS,
+  MAX_ORG_LIST_ITEMS,
   MAX_ORG_PATTERN_PROGRAM,
   MAX_PATTERN_LENGTH,
   MAX_POLICIES_PER_ORG,
@@ -626,6 +627,42 @@ describe('bad policy bodies', () => {
     const half = { name: 'renamed', rules: rules.slice(0, 25) };
     expect((await put(first.body.id, half, fresh.adminKey)).status).toBe(200);
     expect((await put(disabled.body.id, { name: 'big two', rules }, fresh.adminKey)).status).toBe(200);
+  }, 60_000);
+
+  it(`refuses list items past ${MAX_ORG_LIST_ITEMS} across the org's enabled policies, changing nothing (QA: 300 MB an org)`, async () => {
+    const fresh = await signupOrg(app.http, 'Long lists');
+    const names = (tag: string, n: number) => Array.from({ length: n }, (_, i) => `${tag}-${i}`);
+    // 10 deny_tools rules of 500 and applies_to's 500 tools: 5,500 items, two past the limit.
+    const body = (tag: string) => ({
+      name: tag,
+      applies_to: { tools: names(`${tag}-scope`, 500) },
+      rules: Array.from({ length: 10 }, (_, r) => ({ type: 'deny_tools', tools: names(`${tag}-${r}`, 500) })),
+    });
+    const first = await create(body('one'), fresh.adminKey);
+    expect(first.status).toBe(201);
+    const versionBefore = await orgVersion(fresh.orgId);
+    const over = await app.http.post<ErrorBody>('/v1/policies', body('two'), fresh.adminKey);
+    expect(over.status).toBe(400);
+    expect(over.body).toMatchObject({ error_code: 'validation_error', details: [{ path: 'rules' }] });
+    expect(over.body.details[0]?.message).toContain(`11000 items together, more than ${MAX_ORG_LIST_ITEMS}`);
+    expect(await orgVersion(fresh.orgId)).toBe(versionBefore);
+    // Disabled, it holds none; enabling it is refused; a change that adds nothing is taken.
+    const disabled = await create({ ...body('two'), enabled: false }, fresh.adminKey);
+    expect(disabled.status).toBe(201);
+    expect((await put(disabled.body.id, body('two'), fresh.adminKey)).status).toBe(400);
+    expect((await put(first.body.id, { ...body('one'), name: 'renamed' }, fresh.adminKey)).status).toBe(200);
+    // Shorter lists on the first make room for the second.
+    const shorter = { ...body('one'), rules: body('one').rules.slice(0, 1) };
+    expect((await put(first.body.id, shorter, fresh.adminKey)).status).toBe(200);
+    expect((await put(disabled.body.id, body('two'), fresh.adminKey)).status).toBe(200);
+    // require_approval's lists count too.
+    const held = {
+      name: 'held',
+      rules: [{ type: 'require_approval', when: { tools: names('held', 500) }, approvers_required: 1 }],
+    };
+    for (let i = 0; i < 7; i++) expect((await create(held, fresh.adminKey)).status).toBe(201);
+    const past = await app.http.post<ErrorBody>('/v1/policies', held, fresh.adminKey);
+    expect(past.body.details[0]?.message).toContain(`10500 items together`);
   }, 60_000);
 
   it("compiles a policy's patterns in slices of the event loop: create, update, and the preview's set and draft", async () => {

@@ -5,6 +5,7 @@ import {
   compilePolicyInTurns,
   withCompiled,
 } from '../../domain/policy/compile-policies';
+import { listItemsOf } from '../../domain/policy/limits';
 import type { PolicySet } from '../../domain/policy/policy';
 import { testPolicy } from '../support/test-policy';
 
@@ -144,6 +145,24 @@ it("weighs a compiled set by its patterns' instructions and its rules", () => {
     ],
   });
   expect(compiledWeight(set)).toBe(1_203 + 2);
+});
+
+it("weighs a compiled set's list items too, applies_to's and require_approval's included (QA: 300 MB an org)", () => {
+  const policy = testPolicy(
+    [
+      { type: 'deny_tools', tools: ['a', 'b', 'c'] },
+      {
+        type: 'require_approval',
+        when: { models: ['m'], tools: ['x', 'y'] },
+        approversRequired: 1,
+        timeoutSeconds: 60,
+      },
+    ],
+    { appliesTo: { models: ['gpt-4o'], tools: ['t1', 't2', 't3', 't4'] } },
+  );
+  expect(listItemsOf(policy)).toBe(3 + 3 + 5);
+  const set = compilePolicies({ orgId: 'org_1', policyVersion: 1, policies: [policy] });
+  expect(compiledWeight(set)).toBe(2 + 11);
 });
 
 it('adds one compiled policy to a compiled set in evaluation order, as a named variant (the preview draft)', async () => {
