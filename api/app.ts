@@ -6,6 +6,7 @@ import { httpMetrics } from './http/metrics';
 import { metricsRoute } from './http/metrics-route';
 import { mountRoutes } from './http/mount-routes';
 import { noRouteFallback } from './http/no-route';
+import { noStore } from './http/no-store';
 import { approvalsPage } from './page/approvals-page';
 import { queueDashboard } from './admin/queue-dashboard';
 import { docsPage } from './docs/docs-page';
@@ -28,6 +29,7 @@ export function createApp(infra: Infra, options: AppOptions = {}): Koa {
   app.use(accessLog(infra.logger));
   app.use(tracing());
   app.use(errorHandler(infra.logger));
+  app.use(noStore());
   app.use(metricsRoute(infra));
   app.use(router.routes());
   app.use(approvalsPage(infra));

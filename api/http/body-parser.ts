@@ -6,6 +6,17 @@ import { refusedKey } from '../../domain/duplicate-keys';
 const hasBody = (ctx: Context): boolean =>
   Boolean(ctx.get('Transfer-Encoding')) || Number(ctx.get('Content-Length') || 0) > 0;
 
+/** Refuses bytes that are not UTF-8: read leniently, they were stored as U+FFFD (QA: a key named "��"). */
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+function utf8Text(bytes: Buffer): string {
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    throw new DomainError('invalid_json', 'the body is not valid UTF-8: send the JSON body as UTF-8');
+  }
+}
+
 /**
  * Reads a JSON body: 415 for another content type, a charset other than UTF-8 or a Content-Encoding, 413 past the
  * limit (before reading it all), 400 `invalid_json` for malformed JSON and `validation_error` for a key named twice in
@@ -36,13 +47,9 @@ export async function readJsonBody(ctx: Context, limitBytes: number): Promise<un
       `Content-Encoding ${encoding} is not accepted: send the JSON body uncompressed`,
     );
   }
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = await getRawBody(ctx.req, {
-      limit: limitBytes,
-      length: ctx.get('Content-Length') || undefined,
-      encoding: 'utf8',
-    });
+    bytes = await getRawBody(ctx.req, { limit: limitBytes, length: ctx.get('Content-Length') || undefined });
   } catch (err) {
     if ((err as { type?: string }).type === 'entity.too.large') {
       throw new DomainError('payload_too_large', `the body is over the limit of ${limitBytes} bytes`, {
@@ -54,6 +61,7 @@ export async function readJsonBody(ctx: Context, limitBytes: number): Promise<un
       throw new DomainError('request_timeout', 'the body stopped arriving before its end');
     throw new DomainError('invalid_json', 'the body could not be read as UTF-8 JSON');
   }
+  const text = utf8Text(bytes);
   let body: unknown;
   try {
     body = JSON.parse(text);

@@ -104,6 +104,8 @@ export function baseUrlProblem(raw: string, allowPrivate: boolean): string | nul
   // The URL parser drops outer spaces and keeps format characters (U+202E turns how the rest
   // reads): what is stored and shown must be what is called (QA).
   if (/[\s\p{C}]/u.test(raw)) return 'must not contain spaces, control or format characters';
+  // The parser reads one as "/": `https://api.example.com\@127.0.0.1` calls api.example.com (QA).
+  if (raw.includes('\\')) return 'must not contain a backslash';
   let url: URL;
   try {
     url = new URL(raw);

@@ -606,6 +606,16 @@ describe('bad path parameters', () => {
 });
 
 describe('HTTP conventions', () => {
+  it('tells caches to keep no answer of the API, errors included: a new key carries its secret once (QA)', async () => {
+    const minted = await app.http.post('/v1/keys', { name: 'cached?', scopes: ['read'] }, org.adminKey);
+    expect(minted.status).toBe(201);
+    expect(minted.headers.get('cache-control')).toBe('no-store');
+    const missing = await app.http.get('/v1/keys/key_nope', org.adminKey);
+    expect(missing.status).toBe(404);
+    expect(missing.headers.get('cache-control')).toBe('no-store');
+    expect((await app.http.get('/v1/keys')).headers.get('cache-control')).toBe('no-store');
+  });
+
   it('answers malformed JSON with 400 invalid_json', async () => {
     const res = await app.http.call('POST', '/v1/keys', {
       token: org.adminKey,
@@ -614,6 +624,29 @@ describe('HTTP conventions', () => {
     });
     expect(res.status).toBe(400);
     expect(res.body.error_code).toBe('invalid_json');
+  });
+
+  it('answers a body that is not UTF-8 with 400 invalid_json, and creates nothing (QA: a key named "\ufffd\ufffd")', async () => {
+    const before = await app.infra.knex('api_keys').count('* as n').first();
+    const res = await app.http.call('POST', '/v1/keys', {
+      token: org.adminKey,
+      rawBody: Buffer.concat([
+        Buffer.from('{"name":"'),
+        Buffer.from([0xff, 0xfe]),
+        Buffer.from('","scopes":["read"]}'),
+      ]),
+      headers: { 'content-type': 'application/json' },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ error_code: 'invalid_json', message: expect.stringContaining('UTF-8') });
+    expect(await app.infra.knex('api_keys').count('* as n').first()).toEqual(before);
+    // UTF-8 beyond ASCII is taken as it is.
+    const named = await app.http.post<{ name: string }>(
+      '/v1/keys',
+      { name: 'Grüße 🔑', scopes: ['read'] },
+      org.adminKey,
+    );
+    expect(named.body.name).toBe('Grüße 🔑');
   });
 
   it('answers a body that is not JSON with 415 unsupported_media_type', async () => {

@@ -7,8 +7,8 @@ export interface HttpResult<T = Record<string, unknown>> {
 export interface CallOptions {
   token?: string | undefined;
   body?: unknown;
-  /** Sent as is, with the given or no content type. */
-  rawBody?: string;
+  /** Sent as is (bytes too), with the given or no content type. */
+  rawBody?: string | Uint8Array;
   headers?: Record<string, string>;
 }
 
@@ -23,12 +23,12 @@ export class HttpClient {
   ): Promise<HttpResult<T>> {
     const headers: Record<string, string> = { ...options.headers };
     if (options.token) headers.authorization = `Bearer ${options.token}`;
-    let body: string | undefined = options.rawBody;
+    let body: string | Uint8Array | undefined = options.rawBody;
     if (options.body !== undefined) {
       body = JSON.stringify(options.body);
       headers['content-type'] ??= 'application/json';
     }
-    const res = await fetch(this.baseUrl + path, { method, headers, body });
+    const res = await fetch(this.baseUrl + path, { method, headers, body: body as BodyInit | undefined });
     const text = await res.text();
     return { status: res.status, body: (text ? JSON.parse(text) : {}) as T, headers: res.headers };
   }

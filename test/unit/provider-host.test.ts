@@ -93,6 +93,7 @@ describe('provider base URLs (SSRF guard)', () => {
     ['a right-to-left override', 'https://api.example.com/v1/\u202e'],
     ['a zero-width space in the host', 'https://api.exa\u200bmple.com/v1'],
     ['port 0', 'https://api.example.com:0/v1'],
+    ['a backslash, which reads as a slash', 'https://api.example.com\\@127.0.0.1/v1'],
     ['a label longer than 63', `https://${'a'.repeat(64)}.example.com/v1`],
     ['a host longer than 253', `https://${'abcdefghi.'.repeat(26)}com/v1`],
   ])('refuses %s', (_label, url) => expect(baseUrlProblem(url, true)).not.toBeNull());
