@@ -123,6 +123,7 @@ function genericErrors(route: RouteDef): Record<number, string> {
       route.access.kind === 'public'
         ? "rate_limited: the client address's limit; see Retry-After"
         : "rate_limited: the key's (or person's) limit, or the org's for all its keys and people; see Retry-After";
+  out[500] = 'internal_error: a bug, logged with the request id';
   out[503] = 'unavailable: the database or Redis is unreachable';
   return out;
 }
@@ -241,14 +242,20 @@ export function buildOpenApi(routes: RouteDef[]) {
     (paths[route.path] ??= {})[route.method.toLowerCase()] = operation(route, schemas);
   return {
     openapi: '3.1.0',
+    servers: [{ url: '/', description: 'the service that serves this document' }],
     info: {
       title: 'Control plane for governed LLM use',
       version: '1.0.0',
+      license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
       description: [
         'JSON in and out; request bodies are strict (unknown fields are a validation_error), and so are',
         'the query strings of routes that read query parameters (a route that reads none ignores its query',
         'string). A query parameter given no value (`?status=`) is as if left out.',
-        'Bodies are UTF-8 JSON: another charset or any Content-Encoding but identity is a 415, and an object',
+        'A known path with another method is a 405 method_not_allowed with an Allow header.',
+        'An id named in a body that is not found is a 404 not_found for the session or agent a request acts in',
+        '(as in its path), and a 400 validation_error for a credential_ref.',
+        'Every /v1 answer carries Cache-Control: no-store.',
+        'Bodies are UTF-8 JSON (bytes that are not UTF-8 are an invalid_json): another charset or any Content-Encoding but identity is a 415, and an object',
         'that names a key twice is a validation_error (JSON.parse would keep the last; a reader of the request',
         'might take the first), as is a key named __proto__ anywhere in a body (it would be dropped unseen).',
         "Each operation's x-required-scope is the scope it needs (org:admin implies every scope); where any of",

@@ -165,6 +165,11 @@ export const chatRoutes = [
         description:
           'session_not_open; approval_pending (param: the approval id); invocation_pending (param: the ' +
           'invocation id); invalid_state (the invocation was cancelled)',
+        headers: {
+          'X-Invocation-Id':
+            'approval_pending, invocation_pending: the invocation; send it back to go on waiting',
+          'X-Cost-Usd': 'what the invocation was charged so far',
+        },
       },
       502: { description: 'the provider failed: code is the provider error (provider_timeout, ...)' },
     },

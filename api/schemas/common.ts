@@ -91,6 +91,10 @@ export const OpenAIErrorBody = ErrorBody.extend({
     .string()
     .optional()
     .meta({ description: 'Set when an invocation was admitted and did not succeed' }),
+  credential_ref: z
+    .string()
+    .optional()
+    .meta({ description: 'credential_not_found: the credential the call named, since deleted' }),
 }).meta({ id: 'OpenAIError' });
 
 /** `limit` 1..100 (default 20) and an opaque `cursor`, on every list. */

@@ -178,9 +178,9 @@ export const DecisionView = z
     verdict: z.enum(['allow', 'deny', 'modify', 'require_approval']),
     reasons: z.array(Reason),
     shadow_reasons: z.array(ShadowReason),
-    modified_action: z.unknown().nullable().meta({
+    modified_action: z.record(z.string(), z.unknown()).nullable().meta({
       description:
-        'The action after modification, without its messages: the log keeps no prompt text (the invocation runs the modified request).',
+        "The action after modification, without its messages: the log keeps no prompt text (the invocation runs the modified request). A tool call's arguments are kept as modified, text included.",
     }),
     policy_version: z.number().int(),
     action_digest: z

@@ -25,7 +25,10 @@ export const Key = z
     created_at: timestamp,
     expires_at: timestamp,
     last_used_at: timestamp.nullable(),
-    revoked_at: timestamp.nullable(),
+    revoked_at: timestamp.nullable().meta({
+      description:
+        'When the key stops working. A key rotated with grace_seconds shows the end of its grace, in the future while it still works.',
+    }),
   })
   .meta({ id: 'Key' });
 

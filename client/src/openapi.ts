@@ -943,6 +943,8 @@ export interface components {
       };
       /** @description Set when an invocation was admitted and did not succeed */
       invocation_id?: string;
+      /** @description credential_not_found: the credential the call named, since deleted */
+      credential_ref?: string;
     };
     Org: {
       id: string;
@@ -976,6 +978,7 @@ export interface components {
        */
       expires_at: string;
       last_used_at: string | null;
+      /** @description When the key stops working. A key rotated with grace_seconds shows the end of its grace, in the future while it still works. */
       revoked_at: string | null;
       /** @description The csk_ secret: shown this once, stored only as a hash. */
       key: string;
@@ -996,6 +999,7 @@ export interface components {
        */
       expires_at: string;
       last_used_at: string | null;
+      /** @description When the key stops working. A key rotated with grace_seconds shows the end of its grace, in the future while it still works. */
       revoked_at: string | null;
     };
     Credential: {
@@ -1304,8 +1308,10 @@ export interface components {
          */
         verdict: 'allow' | 'deny' | 'modify' | 'require_approval';
       }[];
-      /** @description The action after modification, without its messages: the log keeps no prompt text (the invocation runs the modified request). */
-      modified_action: unknown | null;
+      /** @description The action after modification, without its messages: the log keeps no prompt text (the invocation runs the modified request). A tool call's arguments are kept as modified, text included. */
+      modified_action: {
+        [key: string]: unknown;
+      } | null;
       policy_version: number;
       /** @description SHA-256 (hex) of the canonical JSON (RFC 8785) of the action decided. */
       action_digest: string | null;
@@ -1518,6 +1524,17 @@ export interface operations {
           };
         };
       };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
@@ -1560,6 +1577,17 @@ export interface operations {
               redis: 'ok' | 'error';
             };
           };
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
         };
       };
       /** @description a check failed; unavailable: the database or Redis is unreachable */
@@ -1642,6 +1670,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -1797,6 +1842,23 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
@@ -1937,6 +1999,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2092,6 +2171,23 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
@@ -2218,6 +2314,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2391,6 +2504,23 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
@@ -2509,6 +2639,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2697,6 +2844,23 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
@@ -2827,6 +2991,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -2997,6 +3178,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3196,6 +3394,23 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
@@ -3314,6 +3529,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3505,6 +3737,23 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
@@ -3635,6 +3884,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3803,6 +4069,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -3986,6 +4269,23 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
@@ -4104,6 +4404,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4283,6 +4600,23 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
@@ -4413,6 +4747,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4611,6 +4962,23 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
@@ -4792,6 +5160,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -4985,6 +5370,23 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
@@ -5115,6 +5517,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5335,6 +5754,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -5685,6 +6121,23 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
@@ -5975,6 +6428,23 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
@@ -6201,6 +6671,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6570,6 +7057,23 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
@@ -6738,6 +7242,23 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
@@ -6861,6 +7382,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -6997,6 +7535,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7197,6 +7752,23 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
@@ -7391,6 +7963,23 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
@@ -7485,6 +8074,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -7653,6 +8259,23 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
@@ -7804,6 +8427,23 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
@@ -7924,6 +8564,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -8139,6 +8796,23 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
@@ -8269,6 +8943,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -8412,6 +9103,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -8599,6 +9307,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -8873,6 +9598,23 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
@@ -9015,6 +9757,23 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
@@ -9143,6 +9902,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -9330,6 +10106,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -9558,6 +10351,10 @@ export interface operations {
           'RateLimit-Remaining'?: number;
           /** @description seconds until the window resets */
           'RateLimit-Reset'?: number;
+          /** @description approval_pending, invocation_pending: the invocation; send it back to go on waiting */
+          'X-Invocation-Id'?: string;
+          /** @description what the invocation was charged so far */
+          'X-Cost-Usd'?: string;
           [name: string]: unknown;
         };
         content: {
@@ -9611,6 +10408,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAIError'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -9771,6 +10585,23 @@ export interface operations {
           'application/json': components['schemas']['OpenAIError'];
         };
       };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAIError'];
+        };
+      };
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
@@ -9910,6 +10741,23 @@ export interface operations {
           'application/json': components['schemas']['OpenAIError'];
         };
       };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['OpenAIError'];
+        };
+      };
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
@@ -10028,6 +10876,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -10164,6 +11029,23 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
@@ -10267,6 +11149,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -10384,6 +11283,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -10584,6 +11500,23 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description no guardian worker decided within 10 s: the request was withdrawn, so nothing was recorded and the evaluation can be retried. Rarely (a worker took the request, then died while recording it) the message names the decision id instead: it may still be recorded later, so look it up in the decision log before retrying; unavailable: the database or Redis is unreachable */
       503: {
         headers: {
@@ -10711,6 +11644,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -10853,6 +11803,23 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
@@ -10971,6 +11938,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -11160,6 +12144,23 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
@@ -11290,6 +12291,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {
@@ -11464,6 +12482,23 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
@@ -11607,6 +12642,23 @@ export interface operations {
           'application/json': components['schemas']['Error'];
         };
       };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
       /** @description unavailable: the database or Redis is unreachable */
       503: {
         headers: {
@@ -11665,6 +12717,23 @@ export interface operations {
           'RateLimit-Reset'?: number;
           /** @description seconds to wait before sending again */
           'Retry-After'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description internal_error: a bug, logged with the request id */
+      500: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
           [name: string]: unknown;
         };
         content: {

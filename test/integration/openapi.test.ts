@@ -85,6 +85,30 @@ describe('GET /v1/openapi.json', () => {
     }
   });
 
+  it('names its server, its license, a 500 on every operation, and no schema that takes anything (QA: redocly lint)', async () => {
+    const { body } = await app.http.get<LooseDoc & { servers?: unknown; info: { license?: unknown } }>(
+      '/v1/openapi.json',
+    );
+    expect(body.servers).toEqual([expect.objectContaining({ url: '/' })]);
+    expect(body.info.license).toEqual({ name: 'Apache-2.0', identifier: 'Apache-2.0' });
+    for (const route of ROUTES)
+      expect([route.path, operationOf(body, route).responses['500']?.description]).toEqual([
+        route.path,
+        expect.stringContaining('internal_error'),
+      ]);
+    // An empty schema inside anyOf matches anything.
+    expect(JSON.stringify(body)).not.toContain('"anyOf":[{}');
+    const chatConflict = operationOf(
+      body,
+      ROUTES.find((r) => r.path === '/v1/chat/completions')!,
+    );
+    expect(Object.keys((chatConflict.responses['409'] as { headers?: object }).headers ?? {})).toEqual(
+      expect.arrayContaining(['X-Invocation-Id', 'X-Cost-Usd']),
+    );
+    const openAi = body.components.schemas.OpenAIError as { properties: Record<string, unknown> };
+    expect(Object.keys(openAi.properties)).toContain('credential_ref');
+  });
+
   it('points the error responses of the OpenAI-compatible routes at the OpenAIError schema', async () => {
     const { body } = await app.http.get<LooseDoc>('/v1/openapi.json');
     const openAi = body.components.schemas.OpenAIError as { properties: Record<string, unknown> };
