@@ -38,6 +38,14 @@ const inList = (list: readonly string[] | undefined, value: string | null | unde
 /** A rule's tool list as keys (toolKey). */
 const keysOf = perList((list): ReadonlySet<string> => new Set(list.map(toolKey)));
 
+/**
+ * An action's type as rules compare it: folded and in lower case, as tool names are, since an
+ * evaluate's caller names it (QA: "Tool.Call" and "tool\u200b.call" escaped a policy scoped to
+ * tool.call, and "LLM.INVOKE" its cost rule's fail-closed deny).
+ */
+const typeKey = (action: Action): string => toolKey(action.type);
+const isInvoke = (action: Action): boolean => typeKey(action) === 'llm.invoke';
+
 /** The first of the action's tools (action-tools.ts) that `list` names, if any. */
 const listedTool = (list: readonly string[], action: Action): string | undefined => {
   const keys = keysOf(list);
@@ -56,7 +64,7 @@ const listedModel = (list: readonly string[], action: Action): boolean =>
 export const appliesTo = (a: AppliesTo, action: Action, context: EvaluationContext): boolean =>
   inList(a.agentIds, context.agentId) &&
   (a.models === undefined || listedModel(a.models, action)) &&
-  inList(a.actionTypes, action.type) &&
+  (a.actionTypes === undefined || keysOf(a.actionTypes).has(typeKey(action))) &&
   (a.tools === undefined || listedTool(a.tools, action) !== undefined);
 
 function outcome(
@@ -75,8 +83,8 @@ function outcome(
  * estimate is judged over any limit; so is an estimate that is not a finite number, whatever the
  * action. Other action types carry no cost unless they say so, and are then not judged.
  */
-const costUnknown = ({ estimatedCostUsd: cost, type }: Action) =>
-  cost === undefined ? type === 'llm.invoke' : !Number.isFinite(cost);
+const costUnknown = (action: Action) =>
+  action.estimatedCostUsd === undefined ? isInvoke(action) : !Number.isFinite(action.estimatedCostUsd);
 
 /** True unless `value` is a number within `limit` (a NaN is never within). */
 const over = (value: number, limit: number) => !(value <= limit);
@@ -113,6 +121,10 @@ function evaluateRule(
         ? say('deny', 'model_denied', `model ${action.model} is denied`)
         : null;
     case 'allow_models_only':
+      // An llm.invoke always names its model: one an evaluate's caller left out fails closed, as a
+      // cost rule does without an estimate (QA).
+      if (!action.model && isInvoke(action))
+        return say('deny', 'model_unknown', 'the call names no model to judge against the allowed list');
       return action.model && !rule.models.includes(action.model)
         ? say('deny', 'model_not_in_policy_allowlist', `model ${action.model} is not in the allowed list`)
         : null;

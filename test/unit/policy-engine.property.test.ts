@@ -155,9 +155,8 @@ function judge(rule: Rule, a: Action): { verdict: Verdict; code: string } | null
     case 'deny_models':
       return a.model !== undefined && rule.models.includes(a.model) ? say('deny', 'model_denied') : null;
     case 'allow_models_only':
-      return a.model !== undefined && !rule.models.includes(a.model)
-        ? say('deny', 'model_not_in_policy_allowlist')
-        : null;
+      if (a.model === undefined) return a.type === 'llm.invoke' ? say('deny', 'model_unknown') : null;
+      return !rule.models.includes(a.model) ? say('deny', 'model_not_in_policy_allowlist') : null;
     case 'deny_tools':
       return a.tool !== undefined && rule.tools.includes(a.tool.name) ? say('deny', 'tool_denied') : null;
     case 'deny_pattern':

@@ -736,6 +736,29 @@ describe('the policy engine: every rule type', () => {
     expect(d).toMatchObject({ verdict: 'modify', modifiedAction: { maxTokens: 100 } });
   });
 
+  it('compares action types folded and in lower case, as tool names: an evaluate caller cannot spell its way out (QA)', () => {
+    const scoped = policy([{ type: 'deny_pattern', pattern: 'rm -rf' }], {
+      appliesTo: { actionTypes: ['tool.call'] },
+    });
+    const call = (type: string) =>
+      action({ type, messages: [{ role: 'user', content: 'rm -rf /' }], estimatedCostUsd: 0 });
+    for (const type of ['tool.call', 'Tool.Call', 'tool\u200b.call', 'ｔｏｏｌ.call'])
+      expect([type, decide([scoped], call(type)).verdict]).toEqual([type, 'deny']);
+    expect(decide([scoped], call('tool.calls')).verdict).toBe('allow');
+    // The cost rule's fail-closed deny of an llm.invoke without an estimate, whatever its spelling.
+    const cap = policy([{ type: 'max_cost_per_call_usd', limit: 1 }]);
+    expect(codes(decide([cap], without('estimatedCostUsd', { type: 'LLM.INVOKE' })))).toEqual([
+      'cost_unknown',
+    ]);
+  });
+
+  it('allow_models_only denies an llm.invoke that names no model, as a cost rule one with no estimate (QA)', () => {
+    const only = policy([{ type: 'allow_models_only', models: ['gpt-4o'] }]);
+    expect(codes(decide([only], without('model')))).toEqual(['model_unknown']);
+    expect(decide([only], without('model', { type: 'tool.call' })).verdict).toBe('allow');
+    expect(decide([only]).verdict).toBe('allow');
+  });
+
   it('max_cost_per_call_usd denies an estimate over the limit, not one at or under it', () => {
     const rule = (limit: number) => policy([{ type: 'max_cost_per_call_usd', limit }]);
     expect(codes(decide([rule(0.01)]))).toEqual(['cost_per_call_exceeded']);
