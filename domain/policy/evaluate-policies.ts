@@ -231,27 +231,31 @@ function evaluatePolicy(
  * messages and clamps only max_tokens, so this is the redactions in priority order, then the
  * clamp; then the redactions' folded step, all together (`refoldAll`). A modification that
  * throws is a deny naming its policy, like any evaluation error (the folded step's, the first
- * redaction's).
+ * redaction's). Also says which redactions changed nothing, in either step: what the ones before
+ * them took out held all their matches.
  */
 function modify(
   outcomes: RuleOutcome[],
   action: Action,
   kept: readonly string[] = replacementsOf(outcomes),
   anew = false,
-): { action: Action } | { failed: RuleOutcome } {
+): { action: Action; idle: ReadonlySet<RuleOutcome> } | { failed: RuleOutcome } {
   let current = action;
+  const idle = new Set<RuleOutcome>();
   for (const o of outcomes) {
     const change = o.redaction ? redacted(o.redaction, kept, anew) : o.modify;
     if (!change) continue;
     try {
+      const before = current;
       current = change(current);
+      if (o.redaction && sameTexts(before, current)) idle.add(o);
     } catch (err) {
       return { failed: failedPolicy(o.policy, errorText(err)) };
     }
   }
   const redactions = outcomes.filter((o) => o.redaction);
   try {
-    return { action: refoldAll(redactions, current, kept) };
+    return { action: refoldAll(redactions, current, kept, idle), idle };
   } catch (err) {
     return { failed: failedPolicy((redactions[0] as RuleOutcome).policy, errorText(err)) };
   }
@@ -265,15 +269,24 @@ function modify(
  * and it is one step for all, so a second rule that also needed it is not left out (QA:
  * "sécret pässword" sent "secret [P]").
  */
-function refoldAll(redactions: RuleOutcome[], action: Action, kept: readonly string[]): Action {
-  const rules = redactions.flatMap((o) => (o.redaction ? [o.redaction] : []));
+function refoldAll(
+  redactions: RuleOutcome[],
+  action: Action,
+  kept: readonly string[],
+  idle: Set<RuleOutcome>,
+): Action {
   // Most actions are ASCII: nothing to fold, and no second walk of every text (and of every
   // tool call's arguments) on the invoke's path.
-  if (rules.length === 0 || !hasOtherForms(action)) return action;
+  if (redactions.length === 0 || !hasOtherForms(action)) return action;
+  const rules = redactions.map((o) => o.redaction as Redaction);
   return mapActionTexts(action, (text) => {
     const folded = foldText(text);
     if (folded === text || !rules.some((r) => r.findsNew(folded, kept))) return text;
-    return rules.reduce((t, r) => r.rewriteNew(t, kept), folded);
+    return redactions.reduce((t, o) => {
+      const next = (o.redaction as Redaction).rewriteNew(t, kept);
+      if (next !== t) idle.delete(o);
+      return next;
+    }, folded);
   });
 }
 
@@ -414,6 +427,22 @@ function settleRedacted(
   }
 }
 
+/**
+ * The reasons of a modification, less the redactions that changed nothing (QA: a rule whose
+ * matches an earlier one took out was listed, and `?policy_id=` showed it as having redacted).
+ * If none changed anything, all are kept: the reasons say why the request was looked at.
+ */
+const withoutIdle = (deciding: RuleOutcome[], idle: ReadonlySet<RuleOutcome>): RuleOutcome[] => {
+  const acting = deciding.filter((o) => !idle.has(o));
+  return acting.length > 0 ? acting : deciding;
+};
+
+/** The reasons of a modification, then the redactions that acted again in later passes. */
+const withActedAgain = (deciding: RuleOutcome[], redactedAgain: RuleOutcome[]): RuleOutcome[] => [
+  ...deciding,
+  ...notAmong(redactedAgain, deciding),
+];
+
 /** Whether two actions carry the same texts, in the same places (what redactions change). */
 const sameTexts = (a: Action, b: Action): boolean => {
   const [x, y] = [textsOf(a), textsOf(b)];
@@ -471,7 +500,8 @@ export function evaluatePolicies(
       else if (again.denied.length > 0) [verdict, deciding] = ['deny', again.denied];
       else {
         modifiedAction = again.action;
-        if (verdict === 'modify') deciding = [...deciding, ...notAmong(again.redactedAgain, deciding)];
+        if (verdict === 'modify')
+          deciding = withActedAgain(withoutIdle(deciding, result.idle), again.redactedAgain);
         // Held now for what the redaction made of it: alone, or beside the holds already asked for.
         if (again.held.length > 0) {
           deciding = verdict === 'modify' ? again.held : [...deciding, ...notAmong(again.held, deciding)];

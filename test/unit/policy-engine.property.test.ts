@@ -211,11 +211,15 @@ function said(policies: Policy[], a: Action, ctx: EvaluationContext): Said[] {
 const keptOf = (rules: Said[]) =>
   rules.flatMap((s) => (s.rule.type === 'redact_pattern' ? [s.rule.replacement] : []));
 
-function applied(rules: Said[], a: Action, kept = keptOf(rules)): Action {
+/** `idle` gets the redactions that changed nothing. */
+function applied(rules: Said[], a: Action, kept = keptOf(rules), idle = new Set<Said>()): Action {
   const out = { ...a };
-  for (const { rule } of rules) {
+  for (const s of rules) {
+    const { rule } = s;
+    const before = JSON.stringify(out.messages);
     if (rule.type === 'redact_pattern')
       out.messages = out.messages?.map((m) => ({ ...m, content: redactNew(rule, m.content, kept) }));
+    if (rule.type === 'redact_pattern' && JSON.stringify(out.messages) === before) idle.add(s);
     if (rule.type === 'max_tokens' && out.maxTokens !== undefined)
       out.maxTokens = Math.min(out.maxTokens, rule.limit);
   }
@@ -268,7 +272,11 @@ function oracle(policies: Policy[], a: Action, ctx: EvaluationContext) {
   // Modifications apply under a modify, and under a require_approval (the approver sees what runs).
   const modifying = enforced.filter((s) => s.verdict === 'modify');
   if ((verdict === 'modify' || verdict === 'require_approval') && modifying.length > 0) {
-    modified = applied(modifying, { ...a });
+    const idle = new Set<Said>();
+    modified = applied(modifying, { ...a }, keptOf(modifying), idle);
+    // A redaction that changed nothing is no reason, unless none changed anything.
+    const acting = deciding.filter((s) => !idle.has(s));
+    if (verdict === 'modify' && acting.length > 0) deciding = acting;
     // What the redactions made is redacted again by those that match it, leaving every
     // replacement made so far alone, until that changes nothing; past 8 passes, a deny.
     const kept = new Set(keptOf(modifying));

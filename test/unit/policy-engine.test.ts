@@ -702,6 +702,26 @@ describe('the policy engine: every rule type', () => {
     expect(decide([swap, shadowForbid]).verdict).toBe('modify');
   });
 
+  it('names only the redactions that changed something: one whose match an earlier one took out is no reason (QA)', () => {
+    const a = policy([{ type: 'redact_pattern', pattern: 'abc', replacement: 'X' }], { priority: 1 });
+    const b = policy([{ type: 'redact_pattern', pattern: 'b', replacement: 'Y' }], { priority: 2 });
+    const asked = action({ messages: [{ role: 'user', content: 'abc' }] });
+    const d = decide([a, b], asked);
+    expect(d.modifiedAction?.messages?.[0]?.content).toBe('aYc');
+    expect(d.reasons).toEqual([expect.objectContaining({ policyId: b.id, code: 'redacted' })]);
+    // B runs first (higher priority) and takes the b out of every abc, wherever it stands.
+    const both = decide([a, b], action({ messages: [{ role: 'user', content: 'abc, then b' }] }));
+    expect(both.reasons.map((r) => r.policyId)).toEqual([b.id]);
+    const apart = decide([a, b], action({ messages: [{ role: 'user', content: 'b abc' }] }));
+    expect(apart.reasons.map((r) => r.policyId)).toEqual([b.id]);
+    const first = decide(
+      [b, policy([{ type: 'redact_pattern', pattern: 'zz', replacement: 'Q' }])],
+      action({ messages: [{ role: 'user', content: 'b zz' }] }),
+    );
+    // Two that each take out text of their own are both named.
+    expect(first.reasons).toHaveLength(2);
+  });
+
   it('redact_pattern says nothing when no message matches', () => {
     const p = policy([{ type: 'redact_pattern', pattern: 'password', replacement: 'x' }]);
     expect(decide([p])).toMatchObject({ verdict: 'allow', reasons: [], modifiedAction: null });
