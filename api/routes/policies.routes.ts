@@ -9,7 +9,7 @@ import {
 } from '../../domain/policy/policy-use-cases';
 import { turnsEvery } from '../../domain/next-turn';
 import { checkPatternsInTurns } from '../../domain/policy/limits';
-import { rateLimited } from '../../domain/errors';
+import { invalidField, rateLimited } from '../../domain/errors';
 import type { Principal } from '../../domain/principal';
 import { previewPolicy, type PolicyPreview } from '../../domain/policy/preview-policy';
 import type { Infra } from '../../infra/container';
@@ -22,6 +22,7 @@ import {
   PolicyPreviewBody,
   PolicyPreviewView,
   PolicyView,
+  ReplacePolicyBody,
   toFields,
 } from '../schemas/policies.schemas';
 import { InFlightGate } from '../http/in-flight-gate';
@@ -181,15 +182,25 @@ export const policyRoutes = [
       "A body's patterns are charged as on create (a 429 rate_limited with Retry-After past the share)",
     tag: 'policies',
     access: write,
-    body: PolicyBody,
+    body: ReplacePolicyBody,
     prepare: ({ raw, principal, infra }) => checkPatterns(rulesIn(raw), principal, infra),
-    responses: { 200: { description: 'the policy', schema: PolicyView }, 404: notFound },
+    responses: {
+      200: { description: 'the policy', schema: PolicyView },
+      404: notFound,
+      409: {
+        description: 'conflict: the policy is no longer at the version sent (it changed since it was read)',
+      },
+    },
     handle: async (input) => {
+      const id = input.params.id ?? '';
+      if (input.body.id !== undefined && input.body.id !== id)
+        throw invalidField('id', "id: the body's id is another policy's than the path's");
       const { policy, policyVersion } = await replacePolicy(
         policyDeps(input.infra),
         callOf(input),
-        input.params.id ?? '',
+        id,
         toFields(input.body),
+        input.body.version,
       );
       return { status: 200, body: presentPolicy(policy, policyVersion) };
     },

@@ -130,6 +130,28 @@ export const PolicyBody = z
       '(beyond: 400 validation_error).',
   });
 
+/**
+ * PUT's body: a policy's fields, and what GET shows of it besides, so that a policy read can be
+ * edited and sent back as it is (QA). `version`, if given, is the version the change was made
+ * from; the fields the service keeps (id, dates, policy_version) are checked or ignored.
+ */
+export const ReplacePolicyBody = PolicyBody.extend({
+  id: z.string().max(100).optional().meta({ description: "Read-only: if given, the path's id." }),
+  version: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .meta({
+      description:
+        'The version the change was made from: a policy at another version (changed since it was read) is not ' +
+        'overwritten: 409 conflict. Left out, the change is made whatever the version.',
+    }),
+  created_at: z.string().max(64).optional().meta({ description: 'Read-only: ignored.' }),
+  updated_at: z.string().max(64).optional().meta({ description: 'Read-only: ignored.' }),
+  policy_version: z.number().int().optional().meta({ description: 'Read-only: ignored.' }),
+}).strict();
+
 export const PolicyView = z
   .object({
     id: z.string(),

@@ -6819,6 +6819,16 @@ export interface operations {
                 timeout_seconds?: number;
               }
           )[];
+          /** @description Read-only: if given, the path's id. */
+          id?: string;
+          /** @description The version the change was made from: a policy at another version (changed since it was read) is not overwritten: 409 conflict. Left out, the change is made whatever the version. */
+          version?: number;
+          /** @description Read-only: ignored. */
+          created_at?: string;
+          /** @description Read-only: ignored. */
+          updated_at?: string;
+          /** @description Read-only: ignored. */
+          policy_version?: number;
         };
       };
     };
@@ -6989,6 +6999,23 @@ export interface operations {
       };
       /** @description no such policy in this org */
       404: {
+        headers: {
+          /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
+          'X-Request-Id'?: string;
+          /** @description requests allowed per window (IETF draft RateLimit fields) */
+          'RateLimit-Limit'?: number;
+          /** @description requests left in the current window */
+          'RateLimit-Remaining'?: number;
+          /** @description seconds until the window resets */
+          'RateLimit-Reset'?: number;
+          [name: string]: unknown;
+        };
+        content: {
+          'application/json': components['schemas']['Error'];
+        };
+      };
+      /** @description conflict: the policy is no longer at the version sent (it changed since it was read) */
+      409: {
         headers: {
           /** @description Every response carries X-Request-Id: the one the client sent, echoed when it is 1 to 128 visible ASCII characters (0x21-0x7E); otherwise (empty, longer, spaces, control or non-ASCII characters) one the service makes (req_...). */
           'X-Request-Id'?: string;

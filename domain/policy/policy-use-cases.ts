@@ -1,7 +1,7 @@
 import { newAuditEvent } from '../audit/new-event';
 import { sameValue } from '../same-value';
 import type { Clock } from '../clock';
-import { invalidField, notFound } from '../errors';
+import { conflict, invalidField, notFound } from '../errors';
 import { newId } from '../ids';
 import type { PageRequest } from '../model';
 import type { Tx, UnitOfWork } from '../ports';
@@ -157,18 +157,25 @@ export async function createPolicy(
 
 /**
  * PUT: the fields given replace the policy's. A request that changes nothing leaves the policy,
- * its version and the org's policy_version as they were (a retried PUT is harmless).
+ * its version and the org's policy_version as they were (a retried PUT is harmless). With
+ * `fromVersion`, the version the change was made from, a policy changed since is not overwritten
+ * (409 conflict): two editors cannot undo each other's change unseen (QA).
  */
 export async function replacePolicy(
   deps: PolicyDeps,
   ctx: CallContext,
   id: string,
   fields: PolicyFields,
+  fromVersion?: number,
 ): Promise<VersionedPolicy> {
   const orgId = ctx.principal.orgId;
   return deps.uow.transaction(async (tx) => {
     const current = await tx.policies.lockVersion(orgId);
     const old = await loadPolicy(tx, ctx, id);
+    if (fromVersion !== undefined && fromVersion !== old.version)
+      throw conflict(
+        `the policy is at version ${old.version}, not ${fromVersion}: it changed since it was read; read it again and send the change from there`,
+      );
     if (FIELDS.every((k) => sameValue(old[k], fields[k]))) return { policy: old, policyVersion: current };
     const enabled = await tx.policies.enabledPatterns(orgId);
     const instructions = patternRoomFor(enabled, old, fields);

@@ -256,6 +256,50 @@ describe('policies CRUD', () => {
   });
 });
 
+describe('a policy read, edited and sent back (QA)', () => {
+  it('takes what GET shows as the body of PUT: read-only fields ignored, the id checked', async () => {
+    const created = await create({
+      name: 'round trip',
+      rules: [{ type: 'require_approval', when: { tools: ['deploy'] }, approvers_required: 2 }],
+    });
+    const read = (await get(created.body.id)).body;
+    const same = await put(read.id, read);
+    expect(same.status).toBe(200);
+    expect(same.body).toMatchObject({ version: 1, rules: read.rules });
+    const renamed = await put(read.id, { ...read, name: 'round trip, renamed' });
+    expect(renamed.body).toMatchObject({ version: 2, name: 'round trip, renamed' });
+    const other = await create(minimal);
+    const crossed = await app.http.call<ErrorBody>('PUT', `/v1/policies/${other.body.id}`, {
+      token: org.adminKey,
+      body: read,
+    });
+    expect(crossed.status).toBe(400);
+    expect(crossed.body).toMatchObject({ error_code: 'validation_error', details: [{ path: 'id' }] });
+  });
+
+  it('refuses with 409 conflict a change made from a version the policy is no longer at, changing nothing', async () => {
+    const created = await create(minimal);
+    const read = (await get(created.body.id)).body;
+    // Two editors read version 1; the first one's change lands.
+    expect((await put(read.id, { ...read, name: 'first editor' })).body.version).toBe(2);
+    const before = await orgVersion(org.orgId);
+    const stale = await app.http.call<ErrorBody>('PUT', `/v1/policies/${read.id}`, {
+      token: org.adminKey,
+      body: { ...read, name: 'second editor' },
+    });
+    expect(stale.status).toBe(409);
+    expect(stale.body).toMatchObject({
+      error_code: 'conflict',
+      message: expect.stringContaining('version 2'),
+    });
+    expect((await get(read.id)).body).toMatchObject({ name: 'first editor', version: 2 });
+    expect(await orgVersion(org.orgId)).toBe(before);
+    // Without a version, the change is made whatever the version (as before).
+    const { version: _v, ...unversioned } = read;
+    expect((await put(read.id, { ...unversioned, name: 'second editor' })).body.version).toBe(3);
+  });
+});
+
 describe('policy_version under concurrent writers', () => {
   it('gives 20 parallel creates in one org the distinct, gapless versions 1..20', async () => {
     const fresh = await signupOrg(app.http, 'Parallel');
