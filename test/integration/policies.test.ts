@@ -556,7 +556,7 @@ const CASES: Case[] = [
     'applies_to.agent_ids',
   ],
   ['applies_to with an unknown key', { ...minimal, applies_to: { sessions: ['s'] } }, 'applies_to'],
-  ['an unknown field', { ...minimal, version: 3 }, 'body'],
+  ['an unknown field', { ...minimal, owner: 'me' }, 'body'],
 ];
 
 const cases = CASES.map(([label, body, field]) => ({ label, body, field }));
