@@ -48,6 +48,7 @@ const schema = z
       )
       .optional(),
     CP_ALLOW_PRIVATE_PROVIDER_HOSTS: bool.default(false),
+    CP_ALLOW_PRIVATE_WEBHOOK_HOSTS: bool.default(false),
     // Behind a load balancer: take the client IP (per-IP rate limits) from X-Forwarded-For.
     CP_TRUST_PROXY: bool.default(false),
     // Open connections one client address may hold (not applied behind a proxy: CP_TRUST_PROXY).

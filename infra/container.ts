@@ -197,7 +197,7 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
   await resealLegacyAtStart({ uow, clock: systemClock, sealer: credentialSealer }, logger);
   const policySets = new PgPolicySetReader(knex);
   const webhookStore = new PgWebhookStore(knex);
-  const webhookSender = new HttpWebhookSender(config.CP_ALLOW_PRIVATE_PROVIDER_HOSTS);
+  const webhookSender = new HttpWebhookSender(config.CP_ALLOW_PRIVATE_WEBHOOK_HOSTS);
   // A new version is compiled in slices of the event loop: at the org's pattern limit, about a tenth
   // of a second in one piece, and an org can make a version a request.
   const compileInTurns = (set: PolicySet) => compilePoliciesInTurns(set, turnsEvery());

@@ -28,7 +28,7 @@ const webhookDeps = (infra: Infra): WebhookDeps => ({
   store: infra.webhookStore,
   sealer: infra.webhookSealer,
   clock: infra.clock,
-  allowPrivateHosts: infra.config.CP_ALLOW_PRIVATE_PROVIDER_HOSTS,
+  allowPrivateHosts: infra.config.CP_ALLOW_PRIVATE_WEBHOOK_HOSTS,
 });
 
 const presentWebhook = (w: Webhook) => ({

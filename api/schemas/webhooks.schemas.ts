@@ -13,7 +13,7 @@ export const CreateWebhookBody = z
       .meta({
         description:
           'Where deliveries are POSTed. https for public hosts; loopback and private addresses only ' +
-          'when CP_ALLOW_PRIVATE_PROVIDER_HOSTS=true (the provider base_url guard).',
+          'when CP_ALLOW_PRIVATE_WEBHOOK_HOSTS=true (the provider base_url guard, with its own opt-in).',
       }),
     events: z
       .array(eventType)

@@ -100,7 +100,12 @@ const dnsSized = (hostname: string): boolean =>
  * then plain http is accepted too (a local vLLM or Ollama rarely has a certificate). Names that
  * resolve to private addresses are caught again when the connection is made.
  */
-export function baseUrlProblem(raw: string, allowPrivate: boolean): string | null {
+export function baseUrlProblem(
+  raw: string,
+  allowPrivate: boolean,
+  /** The operator's setting that allows private hosts, for the message. */
+  optIn = 'CP_ALLOW_PRIVATE_PROVIDER_HOSTS',
+): string | null {
   // The URL parser drops outer spaces and keeps format characters (U+202E turns how the rest
   // reads): what is stored and shown must be what is called (QA).
   if (/[\s\p{C}]/u.test(raw)) return 'must not contain spaces, control or format characters';
@@ -120,7 +125,7 @@ export function baseUrlProblem(raw: string, allowPrivate: boolean): string | nul
   const host = url.hostname.replace(/^\[|\]$/g, '');
   const isPrivate = isPrivateAddress(host) || isLocalName(host);
   if (isPrivate && !allowPrivate)
-    return 'points at a loopback or private address; set CP_ALLOW_PRIVATE_PROVIDER_HOSTS=true to allow it';
+    return `points at a loopback or private address; set ${optIn}=true to allow it`;
   if (!isPrivate && url.protocol !== 'https:') return 'must use https for a public host';
   return null;
 }

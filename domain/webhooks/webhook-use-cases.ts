@@ -21,7 +21,7 @@ export interface WebhookDeps {
   store: WebhookStore;
   sealer: SecretSealer;
   clock: Clock;
-  /** CP_ALLOW_PRIVATE_PROVIDER_HOSTS: the same opt-in as provider base URLs. */
+  /** CP_ALLOW_PRIVATE_WEBHOOK_HOSTS: the webhooks' own opt-in (not the providers'). */
   allowPrivateHosts: boolean;
 }
 
@@ -44,10 +44,12 @@ const auditEvent = (ctx: CallContext, action: string, w: Webhook, at: Date) =>
 
 /**
  * The receiver's URL passes the provider base-URL guard: otherwise an org admin could make the
- * workers POST to the metadata service or anything else inside the network (SSRF).
+ * workers POST to the metadata service or anything else inside the network (SSRF). Its opt-in for
+ * private hosts is its own: an operator who lets credentials reach a local model server does not
+ * let every org's admin probe the network through webhooks (QA).
  */
 function checkUrl(deps: WebhookDeps, url: string): void {
-  const problem = baseUrlProblem(url, deps.allowPrivateHosts);
+  const problem = baseUrlProblem(url, deps.allowPrivateHosts, 'CP_ALLOW_PRIVATE_WEBHOOK_HOSTS');
   if (problem) throw invalidField('url', `url: ${problem}`);
 }
 

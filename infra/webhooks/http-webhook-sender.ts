@@ -48,7 +48,7 @@ async function drain(chunks: AsyncIterable<Buffer>): Promise<void> {
 /**
  * POSTs deliveries through the providers' HTTP transport, and so behind the same SSRF guard:
  * private hosts are refused before connecting and, for names, after DNS at connect time (unless
- * CP_ALLOW_PRIVATE_PROVIDER_HOSTS). undici's request follows no redirect. The answer's body is
+ * CP_ALLOW_PRIVATE_WEBHOOK_HOSTS). undici's request follows no redirect. The answer's body is
  * read (to free the connection) and dropped: a 2xx one up to MAX_RESPONSE_BYTES, then cut off,
  * and whatever happens to it after its status came (too long, too slow, the connection lost)
  * does not undo the delivery.

@@ -29,7 +29,10 @@ beforeAll(async () => {
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  app = await startTestApp({ workers: true, env: { CP_ALLOW_PRIVATE_PROVIDER_HOSTS: 'true' } });
+  app = await startTestApp({
+    workers: true,
+    env: { CP_ALLOW_PRIVATE_PROVIDER_HOSTS: 'true', CP_ALLOW_PRIVATE_WEBHOOK_HOSTS: 'true' },
+  });
   setup = await setUpInvoking(app.http, { models: ['mock-1'] });
   await requireApproval(app.http, setup.org.adminKey, { model: 'mock-1' });
   const hook = await app.http.post<{ secret: string }>(

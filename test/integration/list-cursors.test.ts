@@ -32,7 +32,10 @@ const lists = new Map<string, ListCall>();
 const cursors = new Map<string, string>();
 
 beforeAll(async () => {
-  app = await startTestApp({ workers: true, env: { CP_ALLOW_PRIVATE_PROVIDER_HOSTS: 'true' } });
+  app = await startTestApp({
+    workers: true,
+    env: { CP_ALLOW_PRIVATE_PROVIDER_HOSTS: 'true', CP_ALLOW_PRIVATE_WEBHOOK_HOSTS: 'true' },
+  });
   receiver = await startLocalServer((_req, res) => res.writeHead(200).end());
   const gated = await gatedOrg(app.http);
   const admin = gated.setup.org.adminKey;

@@ -32,7 +32,7 @@ beforeAll(async () => {
   app = await startTestApp({
     workers: true,
     captureLogs: true,
-    env: { CP_ALLOW_PRIVATE_PROVIDER_HOSTS: 'true' },
+    env: { CP_ALLOW_PRIVATE_PROVIDER_HOSTS: 'true', CP_ALLOW_PRIVATE_WEBHOOK_HOSTS: 'true' },
   });
   setup = await setUpInvoking(app.http, { models: ['mock-1'] });
 }, 60_000);

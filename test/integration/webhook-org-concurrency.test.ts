@@ -31,6 +31,7 @@ beforeAll(async () => {
     workers: true,
     env: {
       CP_ALLOW_PRIVATE_PROVIDER_HOSTS: 'true',
+      CP_ALLOW_PRIVATE_WEBHOOK_HOSTS: 'true',
       CP_WEBHOOK_ORG_CONCURRENCY: String(CAP),
       // One receiver may use the org's every slot here: these tests are of the org's cap.
       CP_WEBHOOK_RECEIVER_CONCURRENCY: String(CAP),

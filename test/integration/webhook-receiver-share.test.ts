@@ -23,6 +23,7 @@ beforeAll(async () => {
     workers: true,
     env: {
       CP_ALLOW_PRIVATE_PROVIDER_HOSTS: 'true',
+      CP_ALLOW_PRIVATE_WEBHOOK_HOSTS: 'true',
       CP_WEBHOOK_ORG_CONCURRENCY: String(ORG_CAP),
       CP_WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS),
       // No retry within the test: each delivery is attempted once.

@@ -52,6 +52,7 @@ beforeAll(async () => {
     workers: true,
     env: {
       CP_ALLOW_PRIVATE_PROVIDER_HOSTS: 'true',
+      CP_ALLOW_PRIVATE_WEBHOOK_HOSTS: 'true',
       CP_WEBHOOK_ORG_CONCURRENCY: '1',
       CP_WEBHOOK_CONCURRENCY: '8',
       CP_WEBHOOK_BACKOFF_MS: '600000',
