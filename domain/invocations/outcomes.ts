@@ -164,6 +164,23 @@ export const endWithoutUsage = (
  * Redis restart, whose script ioredis sends again, milliseconds later). A settle that fails still
  * lets the client hear of an end PostgreSQL already holds; its reservation is the reaper's.
  */
+/**
+ * The outcome is recorded, and only what follows it failed: settling its charge in the cap
+ * ledger (the reaper settles the reservation left behind at what the invocation was charged), or
+ * telling its waiters (they read the row when their wait runs out).
+ */
+export class AfterRecording extends Error {
+  constructor(
+    readonly step: 'settling its charge in the cap ledger' | 'telling its waiters',
+    readonly reason: unknown,
+  ) {
+    super(
+      `the outcome is recorded; ${step} failed (${reason instanceof Error ? reason.message : String(reason)})`,
+    );
+    this.name = 'AfterRecording';
+  }
+}
+
 export async function recordOutcome(
   deps: { store: InvocationStore; signal: CompletionSignal },
   invocation: Invocation,
@@ -176,8 +193,9 @@ export async function recordOutcome(
   const signalling =
     write.status !== 'running' ? deps.signal.finished(applyFinish(invocation, write)) : undefined;
   const [settled, signalled] = await Promise.allSettled([settling, signalling]);
-  if (settled.status === 'rejected') throw settled.reason;
-  if (signalled.status === 'rejected') throw signalled.reason;
+  if (settled.status === 'rejected')
+    throw new AfterRecording('settling its charge in the cap ledger', settled.reason);
+  if (signalled.status === 'rejected') throw new AfterRecording('telling its waiters', signalled.reason);
   return written;
 }
 

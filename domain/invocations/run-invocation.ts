@@ -30,7 +30,7 @@ import {
 import type { Invocation, InvocationError, InvocationOutput } from './invocation';
 import type { InvocationStore, RunView, SealedCredential, WriteOutcome } from './invocation-store';
 import { statusesOf } from './lifecycle';
-import { outcomeWrite, recordOutcome } from './outcomes';
+import { AfterRecording, outcomeWrite, recordOutcome } from './outcomes';
 import { PieceBatcher } from './piece-batcher';
 import { StorablePieces } from './storable-pieces';
 import type { CompletionSignal, PieceRelay } from './signals';
@@ -328,6 +328,14 @@ async function recordSuccess(run: AttemptRun, result: CompletionResult): Promise
     const end = { status: 'succeeded', output } as const;
     return runOutcome(await recordAttempt(run, end, null, charge), 'succeeded');
   } catch (err) {
+    if (err instanceof AfterRecording) {
+      // Stored and charged in PostgreSQL (QA: this was logged as an answer not stored).
+      deps.warn(`the answer is stored; ${err.step} failed (the reaper settles, waiters read the row)`, {
+        invocation_id: invocation.id,
+        error: (err.reason as Error | undefined)?.name ?? String(err.reason),
+      });
+      return 'succeeded';
+    }
     // The provider answered: whatever stops the answer being saved, the call is still charged.
     deps.warn('the answer could not be stored; recording the charge without it', {
       invocation_id: invocation.id,

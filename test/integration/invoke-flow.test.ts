@@ -214,6 +214,27 @@ describe('the governed invoke flow', () => {
     expect(second.body).toMatchObject({ status: 'succeeded', cost_usd: 0 });
   });
 
+  it('keeps a stored answer succeeded when only its settle fails, and says so rather than that it was not stored (QA)', async () => {
+    const ledger = app.infra.ledger;
+    const settle = ledger.settle.bind(ledger);
+    let failed = 0;
+    ledger.settle = async (...args) => {
+      if (failed++ === 0) throw new Error('ERR value is not an integer or out of range');
+      return settle(...args);
+    };
+    try {
+      const { session, invocation } = await run('priced');
+      expect(invocation).toMatchObject({ status: 'succeeded', output: { content: 'stub answer' } });
+      // The client is answered beside the settle, before the worker hears it failed.
+      const said = 'the answer is stored; settling its charge in the cap ledger failed';
+      await eventually(async () => app.logs.join('\n').includes(said));
+      expect(app.logs.join('\n')).not.toContain('the answer could not be stored');
+      expect((await sessionOf(session.id)).reserved_usd).toBeGreaterThan(0);
+    } finally {
+      ledger.settle = settle;
+    }
+  });
+
   it('records the request, the decision and the outcome in the audit log, in order', async () => {
     const { invocation } = await run('priced');
     const audit = await app.http.get<{ data: { action: string; details: Record<string, unknown> }[] }>(

@@ -1,6 +1,6 @@
 import type { Invocation } from '../../domain/invocations/invocation';
 import type { InvocationStore, WriteOutcome } from '../../domain/invocations/invocation-store';
-import { outcomeWrite, recordOutcome } from '../../domain/invocations/outcomes';
+import { AfterRecording, outcomeWrite, recordOutcome } from '../../domain/invocations/outcomes';
 import type { CompletionSignal } from '../../domain/invocations/signals';
 import { invocationRow } from '../support/invocation-row';
 
@@ -50,6 +50,9 @@ describe('recording an outcome', () => {
     await settleTurn();
     settleDone(new Error('redis said no'));
     await expect(recorded).rejects.toThrow('redis said no');
+    // Told apart from a write that failed: the outcome is recorded.
+    await expect(recorded).rejects.toBeInstanceOf(AfterRecording);
+    await expect(recorded).rejects.toMatchObject({ step: 'settling its charge in the cap ledger' });
     expect(sent).toEqual(['settle', 'signal succeeded']);
   });
 
