@@ -9,7 +9,7 @@ const textOf = (content: WireMessage['content']): string =>
   typeof content === 'string' ? content : (content ?? []).map((p) => p.text).join('');
 
 /** A Chat Completions message as the pipeline holds it; `developer` is a system turn. */
-const toMessage = (m: WireMessage): ChatMessage => ({
+export const toMessage = (m: WireMessage): ChatMessage => ({
   role: m.role === 'developer' ? 'system' : m.role,
   content: textOf(m.content),
   ...(m.tool_calls ? { toolCalls: m.tool_calls } : {}),

@@ -27,7 +27,7 @@ const WireToolCall = z.object({
   }),
 });
 
-const ChatMessage = z.object({
+export const ChatMessage = z.object({
   role: z.enum(['system', 'developer', 'user', 'assistant', 'tool']),
   content: Content,
   name: z.string().max(200).optional(),
@@ -35,7 +35,7 @@ const ChatMessage = z.object({
   tool_call_id: z.string().min(1).max(200).optional(),
 });
 
-const FunctionTool = z.object({
+export const FunctionTool = z.object({
   type: z.literal('function'),
   function: z.object({
     name: z.string().min(1).max(200),
@@ -45,7 +45,7 @@ const FunctionTool = z.object({
   }),
 });
 
-const ToolChoice = z.union([
+export const ToolChoice = z.union([
   z.enum(['none', 'auto', 'required']),
   z.object({ type: z.literal('function'), function: z.object({ name: z.string().min(1).max(200) }) }),
 ]);

@@ -11371,17 +11371,68 @@ export interface operations {
             /** @description "llm.invoke", "tool.call" or any action type the policies name. */
             type: string;
             model?: string;
-            messages?: {
-              /** @enum {string} */
-              role: 'system' | 'user' | 'assistant' | 'tool';
-              content: string;
-            }[];
+            /** @description As an invoke sends them, or as /v1/chat/completions does (tool_calls, tool_call_id, the developer role, text parts), so that what a chat call would be decided can be asked. */
+            messages?: (
+              | {
+                  /** @enum {string} */
+                  role: 'system' | 'user' | 'assistant' | 'tool';
+                  content: string;
+                }
+              | {
+                  /** @enum {string} */
+                  role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
+                  /** @description Text, or text parts (joined). Images and audio are refused. */
+                  content?:
+                    | (
+                        | string
+                        | {
+                            /** @constant */
+                            type: 'text';
+                            text: string;
+                          }[]
+                      )
+                    | null;
+                  name?: string;
+                  tool_calls?: {
+                    id: string;
+                    /** @constant */
+                    type: 'function';
+                    function: {
+                      name: string;
+                      arguments: string;
+                    };
+                  }[];
+                  tool_call_id?: string;
+                }
+            )[];
             max_tokens?: number;
             tool?: {
               name: string;
               /** @description Any JSON of at most 16384 bytes; the body nests at most 32 levels. */
               arguments: components['schemas']['__schema0'];
             };
+            /** @description The function tools a chat call offers the model (tool rules judge their names). */
+            tools?: {
+              /** @constant */
+              type: 'function';
+              function: {
+                name: string;
+                description?: string;
+                parameters?: {
+                  [key: string]: unknown;
+                };
+                strict?: boolean | null;
+              };
+            }[];
+            tool_choice?:
+              | ('none' | 'auto' | 'required')
+              | {
+                  /** @constant */
+                  type: 'function';
+                  function: {
+                    name: string;
+                  };
+                };
             /** @description What cost rules judge; an llm.invoke without it fails max_cost_per_call_usd closed. */
             estimated_cost_usd?: number;
           };
@@ -12022,7 +12073,7 @@ export interface operations {
     requestBody: {
       content: {
         'application/json': {
-          /** @description Where deliveries are POSTed. https for public hosts; loopback and private addresses only when CP_ALLOW_PRIVATE_PROVIDER_HOSTS=true (the provider base_url guard). */
+          /** @description Where deliveries are POSTed. https for public hosts; loopback and private addresses only when CP_ALLOW_PRIVATE_WEBHOOK_HOSTS=true (the provider base_url guard, with its own opt-in). */
           url: string;
           /** @description The event types to deliver (duplicates count once). */
           events: ('approval.requested' | 'approval.resolved' | 'invocation.finished')[];

@@ -89,6 +89,40 @@ describe('POST /v1/acs/evaluate', () => {
     expect(JSON.stringify(row)).not.toContain('[key]');
   });
 
+  it('takes a chat call as /v1/chat/completions sends it: tool_calls, offered tools, tool_choice, developer turns (QA)', async () => {
+    // The "no shell" policy of the test before denies the tool `shell`.
+    const chat = (extra: Record<string, unknown>, messages: unknown[] = [{ role: 'user', content: 'hi' }]) =>
+      evaluate({
+        action: { type: 'llm.invoke', model: 'mock-1', estimated_cost_usd: 0.01, messages, ...extra },
+      });
+    const called = await chat({}, [
+      { role: 'developer', content: [{ type: 'text', text: 'be brief' }] },
+      { role: 'user', content: 'list files' },
+      {
+        role: 'assistant',
+        content: null,
+        tool_calls: [
+          { id: 'call_1', type: 'function', function: { name: 'shell', arguments: '{"c":"ls"}' } },
+        ],
+      },
+      { role: 'tool', tool_call_id: 'call_1', content: 'a.txt' },
+    ]);
+    expect(called.status).toBe(200);
+    expect(called.body).toMatchObject({ verdict: 'deny', reasons: [{ code: 'tool_denied' }] });
+    const offered = await chat({ tools: [{ type: 'function', function: { name: 'Shell' } }] });
+    expect(offered.body).toMatchObject({ verdict: 'deny', reasons: [{ code: 'tool_denied' }] });
+    const forced = await chat({ tool_choice: { type: 'function', function: { name: 'shell' } } });
+    expect(forced.body).toMatchObject({ verdict: 'deny', reasons: [{ code: 'tool_denied' }] });
+    const harmless = await chat({
+      tools: [{ type: 'function', function: { name: 'search' } }],
+      tool_choice: 'auto',
+    });
+    expect(harmless.body.verdict).toBe('allow');
+    // Still strict: a key a chat message does not have is a 400.
+    const odd = await chat({}, [{ role: 'user', content: 'hi', mood: 'sunny' }]);
+    expect(odd.status).toBe(400);
+  });
+
   it("applies the agent record's own checks first, and takes the agent from the session", async () => {
     const session = await openSession(app.http, setup.org.adminKey, {
       agent_id: setup.agentId,
