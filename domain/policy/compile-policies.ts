@@ -1,5 +1,5 @@
 import type { RE2JS } from 're2js';
-import { compilePattern, listItemsOf } from './limits';
+import { compilePattern, listWeightOf } from './limits';
 import type { Policy, PolicySet, Rule } from './policy';
 
 /** A rule ready to evaluate: its pattern, if any, compiled once for the policy_version. */
@@ -133,8 +133,9 @@ export const patternInstructions = (set: CompiledPolicySet): number =>
 
 /**
  * What a compiled set weighs in memory, roughly: its patterns' instructions (about 130 bytes
- * each, measured by QA), one for each rule, so many small sets count too, and one for each item
- * of its lists (a name and its folded form, well under 130 bytes).
+ * each, measured by QA), one for each rule, so many small sets count too, and its lists' items
+ * by their length (listWeightOf).
  */
 export const compiledWeight = (set: CompiledPolicySet): number =>
-  patternInstructions(set) + set.policies.reduce((sum, p) => sum + p.rules.length + listItemsOf(p.policy), 0);
+  patternInstructions(set) +
+  set.policies.reduce((sum, p) => sum + p.rules.length + listWeightOf(p.policy), 0);

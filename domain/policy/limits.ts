@@ -13,19 +13,36 @@ export const MAX_LIST_ITEMS = 500;
  * Items in the lists of an org's enabled policies together. Each process keeps every list item of
  * an org's compiled set (a set of names, and the folded names of tools): at 200 policies of 50
  * rules of 500 items, about 300 MB an org, and fifteen free orgs ran a process out of heap (QA,
- * 2026-11-29). This much takes about 1 MB.
+ * 2026-11-29). This much takes 1 to 4 MB, as the items are short or long.
  */
 export const MAX_ORG_LIST_ITEMS = 10_000;
 
-/** Every list's items in a policy's rules and applies_to (what MAX_ORG_LIST_ITEMS counts). */
-export function listItemsOf(policy: { rules: readonly Rule[]; appliesTo: object }): number {
-  const lengths = (o: object): number =>
-    Object.values(o).reduce<number>((n, v) => n + (Array.isArray(v) ? v.length : 0), 0);
-  return policy.rules.reduce(
-    (n, rule) => n + lengths(rule) + (rule.type === 'require_approval' ? lengths(rule.when) : 0),
-    lengths(policy.appliesTo),
-  );
+/** Every list of a policy's rules and applies_to. */
+function listsOf(policy: { rules: readonly Rule[]; appliesTo: object }): unknown[][] {
+  const arrays = (o: object): unknown[][] => Object.values(o).filter((v): v is unknown[] => Array.isArray(v));
+  return [
+    ...arrays(policy.appliesTo),
+    ...policy.rules.flatMap((rule) => [
+      ...arrays(rule),
+      ...(rule.type === 'require_approval' ? arrays(rule.when) : []),
+    ]),
+  ];
 }
+
+/** Every list's items in a policy's rules and applies_to (what MAX_ORG_LIST_ITEMS counts). */
+export const listItemsOf = (policy: { rules: readonly Rule[]; appliesTo: object }): number =>
+  listsOf(policy).reduce((n, list) => n + list.length, 0);
+
+/**
+ * What a policy's list items weigh in a compiled set (in COMPILED_SETS_BUDGET's units of 130
+ * bytes): one each and one more per 50 characters, for the name, its folded form and the sets
+ * that hold them (QA measured 268 bytes an item of 200 characters, 367 of 100 fullwidth ones).
+ */
+export const listWeightOf = (policy: { rules: readonly Rule[]; appliesTo: object }): number =>
+  listsOf(policy).reduce(
+    (n, list) => n + list.reduce<number>((w, item) => w + 1 + Math.floor(String(item).length / 50), 0),
+    0,
+  );
 
 /**
  * Counted repetitions (`{n}`, `{n,m}`) expand the compiled program: 166 copies of `x{999}` take

@@ -5,7 +5,7 @@ import {
   compilePolicyInTurns,
   withCompiled,
 } from '../../domain/policy/compile-policies';
-import { listItemsOf } from '../../domain/policy/limits';
+import { listItemsOf, listWeightOf } from '../../domain/policy/limits';
 import type { PolicySet } from '../../domain/policy/policy';
 import { testPolicy } from '../support/test-policy';
 
@@ -163,6 +163,12 @@ it("weighs a compiled set's list items too, applies_to's and require_approval's 
   expect(listItemsOf(policy)).toBe(3 + 3 + 5);
   const set = compilePolicies({ orgId: 'org_1', policyVersion: 1, policies: [policy] });
   expect(compiledWeight(set)).toBe(2 + 11);
+  // A long name weighs more: one more unit per 50 characters (QA: 367 bytes an item of 100).
+  const long = testPolicy([
+    { type: 'deny_tools', tools: ['ｔ'.padEnd(100, 'Ａ'), 'x'.repeat(49), 'y'.repeat(50)] },
+  ]);
+  expect(listWeightOf(long)).toBe(3 + 1 + 2);
+  expect(compiledWeight(compilePolicies({ orgId: 'org_1', policyVersion: 1, policies: [long] }))).toBe(1 + 6);
 });
 
 it('adds one compiled policy to a compiled set in evaluation order, as a named variant (the preview draft)', async () => {
