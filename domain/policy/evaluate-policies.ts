@@ -30,6 +30,8 @@ interface RuleOutcome {
   /** A redaction's rule at work, for the folded step (`refoldAll`) and the passes after (`settleRedacted`). */
   redaction?: Redaction;
   approval?: ApprovalRequirement;
+  /** Said for the cost asked (a cost rule over its limit, an approval over its minimum): see repricedLater. */
+  costJudged?: true;
 }
 
 const inList = (list: readonly string[] | undefined, value: string | null | undefined): boolean =>
@@ -173,11 +175,14 @@ function evaluateRule(
     case 'max_cost_per_call_usd':
       if (costUnknown(action)) return say('deny', 'cost_unknown', 'the call has no cost estimate to judge');
       return action.estimatedCostUsd !== undefined && action.estimatedCostUsd > rule.limit
-        ? say(
-            'deny',
-            'cost_per_call_exceeded',
-            `estimated $${action.estimatedCostUsd} is over $${rule.limit}`,
-          )
+        ? {
+            ...say(
+              'deny',
+              'cost_per_call_exceeded',
+              `estimated $${action.estimatedCostUsd} is over $${rule.limit}`,
+            ),
+            costJudged: true,
+          }
         : null;
     case 'require_approval':
       return approvalNeeded(rule, action)
@@ -188,6 +193,7 @@ function evaluateRule(
               approversRequired: rule.approversRequired,
               timeoutSeconds: rule.timeoutSeconds,
             },
+            ...(rule.when.minEstimatedCostUsd !== undefined ? { costJudged: true as const } : {}),
           }
         : null;
     default:
@@ -323,44 +329,66 @@ function approvalOf(outcomes: RuleOutcome[]): ApprovalRequirement | null {
  * budget, shadow policies are not evaluated.
  */
 interface Budgets {
-  enforce: PatternBudget;
-  shadow?: PatternBudget;
+  enforce?: PatternBudget | undefined;
+  shadow?: PatternBudget | undefined;
 }
 
 /** Every policy's outcomes for one action, the enforced apart from what shadow policies would do. */
 function judge(compiled: CompiledPolicySet, action: Action, context: EvaluationContext, budgets: Budgets) {
   const enforced: RuleOutcome[] = [];
-  const shadowReasons: ShadowReason[] = [];
+  const shadow: RuleOutcome[] = [];
   for (const policy of compiled.policies) {
     const { mode } = policy.policy;
     const budget = mode === 'shadow' ? budgets.shadow : budgets.enforce;
     if (!budget) continue;
-    const outcomes = evaluatePolicy(policy, action, context, budget);
-    if (mode === 'shadow') shadowReasons.push(...outcomes.map((o) => ({ ...o.reason, verdict: o.verdict })));
-    else enforced.push(...outcomes);
+    (mode === 'shadow' ? shadow : enforced).push(...evaluatePolicy(policy, action, context, budget));
   }
-  return { enforced, shadowReasons };
+  return { enforced, shadow };
 }
 
-const isCostDenial = (o: RuleOutcome): boolean => o.reason.code === 'cost_per_call_exceeded';
+const shadowReasonsOf = (shadow: RuleOutcome[]): ShadowReason[] =>
+  shadow.map((o) => ({ ...o.reason, verdict: o.verdict }));
 
 /**
- * Whether the action's cost denials wait for the action as it will run: its every denial is a
- * `max_cost_per_call_usd` over the cost asked, a modification (a `max_tokens` clamp) may bring it
- * under, and the invoke can price the modified action again, as it reserves it. The modified
- * action is then judged for cost (QA: a clamp to 10 tokens beside a cost rule was denied for
- * the 1,000 tokens asked, which would never be reserved). The evaluate endpoint's caller gives
- * its own estimate, which a modification does not change: its denials stand.
+ * What the shadow policies say, their cost rules judged on the action as it will run when an
+ * invoke's modifications change its cost, as they would be if enforced (QA: a shadow cost rule
+ * reported a deny its enforced twin would not make). In the policies' order.
  */
-const repricedLater = (enforced: RuleOutcome[], context: EvaluationContext): boolean => {
-  const denied = enforced.filter((o) => o.verdict === 'deny');
-  return (
-    context.reestimate !== undefined &&
-    denied.length > 0 &&
-    denied.every(isCostDenial) &&
-    enforced.some((o) => o.verdict === 'modify')
+function shadowOf(
+  compiled: CompiledPolicySet,
+  shadow: RuleOutcome[],
+  modified: Action | null,
+  context: EvaluationContext,
+  budget: PatternBudget,
+): ShadowReason[] {
+  if (!modified || !context.reestimate || !compiled.policies.some((p) => p.policy.mode === 'shadow'))
+    return shadowReasonsOf(shadow);
+  const judged = { ...modified, estimatedCostUsd: estimateOf(modified, context) };
+  const again = judge(compiled, judged, context, { enforce: undefined, shadow: budget }).shadow;
+  const order = compiled.policies.map((p) => p.policy.id);
+  const merged = [...shadow.filter((o) => !o.costJudged), ...again.filter((o) => o.costJudged)];
+  merged.sort(
+    (a, b) =>
+      order.indexOf(a.policy.id) - order.indexOf(b.policy.id) ||
+      (a.reason.ruleIndex ?? -1) - (b.reason.ruleIndex ?? -1),
   );
-};
+  return shadowReasonsOf(merged);
+}
+
+/**
+ * Whether what the action's cost said waits for the action as it will run: the invoke can price
+ * a modified action again, as it reserves it, a modification (a `max_tokens` clamp) may change
+ * its cost, a cost rule or an approval's minimum spoke, and every denial is a cost rule's. The
+ * modified action is then judged for cost instead (QA: a clamp to 10 tokens beside a cost rule
+ * was denied for the 1,000 tokens asked, which would never be reserved; an approval's
+ * `min_estimated_cost_usd` held what the clamp brought under it). The evaluate endpoint's caller
+ * gives its own estimate, which a modification does not change: what it says stands.
+ */
+const repricedLater = (enforced: RuleOutcome[], context: EvaluationContext): boolean =>
+  context.reestimate !== undefined &&
+  enforced.some((o) => o.costJudged) &&
+  enforced.filter((o) => o.verdict === 'deny').every((o) => o.costJudged) &&
+  enforced.some((o) => o.verdict === 'modify');
 
 /** The caller's estimate of a modified action; one it cannot make is unknown, which cost rules deny. */
 function estimateOf(modified: Action, context: EvaluationContext): number | undefined {
@@ -423,7 +451,9 @@ function settleRedacted(
         ),
       };
     action = result.action;
-    redactedAgain.push(...notAmong(again, redactedAgain));
+    // Only those that changed something in this pass (QA: `sec` was named where `secret` took its match).
+    const acted = again.filter((o) => !result.idle.has(o));
+    redactedAgain.push(...notAmong(acted, redactedAgain));
   }
 }
 
@@ -479,9 +509,8 @@ export function evaluatePolicies(
 ): PolicyDecision {
   const budgets = { enforce: new PatternBudget(), shadow: new PatternBudget() };
   const judged = judge(compiled, action, context, budgets);
-  const { shadowReasons } = judged;
   const repriced = repricedLater(judged.enforced, context);
-  const enforced = repriced ? judged.enforced.filter((o) => !isCostDenial(o)) : judged.enforced;
+  const enforced = repriced ? judged.enforced.filter((o) => !o.costJudged) : judged.enforced;
   let verdict = strongest(enforced);
   let deciding = enforced.filter((o) => o.verdict === verdict);
   let modifiedAction: Action | null = null;
@@ -513,7 +542,7 @@ export function evaluatePolicies(
   return {
     verdict,
     reasons: deciding.map((o) => o.reason),
-    shadowReasons,
+    shadowReasons: shadowOf(compiled, judged.shadow, modifiedAction, context, budgets.shadow),
     modifiedAction,
     approval: verdict === 'require_approval' ? approvalOf(deciding) : null,
     policyVersion: compiled.policyVersion,

@@ -283,14 +283,16 @@ function oracle(policies: Policy[], a: Action, ctx: EvaluationContext) {
     for (let pass = 1; modifying.some((s) => s.code === 'redacted'); pass++) {
       const again = said(enforcing, modified, ctx).filter((s) => s.code === 'redacted');
       keptOf(again).forEach((k) => kept.add(k));
-      const next = applied(again, modified, [...kept]);
+      const idleNow = new Set<Said>();
+      const next = applied(again, modified, [...kept], idleNow);
       if (JSON.stringify(next.messages) === JSON.stringify(modified.messages)) break;
       if (pass > 8) {
         const failed = { ...(again[0] as Said), code: 'policy_evaluation_failed', index: null };
         [verdict, deciding, modified] = ['deny', [failed], null];
         break;
       }
-      if (verdict === 'modify') deciding.push(...again.filter((s) => !deciding.some((d) => same(d, s))));
+      const acted = again.filter((s) => !idleNow.has(s));
+      if (verdict === 'modify') deciding.push(...acted.filter((s) => !deciding.some((d) => same(d, s))));
       modified = next;
     }
     // The modified action is judged again: a deny of it denies.

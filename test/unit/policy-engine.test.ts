@@ -658,6 +658,40 @@ describe('the policy engine: every rule type', () => {
     expect(codes(decide([clamp, cap], asked))).toEqual(['cost_per_call_exceeded']);
   });
 
+  it('judges an approval minimum and a shadow cost rule on the clamped request an invoke reserves, as an enforced cost rule (QA)', () => {
+    const clamp = policy([{ type: 'max_tokens', limit: 10 }]);
+    const reestimate = (a: Action) => (a.maxTokens ?? 0) / 1_000_000;
+    const asked = action({ maxTokens: 1000, estimatedCostUsd: 0.001 });
+    const costly: Rule = {
+      type: 'require_approval',
+      when: { minEstimatedCostUsd: 0.0005 },
+      approversRequired: 1,
+      timeoutSeconds: 60,
+    };
+    // Clamped to 10 tokens ($0.00001), under the minimum: no approval; unclamped it would be held.
+    expect(decide([clamp, policy([costly])], asked, { ...context, reestimate })).toMatchObject({
+      verdict: 'modify',
+      approval: null,
+    });
+    const loose = policy([{ type: 'max_tokens', limit: 800 }]);
+    expect(decide([loose, policy([costly])], asked, { ...context, reestimate }).verdict).toBe(
+      'require_approval',
+    );
+    // A shadow cost rule says what it would say enforced: nothing, at the clamped cost.
+    const shadowCap = policy([{ type: 'max_cost_per_call_usd', limit: 0.0001 }], { mode: 'shadow' });
+    expect(decide([clamp, shadowCap], asked, { ...context, reestimate }).shadowReasons).toEqual([]);
+    const shadowLoose = decide([loose, shadowCap], asked, { ...context, reestimate });
+    expect(shadowLoose.shadowReasons).toEqual([
+      expect.objectContaining({
+        code: 'cost_per_call_exceeded',
+        verdict: 'deny',
+        message: expect.stringContaining('$0.0008'),
+      }),
+    ]);
+    // Without repricing (the evaluate endpoint), the caller's estimate is judged as given.
+    expect(decide([clamp, shadowCap], asked).shadowReasons).toHaveLength(1);
+  });
+
   it('asks for the approval a redaction makes necessary: a prompt grown past min_estimated_cost_usd is held (QA)', () => {
     const grow = policy([{ type: 'redact_pattern', pattern: '\\d{4}', replacement: 'Z'.repeat(5000) }]);
     const costly = (approversRequired: number, minEstimatedCostUsd = 0.05): Rule => ({
@@ -720,6 +754,17 @@ describe('the policy engine: every rule type', () => {
     );
     // Two that each take out text of their own are both named.
     expect(first.reasons).toHaveLength(2);
+  });
+
+  it('does not name a redaction that changed nothing in a later pass either (QA: `sec` beside `secret`)', () => {
+    const secret = policy([{ type: 'redact_pattern', pattern: 'secret', replacement: '[S]' }], {
+      priority: 3,
+    });
+    const x = policy([{ type: 'redact_pattern', pattern: 'x', replacement: '' }], { priority: 2 });
+    const sec = policy([{ type: 'redact_pattern', pattern: 'sec', replacement: '[D]' }], { priority: 1 });
+    const d = decide([secret, x, sec], action({ messages: [{ role: 'user', content: 'sxecret' }] }));
+    expect(d.modifiedAction?.messages?.[0]?.content).toBe('[S]');
+    expect(d.reasons.map((r) => r.policyId)).toEqual([x.id, secret.id]);
   });
 
   it('redact_pattern says nothing when no message matches', () => {
