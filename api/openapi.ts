@@ -254,7 +254,7 @@ export function buildOpenApi(routes: RouteDef[]) {
         'A known path with another method is a 405 method_not_allowed with an Allow header.',
         'An id named in a body that is not found is a 404 not_found for the session or agent a request acts in',
         '(as in its path), and a 400 validation_error for a credential_ref.',
-        'Every /v1 answer carries Cache-Control: no-store.',
+        'Every answer under /v1/ (any case) carries Cache-Control: no-store.',
         'Bodies are UTF-8 JSON (bytes that are not UTF-8 are an invalid_json): another charset or any Content-Encoding but identity is a 415, and an object',
         'that names a key twice is a validation_error (JSON.parse would keep the last; a reader of the request',
         'might take the first), as is a key named __proto__ anywhere in a body (it would be dropped unseen).',

@@ -27,7 +27,7 @@ export interface StreamDeps extends PieceFollower {
 
 const SSE_HEADERS = {
   'Content-Type': 'text/event-stream; charset=utf-8',
-  'Cache-Control': 'no-cache, no-transform',
+  'Cache-Control': 'no-store, no-transform',
   'X-Accel-Buffering': 'no',
 };
 

@@ -30,13 +30,9 @@ export const EvaluateBody = z
           }),
         max_tokens: z.number().int().min(1).max(1_000_000).optional(),
         tool: ToolCall.optional(),
-        tools: z
-          .array(FunctionTool)
-          .max(128)
-          .optional()
-          .meta({
-            description: 'The function tools a chat call offers the model (tool rules judge their names).',
-          }),
+        tools: z.array(FunctionTool).max(128).optional().meta({
+          description: 'The function tools a chat call offers the model (tool rules judge their names).',
+        }),
         tool_choice: ToolChoice.optional(),
         estimated_cost_usd: z.number().min(0).max(1_000_000).optional().meta({
           description: 'What cost rules judge; an llm.invoke without it fails max_cost_per_call_usd closed.',

@@ -614,6 +614,10 @@ describe('HTTP conventions', () => {
     expect(missing.status).toBe(404);
     expect(missing.headers.get('cache-control')).toBe('no-store');
     expect((await app.http.get('/v1/keys')).headers.get('cache-control')).toBe('no-store');
+    // The router takes the path in any case; so does this (QA).
+    const upper = await app.http.post('/V1/keys', { name: 'upper', scopes: ['read'] }, org.adminKey);
+    expect(upper.status).toBe(201);
+    expect(upper.headers.get('cache-control')).toBe('no-store');
   });
 
   it('answers malformed JSON with 400 invalid_json', async () => {
