@@ -3,12 +3,16 @@ import { failedJobLog, PERIODIC_FAILURE_LOG_MS } from '../../workers/failed-job-
 describe('the log of failed jobs', () => {
   const setUp = () => {
     const lines: Record<string, unknown>[] = [];
+    const planned: Record<string, unknown>[] = [];
     let now = 1_000_000;
     const log = failedJobLog(
-      { warn: (fields: Record<string, unknown>) => lines.push(fields) } as never,
+      {
+        warn: (fields: Record<string, unknown>) => lines.push(fields),
+        info: (fields: Record<string, unknown>) => planned.push(fields),
+      } as never,
       () => now,
     );
-    return { lines, log, advance: (ms: number) => (now += ms) };
+    return { lines, planned, log, advance: (ms: number) => (now += ms) };
   };
 
   it('logs a periodic job that keeps failing once a minute, with how many failures it left out', () => {
@@ -31,6 +35,24 @@ describe('the log of failed jobs', () => {
     log({ name: 'invocations.reap', id: '2' }, new Error('x'));
     log({ name: 'audit.seal', id: '3' }, new Error('x'));
     expect(lines.map((l) => l.job)).toEqual(['audit.seal', 'invocations.reap']);
+  });
+
+  it('logs an attempt the queue runs again at info, without the error, and the last one at warn (QA)', () => {
+    const { lines, planned, log } = setUp();
+    const job = (attemptsMade: number) => ({
+      name: 'webhook.deliver',
+      id: 'msg_1',
+      attemptsMade,
+      opts: { attempts: 3 },
+    });
+    log(job(1), new Error('receiver answered 500'));
+    log(job(2), new Error('receiver answered 500'));
+    log(job(3), new Error('receiver answered 500'));
+    expect(planned).toEqual([
+      { job: 'webhook.deliver', job_id: 'msg_1', attempt: 1, error: 'Error' },
+      { job: 'webhook.deliver', job_id: 'msg_1', attempt: 2, error: 'Error' },
+    ]);
+    expect(lines).toEqual([{ job: 'webhook.deliver', job_id: 'msg_1', err: expect.any(Error) }]);
   });
 
   it('logs every failure of a job with a payload of its own', () => {
