@@ -8,7 +8,7 @@ import type { Credential, Page, PageRequest } from '../model';
 import type { SecretSealer, Tx, UnitOfWork } from '../ports';
 import { actorOf, type CallContext } from '../principal';
 import type { Provider } from '../providers';
-import { baseUrlProblem } from './provider-host';
+import { baseUrlProblem, canonicalUrl } from './provider-host';
 
 export interface CredentialDeps {
   uow: UnitOfWork;
@@ -78,8 +78,8 @@ export async function storeCredential(
   ctx: CallContext,
   input: StoreCredentialInput,
 ): Promise<Credential> {
-  const baseUrl = input.baseUrl ?? null;
-  checkBaseUrl(deps, input.provider, baseUrl);
+  checkBaseUrl(deps, input.provider, input.baseUrl ?? null);
+  const baseUrl = input.baseUrl == null ? null : canonicalUrl(input.baseUrl);
   const now = deps.clock.now();
   const orgId = ctx.principal.orgId;
   const bound: SealedFor = { ref: newId('cred'), provider: input.provider, baseUrl, version: 1 };

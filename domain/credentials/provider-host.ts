@@ -90,9 +90,30 @@ export function isPrivateAddress(address: string): boolean {
 /** A host name that names this machine or the local network, before any DNS lookup. */
 export const isLocalName = (host: string): boolean => LOCAL_NAMES.test(host.replace(/\.$/, ''));
 
-/** Whether a host name fits DNS: at most 253 characters, each label at most 63. */
-const dnsSized = (hostname: string): boolean =>
-  hostname.length <= 253 && hostname.split('.').every((label) => label.length <= 63);
+/**
+ * Whether a host name is one DNS can have (an address literal aside): at most 253 characters
+ * without the root's dot, each label 1 to 63, none starting or ending with a hyphen (QA:
+ * `a..b.com`, `-example.com`).
+ */
+function dnsName(hostname: string): boolean {
+  if (hostname.startsWith('[') || isIP(hostname) !== 0) return true;
+  const name = hostname.endsWith('.') ? hostname.slice(0, -1) : hostname;
+  return (
+    name.length <= 253 &&
+    name.split('.').every((label) => /^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$/i.test(label))
+  );
+}
+
+/**
+ * A base URL or receiver URL as it is called: the parser's form (lower-case scheme and host,
+ * punycode, no default port, no empty user info), so that what is stored and shown is what is
+ * called (QA: `https://ｅｘａｍｐｌｅ.com/`, `https:example.com`, `https://@example.com/`). A URL
+ * written without a path keeps none. Only for a URL baseUrlProblem accepts.
+ */
+export function canonicalUrl(raw: string): string {
+  const { href, pathname } = new URL(raw);
+  return pathname === '/' && !raw.endsWith('/') ? href.slice(0, -1) : href;
+}
 
 /**
  * Why a provider base URL is refused, or null when it is acceptable. Public hosts need https;
@@ -107,10 +128,13 @@ export function baseUrlProblem(
   optIn = 'CP_ALLOW_PRIVATE_PROVIDER_HOSTS',
 ): string | null {
   // The URL parser drops outer spaces and keeps format characters (U+202E turns how the rest
-  // reads): what is stored and shown must be what is called (QA).
+  // reads): what is stored is the parser's form (canonicalUrl), and these have none (QA).
   if (/[\s\p{C}]/u.test(raw)) return 'must not contain spaces, control or format characters';
   // The parser reads one as "/": `https://api.example.com\@127.0.0.1` calls api.example.com (QA).
   if (raw.includes('\\')) return 'must not contain a backslash';
+  // A bare "?" or "#" leaves the parser's query empty, yet the API path would follow it (QA:
+  // `/v1?` called `/v1?/chat/completions`).
+  if (/[?#]/.test(raw)) return 'must not carry a query or fragment';
   let url: URL;
   try {
     url = new URL(raw);
@@ -121,7 +145,8 @@ export function baseUrlProblem(
   if (url.username || url.password) return 'must not carry user info; store secrets in `secret`';
   if (url.search || url.hash) return 'must not carry a query or fragment';
   if (url.port === '0') return 'must not name port 0';
-  if (!dnsSized(url.hostname)) return 'must name a host of at most 253 characters, 63 per label';
+  if (!dnsName(url.hostname))
+    return 'must name a host DNS can have: labels of 1 to 63 letters, digits or hyphens (not at either end), 253 characters in all';
   const host = url.hostname.replace(/^\[|\]$/g, '');
   const isPrivate = isPrivateAddress(host) || isLocalName(host);
   if (isPrivate && !allowPrivate)

@@ -1,6 +1,6 @@
 import { newAuditEvent } from '../audit/new-event';
 import type { Clock } from '../clock';
-import { baseUrlProblem } from '../credentials/provider-host';
+import { baseUrlProblem, canonicalUrl } from '../credentials/provider-host';
 import { invalidField, notFound } from '../errors';
 import { newId } from '../ids';
 import type { Page, PageRequest } from '../model';
@@ -48,9 +48,10 @@ const auditEvent = (ctx: CallContext, action: string, w: Webhook, at: Date) =>
  * private hosts is its own: an operator who lets credentials reach a local model server does not
  * let every org's admin probe the network through webhooks (QA).
  */
-function checkUrl(deps: WebhookDeps, url: string): void {
+function checkedUrl(deps: WebhookDeps, url: string): string {
   const problem = baseUrlProblem(url, deps.allowPrivateHosts, 'CP_ALLOW_PRIVATE_WEBHOOK_HOSTS');
   if (problem) throw invalidField('url', `url: ${problem}`);
+  return canonicalUrl(url);
 }
 
 /** The signing secret is in the answer only: stored sealed, never shown again. */
@@ -59,12 +60,12 @@ export async function createWebhook(
   ctx: CallContext,
   input: CreateWebhookInput,
 ): Promise<{ webhook: Webhook; secret: string }> {
-  checkUrl(deps, input.url);
+  const url = checkedUrl(deps, input.url);
   const now = deps.clock.now();
   const webhook: Webhook = {
     id: newId('whk'),
     orgId: ctx.principal.orgId,
-    url: input.url,
+    url,
     events: [...new Set(input.events)],
     description: input.description,
     createdAt: now,

@@ -206,6 +206,14 @@ describe('credentials', () => {
       base_url: 'https://a.example',
     });
     expect(mockWithUrl.status).toBe(400);
+    // Stored as it is called (QA: fullwidth letters and upper case were shown as typed).
+    const typed = await store({
+      name: 't',
+      provider: 'openai',
+      secret: newSecret(),
+      base_url: 'HTTPS://ＬＬＭ.Example.com/v1',
+    });
+    expect(typed.body.base_url).toBe('https://llm.example.com/v1');
     // "" is no URL: stored, it made every call of the credential fail (QA).
     for (const provider of ['openai', 'anthropic', 'mock']) {
       const empty = await store({ name: 'e', provider, secret: newSecret(), base_url: '' });

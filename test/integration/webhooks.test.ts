@@ -397,6 +397,13 @@ describe('webhooks: private receivers (the provider-host SSRF guard)', () => {
       admin,
     );
     expect(res.status).toBe(201);
+    // Stored and shown as it is called (QA: fullwidth letters and upper case were kept as typed).
+    const typed = await strict.http.post<{ url: string }>(
+      '/v1/webhooks',
+      { url: 'HTTPS://ｈｏｏｋｓ.Example.com/CP', events: ['invocation.finished'] },
+      admin,
+    );
+    expect(typed.body.url).toBe('https://hooks.example.com/CP');
   });
 
   it("never connects to a private host when sending without the opt-in, the providers' notwithstanding", async () => {

@@ -1,4 +1,9 @@
-import { baseUrlProblem, isLocalName, isPrivateAddress } from '../../domain/credentials/provider-host';
+import {
+  baseUrlProblem,
+  canonicalUrl,
+  isLocalName,
+  isPrivateAddress,
+} from '../../domain/credentials/provider-host';
 
 describe('provider base URLs (SSRF guard)', () => {
   it.each([
@@ -94,9 +99,32 @@ describe('provider base URLs (SSRF guard)', () => {
     ['a zero-width space in the host', 'https://api.exa\u200bmple.com/v1'],
     ['port 0', 'https://api.example.com:0/v1'],
     ['a backslash, which reads as a slash', 'https://api.example.com\\@127.0.0.1/v1'],
+    ['a bare question mark, after which the API path would go', 'https://api.example.com/v1?'],
+    ['a bare hash, which would hide the API path', 'https://api.example.com/v1#'],
+    ['an empty label', 'https://a..b.com/v1'],
+    ['a leading empty label', 'https://.example.com/v1'],
+    ['a label starting with a hyphen', 'https://-example.com/v1'],
     ['a label longer than 63', `https://${'a'.repeat(64)}.example.com/v1`],
     ['a host longer than 253', `https://${'abcdefghi.'.repeat(26)}com/v1`],
   ])('refuses %s', (_label, url) => expect(baseUrlProblem(url, true)).not.toBeNull());
+
+  it('accepts a host name of 253 characters written with the root dot', () => {
+    const name = `${'a'.repeat(63)}.${'b'.repeat(63)}.${'c'.repeat(63)}.${'d'.repeat(61)}`;
+    expect(name).toHaveLength(253);
+    expect(baseUrlProblem(`https://${name}./v1`, false)).toBeNull();
+    expect(baseUrlProblem(`https://${name}x./v1`, false)).not.toBeNull();
+  });
+
+  it.each([
+    ['HTTPS://API.EXAMPLE.COM/v1', 'https://api.example.com/v1'],
+    ['https://ａｐｉ.example.com/v1', 'https://api.example.com/v1'],
+    ['https:api.example.com', 'https://api.example.com'],
+    ['https://@api.example.com/', 'https://api.example.com/'],
+    ['https://api.example.com:443/v1', 'https://api.example.com/v1'],
+    ['https://bücher.example/v1', 'https://xn--bcher-kva.example/v1'],
+    ['http://127.0.0.1:11434', 'http://127.0.0.1:11434'],
+    ['https://api.example.com/v1/', 'https://api.example.com/v1/'],
+  ])('stores %s as it is called: %s (QA)', (raw, called) => expect(canonicalUrl(raw)).toBe(called));
 
   it('accepts an international host name and a percent-encoded path', () => {
     expect(baseUrlProblem('https://bücher.example/v1/%E2%80%AE', false)).toBeNull();
