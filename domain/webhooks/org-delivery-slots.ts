@@ -10,8 +10,9 @@ import { DELIVERY_WINDOW_MS } from './retry-schedule';
  * the longest waiting goes first, newer deliveries cannot keep an old one out, and a retry goes
  * to the back as any new attempt does (a dead receiver's retries do not hold up the org's others).
  * Within the org, each receiver (webhook) has a smaller cap of its own: a delivery whose receiver
- * has that many in flight waits out of the org's line, among its receiver's waiters, so a
- * receiver that never answers cannot hold the org's every slot with its first attempts either.
+ * has that many in flight (or older waiters owed its free slots) waits out of the org's line, in
+ * its receiver's line, so a receiver that never answers cannot hold the org's every slot with its
+ * first attempts either.
  */
 export interface OrgDeliverySlots {
   /**
@@ -33,6 +34,8 @@ export interface OrgDeliverySlots {
   leave(orgId: string, jobId: string, webhookId: string | null): Promise<void>;
   /** The waiters the org's free slots are owed to now: the first in line, one per free slot. */
   owedTo(orgId: string): Promise<string[]>;
+  /** The receiver's waiters its free slots are owed to now, in the order they asked. */
+  receiverOwedTo(orgId: string, webhookId: string | null): Promise<string[]>;
 }
 
 /** Which run of a job holds its slot: each take of the slot gets a new one. */
@@ -111,7 +114,13 @@ export async function inOrgSlot<T>(
 ): Promise<T> {
   const claim = await slots.take(job.orgId, job.jobId, job.webhookId);
   if (claim === null) {
-    await wakeOwed(slots, job.orgId, turn.wake).catch(turn.onError);
+    // The receiver's line too: a dead entry first in it would keep its free slots from the rest.
+    await Promise.all([
+      wakeOwed(slots, job.orgId, turn.wake),
+      slots
+        .receiverOwedTo(job.orgId, job.webhookId)
+        .then((owed) => wakeReceiver(slots, job, owed, turn.wake)),
+    ]).catch(turn.onError);
     if (now - job.queuedAt < DELIVERY_WINDOW_MS)
       throw new OrgAtCapacity(
         slotWaitMs(job.deferrals),

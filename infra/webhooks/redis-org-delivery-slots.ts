@@ -24,9 +24,12 @@ for _, gone in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now - lapse, 
   redis.call('ZREM', KEYS[3], gone)
 end
 local holds = redis.call('ZSCORE', KEYS[1], job)
-if receiverCap > 0 then
+if receiverCap > 0 and not holds then
   redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now - stale)
-  if not holds and redis.call('ZCARD', KEYS[4]) >= receiverCap then
+  local free = receiverCap - redis.call('ZCARD', KEYS[4])
+  local rank = redis.call('ZRANK', KEYS[5], job)
+  -- The receiver's own line: a newer delivery does not pass its older waiters (QA).
+  if free <= 0 or (rank and rank >= free) or (not rank and redis.call('ZCARD', KEYS[5]) > 0) then
     redis.call('ZREM', KEYS[2], job)
     redis.call('ZREM', KEYS[3], job)
     if not redis.call('ZSCORE', KEYS[5], job) then
@@ -80,6 +83,18 @@ end
 local free = tonumber(ARGV[3]) - redis.call('ZCARD', KEYS[2])
 if tonumber(ARGV[3]) == 0 or free <= 0 then return {} end
 return redis.call('ZRANGE', KEYS[3], 0, free - 1)`;
+
+/**
+ * KEYS: the receiver's in flight and its waiters. ARGV: the receiver's cap, how long a slot may
+ * stand. Its first waiters, one per slot of its cap free.
+ */
+const RECEIVER_OWED = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
+local free = tonumber(ARGV[1]) - redis.call('ZCARD', KEYS[1])
+if tonumber(ARGV[1]) == 0 or free <= 0 then return {} end
+return redis.call('ZRANGE', KEYS[2], 0, free - 1)`;
 
 /** KEYS: in flight, waiting line. ARGV: cap, how long a slot may stand. The first in line, one per free slot. */
 const OWED_TO = `
@@ -159,6 +174,17 @@ export class RedisOrgDeliverySlots implements OrgDeliverySlots {
     const [waiting] = orgLineKeys(this.prefix, orgId);
     const keys = [orgSlotsKey(this.prefix, orgId), waiting];
     return (await this.redis.eval(OWED_TO, 2, ...keys, this.cap, this.staleAfterMs)) as string[];
+  }
+
+  async receiverOwedTo(orgId: string, webhookId: string | null): Promise<string[]> {
+    const keys = receiverKeys(this.prefix, orgId, webhookId);
+    return (await this.redis.eval(
+      RECEIVER_OWED,
+      2,
+      ...keys,
+      this.capOf(webhookId),
+      this.staleAfterMs,
+    )) as string[];
   }
 
   async leave(orgId: string, jobId: string, webhookId: string | null): Promise<void> {

@@ -299,6 +299,26 @@ describe('webhooks: the per-org slots in Redis', () => {
     expect(await line(org)).toEqual(['old']);
   });
 
+  it("keeps the receiver's line in order: a newer delivery does not pass its older waiters (QA)", async () => {
+    const slots = new RedisOrgDeliverySlots(app.infra.redis, app.prefix, 3, 60_000, 60_000, 1);
+    const org = newOrg();
+    const first = await slots.take(org, 'r-1', 'hook');
+    expect(first).not.toBeNull();
+    expect(await slots.take(org, 'r-2', 'hook')).toBeNull();
+    expect(await slots.receiverOwedTo(org, 'hook')).toEqual([]);
+    expect(await slots.release(org, 'r-1', first as SlotClaim, 'hook')).toEqual(['r-2']);
+    // The freed slot is r-2's: r-3, newer, waits behind it, even asking first.
+    expect(await slots.take(org, 'r-3', 'hook')).toBeNull();
+    expect(await slots.receiverOwedTo(org, 'hook')).toEqual(['r-2']);
+    const second = await slots.take(org, 'r-2', 'hook');
+    expect(second).not.toBeNull();
+    expect(await slots.release(org, 'r-2', second as SlotClaim, 'hook')).toEqual(['r-3']);
+    // A waiter given up leaves the receiver's line, and the slot is owed to the next.
+    await slots.leave(org, 'r-3', 'hook');
+    expect(await slots.receiverOwedTo(org, 'hook')).toEqual([]);
+    expect(await slots.take(org, 'r-4', 'hook')).not.toBeNull();
+  });
+
   it('keeps every key of an org in one cluster slot', () => {
     const tags = [
       orgSlotsKey('p', 'org_1'),
