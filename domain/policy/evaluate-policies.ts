@@ -405,8 +405,8 @@ function estimateOf(modified: Action, context: EvaluationContext): number | unde
  * lengthen the prompt past `max_cost_per_call_usd` or a `require_approval`'s
  * `min_estimated_cost_usd` (judged on the caller's new estimate), write text a `deny_pattern`
  * forbids, or rename a tool into one that needs approval. A clamp alone cannot: it changes no
- * text and lowers the cost, so it is judged again only for the cost denials it may lift
- * (`repricedLater`). It can also form again what a redaction takes out (QA: "x" taken out
+ * text and lowers the cost, so it is judged again only for what the cost asked said: the cost
+ * denials and approval minimums it may lift (`repricedLater`). It can also form again what a redaction takes out (QA: "x" taken out
  * after "secret" turned "secxret" into "secret", which was sent): the redactions that match the
  * redacted action are applied to it again, to what is new in it (not to their own replacements,
  * see redaction.ts), and it is judged again, until that changes nothing, up to REDACTION_PASSES
