@@ -3,7 +3,7 @@ import type { Action } from '../../domain/policy/policy';
 import { modelName } from './agents.schemas';
 import { toMessage } from '../chat/chat-request';
 import { ChatMessage, FunctionTool, ToolChoice } from './chat.schemas';
-import { Message, ToolCall } from './invocations.schemas';
+import { ToolCall } from './invocations.schemas';
 
 const id = z.string().min(1).max(100);
 
@@ -20,14 +20,10 @@ export const EvaluateBody = z
           .max(100)
           .meta({ description: '"llm.invoke", "tool.call" or any action type the policies name.' }),
         model: modelName.optional(),
-        messages: z
-          .array(z.union([Message, ChatMessage.strict()]))
-          .max(256)
-          .optional()
-          .meta({
-            description:
-              'As an invoke sends them, or as /v1/chat/completions does (tool_calls, tool_call_id, the developer role, text parts), so that what a chat call would be decided can be asked.',
-          }),
+        messages: z.array(ChatMessage).max(256).optional().meta({
+          description:
+            'As an invoke sends them, or as /v1/chat/completions does (tool_calls, tool_call_id, the developer role, text parts), so that what a chat call would be decided can be asked; as there, keys a message may carry that the engine does not read (refusal, audio, ...) are ignored. modified_action answers them in the same spelling.',
+        }),
         max_tokens: z.number().int().min(1).max(1_000_000).optional(),
         tool: ToolCall.optional(),
         tools: z.array(FunctionTool).max(128).optional().meta({

@@ -11371,40 +11371,33 @@ export interface operations {
             /** @description "llm.invoke", "tool.call" or any action type the policies name. */
             type: string;
             model?: string;
-            /** @description As an invoke sends them, or as /v1/chat/completions does (tool_calls, tool_call_id, the developer role, text parts), so that what a chat call would be decided can be asked. */
-            messages?: (
-              | {
-                  /** @enum {string} */
-                  role: 'system' | 'user' | 'assistant' | 'tool';
-                  content: string;
-                }
-              | {
-                  /** @enum {string} */
-                  role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
-                  /** @description Text, or text parts (joined). Images and audio are refused. */
-                  content?:
-                    | (
-                        | string
-                        | {
-                            /** @constant */
-                            type: 'text';
-                            text: string;
-                          }[]
-                      )
-                    | null;
-                  name?: string;
-                  tool_calls?: {
-                    id: string;
-                    /** @constant */
-                    type: 'function';
-                    function: {
-                      name: string;
-                      arguments: string;
-                    };
-                  }[];
-                  tool_call_id?: string;
-                }
-            )[];
+            /** @description As an invoke sends them, or as /v1/chat/completions does (tool_calls, tool_call_id, the developer role, text parts), so that what a chat call would be decided can be asked; as there, keys a message may carry that the engine does not read (refusal, audio, ...) are ignored. modified_action answers them in the same spelling. */
+            messages?: {
+              /** @enum {string} */
+              role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
+              /** @description Text, or text parts (joined). Images and audio are refused. */
+              content?:
+                | (
+                    | string
+                    | {
+                        /** @constant */
+                        type: 'text';
+                        text: string;
+                      }[]
+                  )
+                | null;
+              name?: string;
+              tool_calls?: {
+                id: string;
+                /** @constant */
+                type: 'function';
+                function: {
+                  name: string;
+                  arguments: string;
+                };
+              }[];
+              tool_call_id?: string;
+            }[];
             max_tokens?: number;
             tool?: {
               name: string;

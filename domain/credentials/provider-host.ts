@@ -152,5 +152,10 @@ export function baseUrlProblem(
   if (isPrivate && !allowPrivate)
     return `points at a loopback or private address; set ${optIn}=true to allow it`;
   if (!isPrivate && url.protocol !== 'https:') return 'must use https for a public host';
+  // Stored as called, percent-encoded: 1,000 emoji of path are 12,000 characters (QA).
+  if (url.href.length > MAX_URL_LENGTH) return `must be at most ${MAX_URL_LENGTH} characters once encoded`;
   return null;
 }
+
+/** What a base URL or receiver URL may take, as typed and as stored. */
+export const MAX_URL_LENGTH = 2048;

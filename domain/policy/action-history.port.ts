@@ -1,3 +1,4 @@
+import type { Rates } from '../pricing/cost';
 import type { ChatMessage } from '../providers';
 
 /** One recorded invocation: what the guardian stage judged it on (evaluate-invocation.ts). */
@@ -17,6 +18,8 @@ export interface RecordedInvocation {
   toolChoice?: unknown;
   /** The worst case reserved for the call, which cost rules judge. */
   reserveMicros: number;
+  /** The rates it was admitted at, to price it again as a draft's modification leaves it. */
+  price: Rates;
   /**
    * The agent record itself refused it (suspended, a model or credential outside its lists): the
    * guardian decides that before any policy, so no policy changes its verdict.

@@ -2,6 +2,7 @@ import type { Actor } from '../audit/audit-event';
 import type { Decision } from './decision';
 import type { AgentGate } from './guardian';
 import type { Action } from './policy';
+import type { ChatMessage } from '../providers';
 
 /** A `POST /v1/acs/evaluate` on its way to the guardian queue: the job payload carries only its id. */
 export interface EvaluationRequest {
@@ -42,11 +43,19 @@ export interface EvaluationRelay {
   answered(id: string): Promise<Decision | null>;
 }
 
+/** A message as Chat Completions spells it: what an evaluate takes, it answers (QA). */
+const messageJson = (m: ChatMessage) => ({
+  role: m.role,
+  content: m.content,
+  ...(m.toolCalls !== undefined ? { tool_calls: m.toolCalls } : {}),
+  ...(m.toolCallId !== undefined ? { tool_call_id: m.toolCallId } : {}),
+});
+
 /** An action as the contract spells it (snake_case): what the digest is taken of and what callers see. */
 export const actionJson = (a: Action) => ({
   type: a.type,
   ...(a.model !== undefined ? { model: a.model } : {}),
-  ...(a.messages !== undefined ? { messages: a.messages } : {}),
+  ...(a.messages !== undefined ? { messages: a.messages.map(messageJson) } : {}),
   ...(a.maxTokens !== undefined ? { max_tokens: a.maxTokens } : {}),
   ...(a.tool !== undefined ? { tool: a.tool } : {}),
   // Only an invoke offering tools has these (their definitions, as Chat Completions `tools`), so

@@ -161,7 +161,10 @@ class Tally {
       return;
     }
     const action = recordedAction(r);
-    const context: PlainContext = { agentId: r.agentId, sessionId: r.sessionId };
+    // Priced again as a modification leaves it, as the guardian stage does (QA: a draft's clamp
+    // beside a cost rule previewed a deny that, enforced, was a modify).
+    const costBasis = { price: r.price, ...(r.offeredTools ? { tools: r.offeredTools } : {}) };
+    const context: PlainContext = { agentId: r.agentId, sessionId: r.sessionId, costBasis };
     const before = await this.verdictOf(this.current, action, context);
     const after = await this.verdictOf(this.drafted, action, context);
     this.replayed += 1;

@@ -19,6 +19,8 @@ interface HistoryRow {
   tools: StoredRequest['tools'] | null;
   tool_choice: unknown;
   reserve_micros: Num;
+  input_price_micros: Num;
+  output_price_micros: Num;
   refused_by_agent: boolean;
 }
 
@@ -26,7 +28,7 @@ interface HistoryRow {
  * Only what the engine judges: the request's messages, max_tokens, tool and tools (not its
  * metadata); and whether the agent record refused it (a denial with a reason of no policy).
  */
-const COLUMNS = `id, created_at, agent_id, session_id, model, reserve_micros,
+const COLUMNS = `id, created_at, agent_id, session_id, model, reserve_micros, input_price_micros, output_price_micros,
   request->'messages' as messages, request->'max_tokens' as max_tokens, request->'tool' as tool,
   request->'tools' as tools, request->'tool_choice' as tool_choice,
   coalesce(decision->>'verdict' = 'deny' and decision->'reasons' @> '[{"policy_id": null}]', false)
@@ -44,6 +46,10 @@ const toRecorded = (r: HistoryRow): RecordedInvocation => ({
   ...(r.tools?.length ? { offeredTools: r.tools } : {}),
   ...(r.tool_choice !== null && r.tool_choice !== undefined ? { toolChoice: r.tool_choice } : {}),
   reserveMicros: Number(r.reserve_micros),
+  price: {
+    inputMicrosPerMtok: Number(r.input_price_micros),
+    outputMicrosPerMtok: Number(r.output_price_micros),
+  },
   refusedByAgent: r.refused_by_agent,
 });
 

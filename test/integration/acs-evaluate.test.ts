@@ -118,9 +118,21 @@ describe('POST /v1/acs/evaluate', () => {
       tool_choice: 'auto',
     });
     expect(harmless.body.verdict).toBe('allow');
-    // Still strict: a key a chat message does not have is a 400.
-    const odd = await chat({}, [{ role: 'user', content: 'hi', mood: 'sunny' }]);
-    expect(odd.status).toBe(400);
+    // Keys the OpenAI SDK sends back that the engine does not read are ignored, as chat ignores them.
+    const sdk = await chat({}, [{ role: 'assistant', content: 'hi', refusal: null, audio: null }]);
+    expect(sdk.body.verdict).toBe('allow');
+    // What it takes in Chat Completions' spelling, it answers in it (QA: toolCalls came back).
+    await createPolicy({ name: 'clamp', rules: [{ type: 'max_tokens', limit: 16 }] });
+    const call = { id: 'call_9', type: 'function', function: { name: 'search', arguments: '{}' } };
+    const clamped = await chat({ max_tokens: 100 }, [
+      { role: 'assistant', content: null, tool_calls: [call] },
+      { role: 'tool', tool_call_id: 'call_9', content: 'found' },
+    ]);
+    expect(clamped.body.verdict).toBe('modify');
+    expect(clamped.body.modified_action?.messages).toEqual([
+      { role: 'assistant', content: '', tool_calls: [call] },
+      { role: 'tool', content: 'found', tool_call_id: 'call_9' },
+    ]);
   });
 
   it("applies the agent record's own checks first, and takes the agent from the session", async () => {

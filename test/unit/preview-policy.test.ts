@@ -40,6 +40,8 @@ const history = (count: number, model = 'm-a', reserveMicros = 1000): RecordedIn
     messages: [{ role: 'user' as const, content: 'hello' }],
     maxTokens: 16,
     reserveMicros,
+    // $1 per million tokens, in and out.
+    price: { inputMicrosPerMtok: 1_000_000, outputMicrosPerMtok: 1_000_000 },
     refusedByAgent: false,
   }));
 
@@ -144,6 +146,19 @@ describe('previewPolicy', () => {
     expect(over.changed).toEqual({ total: 2, byVerdict: { 'allow->deny': 2 } });
     const under = await run(history(2, 'm-a', 400_000), limit).result;
     expect(under.changed.total).toBe(0);
+  });
+
+  it("judges cost rules on the request as a draft's clamp leaves it, priced at its recorded rates, as the guardian does (QA)", async () => {
+    // 16 output tokens and 'hello' (5 + 4 + 8 + 64 = 81 input) at $1 per Mtok: $0.000097 worst case.
+    const rows = history(2, 'm-a', 600_000).map((r) => ({ ...r, maxTokens: 600_000 }));
+    const clampAndCap: Rule[] = [
+      { type: 'max_tokens', limit: 16 },
+      { type: 'max_cost_per_call_usd', limit: 0.5 },
+    ];
+    const clamped = await run(rows, clampAndCap).result;
+    expect(clamped.changed).toEqual({ total: 2, byVerdict: { 'allow->modify': 2 } });
+    const capOnly = await run(rows, [{ type: 'max_cost_per_call_usd', limit: 0.5 }]).result;
+    expect(capOnly.changed).toEqual({ total: 2, byVerdict: { 'allow->deny': 2 } });
   });
 
   it('compares with the current set: a deny already in force is not a change', async () => {

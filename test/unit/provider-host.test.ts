@@ -102,6 +102,7 @@ describe('provider base URLs (SSRF guard)', () => {
     ['a bare question mark, after which the API path would go', 'https://api.example.com/v1?'],
     ['a bare hash, which would hide the API path', 'https://api.example.com/v1#'],
     ['an empty label', 'https://a..b.com/v1'],
+    ['a path over 2048 characters once encoded', `https://api.example.com/${'😀'.repeat(200)}`],
     ['a leading empty label', 'https://.example.com/v1'],
     ['a label starting with a hyphen', 'https://-example.com/v1'],
     ['a label longer than 63', `https://${'a'.repeat(64)}.example.com/v1`],
