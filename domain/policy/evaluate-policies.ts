@@ -350,29 +350,55 @@ const shadowReasonsOf = (shadow: RuleOutcome[]): ShadowReason[] =>
   shadow.map((o) => ({ ...o.reason, verdict: o.verdict }));
 
 /**
- * What the shadow policies say, their cost rules judged on the action as it will run when an
- * invoke's modifications change its cost, as they would be if enforced (QA: a shadow cost rule
- * reported a deny its enforced twin would not make). In the policies' order.
+ * What the shadow policies say, each one's cost rules judged on the action as it would run were
+ * that policy enforced: as the enforced modifications leave it, then its own (QA: a shadow cost
+ * rule reported a deny its enforced twin would not make, beside an enforced clamp and then beside
+ * its own). Only where an invoke can price the action again. In the policies' order.
  */
 function shadowOf(
   compiled: CompiledPolicySet,
   shadow: RuleOutcome[],
-  modified: Action | null,
+  run: Action,
+  asked: Action,
   context: EvaluationContext,
   budget: PatternBudget,
 ): ShadowReason[] {
-  if (!modified || !context.reestimate || !compiled.policies.some((p) => p.policy.mode === 'shadow'))
-    return shadowReasonsOf(shadow);
-  const judged = { ...modified, estimatedCostUsd: estimateOf(modified, context) };
-  const again = judge(compiled, judged, context, { enforce: undefined, shadow: budget }).shadow;
-  const order = compiled.policies.map((p) => p.policy.id);
-  const merged = [...shadow.filter((o) => !o.costJudged), ...again.filter((o) => o.costJudged)];
-  merged.sort(
-    (a, b) =>
-      order.indexOf(a.policy.id) - order.indexOf(b.policy.id) ||
-      (a.reason.ruleIndex ?? -1) - (b.reason.ruleIndex ?? -1),
+  if (!context.reestimate) return shadowReasonsOf(shadow);
+  return shadowReasonsOf(
+    compiled.policies
+      .filter((p) => p.policy.mode === 'shadow')
+      .flatMap((p) => shadowPolicyOf(p, shadow, { run, asked }, context, budget)),
   );
-  return shadowReasonsOf(merged);
+}
+
+/** A policy's cost rules alone: they scan no text, so judging them again costs no pattern budget. */
+const costRulesOf = (p: CompiledPolicy): CompiledPolicy => ({
+  ...p,
+  rules: p.rules.filter(
+    ({ rule }) =>
+      rule.type === 'max_cost_per_call_usd' ||
+      (rule.type === 'require_approval' && rule.when.minEstimatedCostUsd !== undefined),
+  ),
+});
+
+/** One shadow policy's outcomes, its cost rules judged as the action would run with it enforced. */
+function shadowPolicyOf(
+  p: CompiledPolicy,
+  shadow: RuleOutcome[],
+  { run, asked }: { run: Action; asked: Action },
+  context: EvaluationContext,
+  budget: PatternBudget,
+): RuleOutcome[] {
+  const said = shadow.filter((o) => o.policy.id === p.policy.id);
+  const own = said.filter((o) => o.verdict === 'modify');
+  if (own.length === 0 && run === asked) return said;
+  const result = own.length > 0 ? modify(own, run) : { action: run };
+  if ('failed' in result) return said;
+  const judged = { ...result.action, estimatedCostUsd: estimateOf(result.action, context) };
+  const again = evaluatePolicy(costRulesOf(p), judged, context, budget).filter((o) => o.costJudged);
+  return [...said.filter((o) => !o.costJudged), ...again].sort(
+    (a, b) => (a.reason.ruleIndex ?? -1) - (b.reason.ruleIndex ?? -1),
+  );
 }
 
 /**
@@ -542,7 +568,14 @@ export function evaluatePolicies(
   return {
     verdict,
     reasons: deciding.map((o) => o.reason),
-    shadowReasons: shadowOf(compiled, judged.shadow, modifiedAction, context, budgets.shadow),
+    shadowReasons: shadowOf(
+      compiled,
+      judged.shadow,
+      modifiedAction ?? action,
+      action,
+      context,
+      budgets.shadow,
+    ),
     modifiedAction,
     approval: verdict === 'require_approval' ? approvalOf(deciding) : null,
     policyVersion: compiled.policyVersion,

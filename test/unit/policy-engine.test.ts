@@ -690,6 +690,14 @@ describe('the policy engine: every rule type', () => {
     ]);
     // Without repricing (the evaluate endpoint), the caller's estimate is judged as given.
     expect(decide([clamp, shadowCap], asked).shadowReasons).toHaveLength(1);
+    // A shadow policy's own clamp counts for its own cost rules, as it would enforced (QA round 3).
+    const shadowBoth = policy(
+      [{ type: 'max_tokens', limit: 10 }, { type: 'max_cost_per_call_usd', limit: 0.0001 }, costly],
+      { mode: 'shadow' },
+    );
+    const alone = decide([shadowBoth], asked, { ...context, reestimate });
+    expect(alone).toMatchObject({ verdict: 'allow', modifiedAction: null });
+    expect(alone.shadowReasons.map((r) => r.code)).toEqual(['max_tokens_clamped']);
   });
 
   it('asks for the approval a redaction makes necessary: a prompt grown past min_estimated_cost_usd is held (QA)', () => {
