@@ -22,7 +22,7 @@ export const EvaluateBody = z
         model: modelName.optional(),
         messages: z.array(ChatMessage).max(256).optional().meta({
           description:
-            'As an invoke sends them, or as /v1/chat/completions does (tool_calls, tool_call_id, the developer role, text parts), so that what a chat call would be decided can be asked; as there, keys a message may carry that the engine does not read (refusal, audio, ...) are ignored. modified_action answers them in the same spelling.',
+            'As an invoke sends them, or as /v1/chat/completions does (tool_calls, tool_call_id, the developer role, text parts), so that what a chat call would be decided can be asked; as there, keys a message may carry that the engine does not read (refusal, audio, ...) are ignored. modified_action answers them in the same spelling, as the engine holds them: a developer turn as system, text parts joined, a null content as "".',
         }),
         max_tokens: z.number().int().min(1).max(1_000_000).optional(),
         tool: ToolCall.optional(),

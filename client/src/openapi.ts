@@ -11371,7 +11371,7 @@ export interface operations {
             /** @description "llm.invoke", "tool.call" or any action type the policies name. */
             type: string;
             model?: string;
-            /** @description As an invoke sends them, or as /v1/chat/completions does (tool_calls, tool_call_id, the developer role, text parts), so that what a chat call would be decided can be asked; as there, keys a message may carry that the engine does not read (refusal, audio, ...) are ignored. modified_action answers them in the same spelling. */
+            /** @description As an invoke sends them, or as /v1/chat/completions does (tool_calls, tool_call_id, the developer role, text parts), so that what a chat call would be decided can be asked; as there, keys a message may carry that the engine does not read (refusal, audio, ...) are ignored. modified_action answers them in the same spelling, as the engine holds them: a developer turn as system, text parts joined, a null content as "". */
             messages?: {
               /** @enum {string} */
               role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';

@@ -352,18 +352,20 @@ const shadowReasonsOf = (shadow: RuleOutcome[]): ShadowReason[] =>
 /**
  * What the shadow policies say, each one's cost rules judged on the action as it would run were
  * that policy enforced: as the enforced modifications leave it, then its own (QA: a shadow cost
- * rule reported a deny its enforced twin would not make, beside an enforced clamp and then beside
- * its own). Only where an invoke can price the action again. In the policies' order.
+ * rule reported a deny its enforced twin would not make, beside an enforced clamp, then beside
+ * its own, then under an enforced deny reached after the clamp). Only where an invoke can price
+ * the action again, and, as enforced, not where a rule denies for more than cost (`run` null, or
+ * the policy's own such denial). In the policies' order.
  */
 function shadowOf(
   compiled: CompiledPolicySet,
   shadow: RuleOutcome[],
-  run: Action,
+  run: Action | null,
   asked: Action,
   context: EvaluationContext,
   budget: PatternBudget,
 ): ShadowReason[] {
-  if (!context.reestimate) return shadowReasonsOf(shadow);
+  if (!context.reestimate || run === null) return shadowReasonsOf(shadow);
   return shadowReasonsOf(
     compiled.policies
       .filter((p) => p.policy.mode === 'shadow')
@@ -392,6 +394,8 @@ function shadowPolicyOf(
   const said = shadow.filter((o) => o.policy.id === p.policy.id);
   const own = said.filter((o) => o.verdict === 'modify');
   if (own.length === 0 && run === asked) return said;
+  // As enforced: a denial for more than cost keeps what the cost asked said (repricedLater).
+  if (said.some((o) => o.verdict === 'deny' && !o.costJudged)) return said;
   const result = own.length > 0 ? modify(own, run) : { action: run };
   if ('failed' in result) return said;
   const judged = { ...result.action, estimatedCostUsd: estimateOf(result.action, context) };
@@ -540,6 +544,8 @@ export function evaluatePolicies(
   let verdict = strongest(enforced);
   let deciding = enforced.filter((o) => o.verdict === verdict);
   let modifiedAction: Action | null = null;
+  // The action as the enforced modifications leave it, denied or not: what shadow cost rules judge.
+  let asRun = action;
   if (verdict === 'modify' || verdict === 'require_approval') {
     // An approval is asked for the request as it would run: redacted and clamped.
     const modifying = enforced.filter((o) => o.verdict === 'modify');
@@ -551,6 +557,7 @@ export function evaluatePolicies(
         redacted || repriced
           ? settleRedacted(compiled, result.action, context, budgets.enforce, replacementsOf(modifying))
           : { action: result.action, denied: [], held: [], redactedAgain: [] };
+      if (!('failed' in again)) asRun = again.action;
       if ('failed' in again) [verdict, deciding] = ['deny', [again.failed]];
       else if (again.denied.length > 0) [verdict, deciding] = ['deny', again.denied];
       else {
@@ -568,10 +575,11 @@ export function evaluatePolicies(
   return {
     verdict,
     reasons: deciding.map((o) => o.reason),
+    // Where an enforced rule denies for more than cost, nothing is priced again (repricedLater).
     shadowReasons: shadowOf(
       compiled,
       judged.shadow,
-      modifiedAction ?? action,
+      judged.enforced.some((o) => o.verdict === 'deny' && !o.costJudged) ? null : asRun,
       action,
       context,
       budgets.shadow,

@@ -698,6 +698,26 @@ describe('the policy engine: every rule type', () => {
     const alone = decide([shadowBoth], asked, { ...context, reestimate });
     expect(alone).toMatchObject({ verdict: 'allow', modifiedAction: null });
     expect(alone.shadowReasons.map((r) => r.code)).toEqual(['max_tokens_clamped']);
+    // Denied after the enforced clamp, the shadow rule still judges the clamped request (QA round 4).
+    const enforcedCap = policy([{ type: 'max_cost_per_call_usd', limit: 0.00001 }]);
+    const shadowLimit = policy([{ type: 'max_cost_per_call_usd', limit: 0.0009 }], { mode: 'shadow' });
+    const denied = decide([loose, enforcedCap, shadowLimit], asked, { ...context, reestimate });
+    expect(denied.verdict).toBe('deny');
+    expect(denied.shadowReasons).toEqual([]);
+    // A denial for more than cost keeps what the cost asked said, as enforced.
+    const shadowWide = policy(
+      [
+        { type: 'max_tokens', limit: 10 },
+        { type: 'max_cost_per_call_usd', limit: 0.0001 },
+        { type: 'deny_pattern', pattern: '4111' },
+      ],
+      { mode: 'shadow' },
+    );
+    expect(decide([shadowWide], asked, { ...context, reestimate }).shadowReasons.map((r) => r.code)).toEqual([
+      'max_tokens_clamped',
+      'cost_per_call_exceeded',
+      'pattern_denied',
+    ]);
   });
 
   it('asks for the approval a redaction makes necessary: a prompt grown past min_estimated_cost_usd is held (QA)', () => {
