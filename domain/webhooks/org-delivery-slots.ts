@@ -124,7 +124,11 @@ export async function inOrgSlot<T>(
     if (now - job.queuedAt < DELIVERY_WINDOW_MS)
       throw new OrgAtCapacity(
         slotWaitMs(job.deferrals),
-        async () => (await slots.owedTo(job.orgId)).includes(job.jobId),
+        // Owed by its org's line or by its receiver's (QA: one waiting on its receiver missed a
+        // wake-up that came while it was put back, and slept up to 30 s beside an idle receiver).
+        async () =>
+          (await slots.owedTo(job.orgId)).includes(job.jobId) ||
+          (await slots.receiverOwedTo(job.orgId, job.webhookId)).includes(job.jobId),
         'its cap of webhook deliveries in flight',
       );
     await slots.leave(job.orgId, job.jobId, job.webhookId);
