@@ -81,22 +81,13 @@ if held and tonumber(held) == tonumber(ARGV[2]) then
   redis.call('ZREM', KEYS[2], ARGV[1])
 end
 local free = tonumber(ARGV[3]) - redis.call('ZCARD', KEYS[2])
-if tonumber(ARGV[3]) == 0 or free <= 0 then return {} end
+if free <= 0 then return {} end
 return redis.call('ZRANGE', KEYS[3], 0, free - 1)`;
 
 /**
- * KEYS: the receiver's in flight and its waiters. ARGV: the receiver's cap, how long a slot may
- * stand. Its first waiters, one per slot of its cap free.
+ * KEYS: in flight, waiting line (the org's, or a receiver's). ARGV: cap (0: none, so nothing
+ * owed), how long a slot may stand. The first in line, one per free slot.
  */
-const RECEIVER_OWED = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
-local free = tonumber(ARGV[1]) - redis.call('ZCARD', KEYS[1])
-if tonumber(ARGV[1]) == 0 or free <= 0 then return {} end
-return redis.call('ZRANGE', KEYS[2], 0, free - 1)`;
-
-/** KEYS: in flight, waiting line. ARGV: cap, how long a slot may stand. The first in line, one per free slot. */
 const OWED_TO = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -178,13 +169,7 @@ export class RedisOrgDeliverySlots implements OrgDeliverySlots {
 
   async receiverOwedTo(orgId: string, webhookId: string | null): Promise<string[]> {
     const keys = receiverKeys(this.prefix, orgId, webhookId);
-    return (await this.redis.eval(
-      RECEIVER_OWED,
-      2,
-      ...keys,
-      this.capOf(webhookId),
-      this.staleAfterMs,
-    )) as string[];
+    return (await this.redis.eval(OWED_TO, 2, ...keys, this.capOf(webhookId), this.staleAfterMs)) as string[];
   }
 
   async leave(orgId: string, jobId: string, webhookId: string | null): Promise<void> {
