@@ -1,3 +1,4 @@
+import { MAX_URL_LENGTH } from '../../domain/credentials/provider-host';
 import { z } from 'zod';
 import { PROVIDERS } from '../../domain/providers';
 import { timestamp } from './common';
@@ -17,7 +18,7 @@ export const StoreCredentialBody = z
     secret,
     base_url: z
       .string()
-      .max(2048)
+      .max(MAX_URL_LENGTH)
       .nullable()
       .optional()
       .meta({

@@ -1,3 +1,4 @@
+import { MAX_URL_LENGTH } from '../../domain/credentials/provider-host';
 import { z } from 'zod';
 import { DELIVERY_STATUSES } from '../../domain/webhooks/webhook';
 import { WEBHOOK_EVENT_TYPES } from '../../domain/webhooks/webhook-events';
@@ -9,7 +10,7 @@ export const CreateWebhookBody = z
   .object({
     url: z
       .string()
-      .max(2048)
+      .max(MAX_URL_LENGTH)
       .meta({
         description:
           'Where deliveries are POSTed. https for public hosts; loopback and private addresses only ' +

@@ -89,6 +89,22 @@ export const listPolicies = (deps: PolicyDeps, ctx: CallContext, page: PageReque
 const instructionsOf = (p: StoredPatterns): number => p.instructions ?? patternProgramOf(p.rules);
 
 /**
+ * What the org's enabled policies would hold together of one measure if the written policy held
+ * `own` of it (0 when it is disabled); null when the write adds nothing, so a set from before a
+ * limit can still shrink. The others are counted from what the store kept.
+ */
+function totalIfAdded(
+  enabled: StoredPatterns[],
+  old: Policy | null,
+  own: number,
+  sizeOf: (p: StoredPatterns) => number,
+): number | null {
+  const stored = enabled.find((p) => p.id === old?.id);
+  if (own - (stored ? sizeOf(stored) : 0) <= 0) return null;
+  return enabled.reduce((sum, p) => (p === stored ? sum : sum + sizeOf(p)), own);
+}
+
+/**
  * What the policy's patterns compile to (the store keeps it with the policy), after refusing a
  * change that takes the patterns of the org's enabled policies past MAX_ORG_PATTERN_PROGRAM
  * instructions together (a 400 naming the sizes). The others are counted from what the store kept,
@@ -98,11 +114,8 @@ const instructionsOf = (p: StoredPatterns): number => p.instructions ?? patternP
  */
 function patternRoomFor(enabled: StoredPatterns[], old: Policy | null, fields: PolicyFields): number {
   const own = patternProgramOf(fields.rules);
-  const stored = enabled.find((p) => p.id === old?.id);
-  const added = (fields.enabled ? own : 0) - (stored ? instructionsOf(stored) : 0);
-  if (added <= 0) return own;
-  const total = enabled.reduce((sum, p) => (p === stored ? sum : sum + instructionsOf(p)), own);
-  if (total > MAX_ORG_PATTERN_PROGRAM)
+  const total = totalIfAdded(enabled, old, fields.enabled ? own : 0, instructionsOf);
+  if (total !== null && total > MAX_ORG_PATTERN_PROGRAM)
     throw invalidField(
       'rules',
       `the patterns of the org's enabled policies would compile to ${total} instructions together, ` +
@@ -118,11 +131,8 @@ function patternRoomFor(enabled: StoredPatterns[], old: Policy | null, fields: P
  * version lock.
  */
 function listRoomFor(enabled: StoredPatterns[], old: Policy | null, fields: PolicyFields): void {
-  const own = fields.enabled ? listItemsOf(fields) : 0;
-  const stored = enabled.find((p) => p.id === old?.id);
-  if (own - (stored?.listItems ?? 0) <= 0) return;
-  const total = enabled.reduce((sum, p) => (p === stored ? sum : sum + p.listItems), own);
-  if (total > MAX_ORG_LIST_ITEMS)
+  const total = totalIfAdded(enabled, old, fields.enabled ? listItemsOf(fields) : 0, (p) => p.listItems);
+  if (total !== null && total > MAX_ORG_LIST_ITEMS)
     throw invalidField(
       'rules',
       `the lists of the org's enabled policies would hold ${total} items together, more than ` +
