@@ -11,6 +11,7 @@ import { createLogger, type Logger } from './infra/logger';
 import { resolveStores } from './infra/stores';
 import { startMetricsServer } from './workers/metrics-server';
 import { startWorkers } from './workers/start-workers';
+import { startSyncRuns } from './workers/sync-runs';
 
 type Role = 'all' | 'api' | 'worker';
 
@@ -37,6 +38,7 @@ async function main(): Promise<void> {
   const infra = await createInfra(config, stores.urls, logger);
   // Ports first, jobs last: a start that fails (a port taken) must not have taken a job it then
   // abandons by exiting, which would end that invocation as a lost worker's.
+  const syncRuns = role === 'worker' ? null : startSyncRuns(infra);
   const api = role === 'worker' ? null : await startApi(infra);
   // With an API in the process, its /metrics covers the workers too.
   const metricsPort = role === 'worker' ? config.CP_WORKER_METRICS_PORT : undefined;
@@ -49,6 +51,8 @@ async function main(): Promise<void> {
   onShutdown(logger, config.CP_SHUTDOWN_TIMEOUT_MS, () =>
     stopInOrder(logger, [
       ['api', () => api?.close()],
+      // After the API's requests: what they began in this process ends, or goes to the queue.
+      ['invokes run in the api', () => syncRuns?.close()],
       ['workers', () => workers?.close()],
       ['worker metrics', () => metricsServer?.close()],
       ['connections', () => infra.close()],

@@ -58,6 +58,8 @@ import { EvaluationRunner } from '../domain/policy/evaluation-runner';
 import { EvaluationTime } from '../domain/policy/evaluation-time';
 import { OrgPolicyEngine } from '../domain/policy/org-policy-engine';
 import { OrgShares } from '../domain/invocations/org-shares';
+import { QUEUED_ONLY, type SyncRunner } from '../domain/invocations/signals';
+import { RunClaims } from './queue/run-claims';
 
 /** Where the stores are, once embedded defaults have been resolved. */
 export interface StoreUrls {
@@ -107,6 +109,13 @@ export interface Infra {
   webhookSender: HttpWebhookSender;
   /** One org's share of this worker's invoke slots (CP_INVOKE_ORG_CONCURRENCY). */
   invokeShares: OrgShares;
+  /** The invocations API processes run themselves, leased so the reaper leaves them alone. */
+  runClaims: RunClaims;
+  /**
+   * Runs a sync invoke in this process instead of the queue: the API's, when
+   * CP_SYNC_INVOKES_IN_API is on (set by workers/sync-runs.ts: startSyncRuns), else one that never does.
+   */
+  syncRuns: SyncRunner;
   /** The per-org cap on webhook deliveries in flight (CP_WEBHOOK_ORG_CONCURRENCY). */
   webhookSlots: OrgDeliverySlots;
   /** Each org's share of this process's policy evaluation time (CP_ORG_EVALUATION_MS_PER_SECOND). */
@@ -238,6 +247,8 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
     webhookSealer: new KeyringBox(keyring, 'webhooks'),
     webhookSender,
     invokeShares: new OrgShares(orgShareOf(config)),
+    runClaims: new RunClaims(redis, prefix, config.CP_REAP_AFTER_MS),
+    syncRuns: QUEUED_ONLY,
     webhookSlots: new RedisOrgDeliverySlots(
       redis,
       prefix,

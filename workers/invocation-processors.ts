@@ -154,6 +154,7 @@ export const reapProcessor = (infra: Infra) =>
     ledger: infra.ledger,
     signal: infra.signal,
     clock: infra.clock,
+    runningInApi: (invocationId) => infra.runClaims.held(invocationId),
     stuckAfterMs: infra.config.CP_REAP_AFTER_MS,
     // A settle follows its result within milliseconds; a reservation this old was left behind.
     leaseGraceMs: infra.config.CP_REAP_AFTER_MS,

@@ -69,6 +69,7 @@ export const sessionDeps = (infra: Infra): SessionDeps => ({
 export const invokeDeps = (infra: Infra): InvokeDeps => ({
   store: infra.invocations,
   queue: infra.queues.stages,
+  syncRuns: infra.syncRuns,
   waiter: infra.completions,
   ledger: infra.ledger,
   clock: infra.clock,

@@ -15,6 +15,8 @@ export interface ReapDeps {
   ledger: CapLedger;
   signal: CompletionSignal;
   clock: Clock;
+  /** Whether a live API process runs the invocation itself (it has no job: CP_SYNC_INVOKES_IN_API). */
+  runningInApi(invocationId: string): Promise<boolean>;
   /** An invocation queued or running this long without progress is checked against its job. */
   stuckAfterMs: number;
   /** A reservation held this long is checked against its invocation. */
@@ -36,7 +38,8 @@ const chargedBy = (invocation: Invocation): CapAmounts => ({
 });
 
 /**
- * A job that is gone (Redis lost it, or the API died before enqueueing) is enqueued again: every
+ * A job that is gone (Redis lost it, the API died before enqueueing, or the API process that ran
+ * the invocation itself died: its lease lapsed) is enqueued again: every
  * stage is idempotent. A job that ended without finishing the invocation (it stalled too often, or
  * failed for good) ends the invocation as failed, and its reservation is returned.
  */
@@ -47,7 +50,7 @@ async function recoverStuck(deps: ReapDeps, report: ReapReport): Promise<void> {
     const stage = stageOf(invocation.status);
     if (!stage) continue;
     const state = await deps.queue.state(stage, invocation.id);
-    if (state === 'alive') continue;
+    if (state === 'alive' || (await deps.runningInApi(invocation.id))) continue;
     if (state === 'gone') {
       const job = { invocation_id: invocation.id, org_id: invocation.orgId, trace: {} };
       await deps.queue.requeue(stage, job);

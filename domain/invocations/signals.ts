@@ -18,6 +18,18 @@ export interface StageQueue {
 }
 
 /**
+ * Runs an invocation whose client waits for it in the process that took the request, when that
+ * process has room (CP_SYNC_INVOKES_IN_API): no queue hop. False when it does not run it; the
+ * invocation is then queued as any other.
+ */
+export interface SyncRunner {
+  runHere(job: InvocationJob): boolean;
+}
+
+/** The runner of a process that runs no invocation itself (a worker, or an API with the option off). */
+export const QUEUED_ONLY: SyncRunner = { runHere: () => false };
+
+/**
  * Tells waiting clients that an invocation finished. Waiters are served by one subscription per
  * API process, not by a listener or a poll loop per request.
  */

@@ -14,11 +14,13 @@ import { awaitFinished } from './read-invocations';
 import type { Invocation, InvocationRequest, InvocationSummary } from './invocation';
 import type { AgentGate } from '../policy/guardian';
 import type { CredentialRefInfo, InvocationStore, InvokeContext } from './invocation-store';
-import type { CompletionWaiter, StageQueue } from './signals';
+import type { CompletionWaiter, StageQueue, SyncRunner } from './signals';
 
 export interface InvokeDeps {
   store: InvocationStore;
   queue: StageQueue;
+  /** Runs an invoke whose client waits in this process, when it has room, instead of queuing it. */
+  syncRuns: SyncRunner;
   waiter: CompletionWaiter;
   /** What calls in flight hold, for the admission pre-check. */
   ledger: Pick<CapLedger, 'reserved'>;
@@ -203,7 +205,7 @@ export async function invoke(
   if (recorded) await tellRecorded(deps, invocation, recorded);
   // Registered before the job exists, so even an instant finish is not missed.
   const waiting = waitMs > 0 ? deps.waiter.wait(invocation.id, waitMs) : null;
-  if (!(await enqueueInvocation(deps, invocation, input.trace))) {
+  if (!(await enqueueInvocation(deps, invocation, input.trace, waiting !== null))) {
     waiting?.cancel();
     return invocation;
   }
@@ -232,15 +234,19 @@ async function tellRecorded(
  * is what the client is promised; the job only wakes a worker. If Redis refuses it (e.g. just after
  * a restart), the reaper enqueues every queued invocation whose job is missing, so the client is
  * answered 202 with an invocation that will run, never 503 for one that would (or a failed one it
- * was not told about).
+ * was not told about). An invoke whose client waits may instead run in this process (syncRuns),
+ * which then hands it to the queue itself if it cannot finish it.
  */
-async function enqueueInvocation(deps: InvokeDeps, invocation: Invocation, trace: Record<string, string>) {
+async function enqueueInvocation(
+  deps: InvokeDeps,
+  invocation: Invocation,
+  trace: Record<string, string>,
+  clientWaits: boolean,
+) {
+  const job = { invocation_id: invocation.id, org_id: invocation.orgId, trace };
+  if (clientWaits && deps.syncRuns.runHere(job)) return true;
   try {
-    await deps.queue.submit({
-      invocation_id: invocation.id,
-      org_id: invocation.orgId,
-      trace,
-    });
+    await deps.queue.submit(job);
     return true;
   } catch (err) {
     deps.warn('the invoke job could not be enqueued; the reaper will enqueue it', {

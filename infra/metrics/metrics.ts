@@ -91,6 +91,15 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  private readonly syncRuns = new Counter({
+    name: 'cp_sync_invokes_in_api_total',
+    help:
+      'Invokes whose client waited, as an API process with CP_SYNC_INVOKES_IN_API took them: run there ' +
+      '(ran), begun there and handed to the queue (handed_over), or queued because it had no room (queued)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
   constructor(sources: ScrapeSources) {
     collectDefaultMetrics({ register: this.registry });
     this.scrapedGauges(sources);
@@ -140,6 +149,10 @@ export class Metrics {
       this.providerErrors.inc({ provider, kind: failureKind(err) });
       throw err;
     }
+  }
+
+  syncRun(outcome: 'ran' | 'handed_over' | 'queued'): void {
+    this.syncRuns.inc({ outcome });
   }
 
   usageCapped(provider: Provider): void {

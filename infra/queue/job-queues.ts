@@ -95,12 +95,14 @@ export class JobQueues {
     payload: JobPayload<N>,
     jobId?: string,
     delayMs?: number,
+    attempts?: number,
   ): Promise<void> {
     const spec = JOBS[name];
     const opts = {
       ...this.optionsOf(name),
       ...(jobId ? { jobId } : {}),
       ...(delayMs && delayMs > 0 ? { delay: Math.ceil(delayMs) } : {}),
+      ...(attempts ? { attempts } : {}),
     };
     return this.batchOf(spec.queue).submit({ name, data: spec.payload.parse(payload), opts });
   }
@@ -138,6 +140,14 @@ export class JobQueues {
     state: (stage, invocationId) => this.stageState(stage, invocationId),
     requeue: (stage, job) => this.requeue(stage, job),
   };
+
+  /**
+   * The submit's job of an invocation an API process began running itself and could not finish
+   * (CP_SYNC_INVOKES_IN_API): after `delayMs`, with the attempts its run left.
+   */
+  handOver(job: InvocationJob, delayMs: number, attempts: number): Promise<void> {
+    return this.enqueue('invocation.run', job, submitJobId(job.invocation_id), delayMs, attempts);
+  }
 
   /** One delayed job per approval, whose job id is the approval id (a second schedule is a no-op). */
   readonly approvalTimers: ApprovalTimers = {

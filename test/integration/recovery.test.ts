@@ -131,6 +131,7 @@ describe('the reaper', () => {
     ledger: app.infra.ledger,
     signal: app.infra.completions,
     clock: app.infra.clock,
+    runningInApi: (id: string) => app.infra.runClaims.held(id),
     stuckAfterMs: 0,
     leaseGraceMs: 0,
     warn: () => undefined,

@@ -5,6 +5,7 @@ import { loadConfig } from '../../infra/config';
 import { createInfra, type Infra } from '../../infra/container';
 import { createLogger } from '../../infra/logger';
 import { startWorkers, type RunningWorkers } from '../../workers/start-workers';
+import { startSyncRuns } from '../../workers/sync-runs';
 import { HttpClient } from './http-client';
 import { createTestDatabase, TEST_REDIS_URL, type TestDatabase } from './test-db';
 import { deleteKeysWithPrefix } from './redis-keys';
@@ -63,6 +64,7 @@ async function startOn(db: TestDatabase, options: TestAppOptions): Promise<TestA
   const redisUrl = options.redisUrl ?? TEST_REDIS_URL;
   const infra = await createInfra(config, { databaseUrl: db.url, redisUrl }, logger);
   const workers: RunningWorkers | null = options.workers ? await startWorkers(infra) : null;
+  const syncRuns = startSyncRuns(infra);
   const api: RunningApi = await startApi(infra, 0, '127.0.0.1', { checkReply: conformsToDocs });
   return {
     http: new HttpClient(api.url),
@@ -72,6 +74,7 @@ async function startOn(db: TestDatabase, options: TestAppOptions): Promise<TestA
     logs,
     close: async () => {
       await api.close();
+      await syncRuns?.close();
       await workers?.close();
       await deleteKeysWithPrefix(infra.redis, prefix).catch(() => undefined);
       await infra.close();

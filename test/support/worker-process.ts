@@ -15,14 +15,17 @@ export interface WorkerProcess {
 }
 
 /**
- * A real worker process (`main.ts --role worker`), as an operator runs it, on the given stores.
- * Resolves once it logged that it is ready.
+ * A real worker process (`main.ts --role worker`), as an operator runs it, on the given stores,
+ * or an API process (`--role api`, on a port of its own choosing). Resolves once it logged that it
+ * is ready.
  */
 export async function startWorkerProcess(
   env: Record<string, string>,
   timeoutMs = 30_000,
+  role: 'worker' | 'api' = 'worker',
 ): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'main.ts', '--role', 'worker'], {
+  const ready = role === 'worker' ? 'ready: worker running' : 'ready: listening on';
+  const child = spawn(process.execPath, ['--import', 'tsx', 'main.ts', '--role', role], {
     cwd: ROOT,
     env: {
       ...process.env,
@@ -30,6 +33,7 @@ export async function startWorkerProcess(
       LOG_LEVEL: 'debug',
       CP_MASTER_KEY: TEST_MASTER_KEY,
       CP_ALLOW_PRIVATE_PROVIDER_HOSTS: 'true',
+      PORT: '0',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -41,11 +45,11 @@ export async function startWorkerProcess(
   const killOnExit = () => child.kill('SIGKILL');
   process.once('exit', killOnExit);
   const deadline = Date.now() + timeoutMs;
-  while (!out.includes('ready: worker running')) {
-    if (child.exitCode !== null) throw new Error(`worker exited early:\n${out}`);
+  while (!out.includes(ready)) {
+    if (child.exitCode !== null) throw new Error(`${role} exited early:\n${out}`);
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
-      throw new Error(`worker not ready within ${timeoutMs} ms:\n${out}`);
+      throw new Error(`${role} not ready within ${timeoutMs} ms:\n${out}`);
     }
     await new Promise((r) => setTimeout(r, 50));
   }

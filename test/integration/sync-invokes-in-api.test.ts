@@ -1,0 +1,254 @@
+import type { ServerResponse } from 'node:http';
+import { submitJobId } from '../../domain/jobs';
+import { reapInvocations } from '../../domain/invocations/reap-invocations';
+import { startWorkers, type RunningWorkers } from '../../workers/start-workers';
+import type { SyncRuns } from '../../workers/sync-runs';
+import { HttpClient } from '../support/http-client';
+import {
+  eventually,
+  finished,
+  invoke,
+  invokeBody,
+  openSession,
+  setUpInvoking,
+  type InvokeSetup,
+} from '../support/invoke-fixtures';
+import { parsePrometheusText, valueOf } from '../support/prometheus-text';
+import { listeningUrl } from '../support/service-process';
+import { answerChat, StubProvider, type RecordedRequest } from '../support/stub-provider';
+import { startTestApp, type TestApp } from '../support/test-app';
+import { TEST_REDIS_URL } from '../support/test-db';
+import { startWorkerProcess, type WorkerProcess } from '../support/worker-process';
+
+/**
+ * CP_SYNC_INVOKES_IN_API: an invoke whose client waits runs in the API process that took it, with
+ * no worker and no job, and loses nothing the queue gives a job: room per process and per org,
+ * retries, the reaper's recovery after a crash. The app runs no workers unless a test starts them.
+ */
+let app: TestApp;
+let stub: StubProvider;
+let setup: InvokeSetup;
+let other: InvokeSetup;
+const held: ServerResponse[] = [];
+
+const SYNC_ENV = {
+  CP_ALLOW_PRIVATE_PROVIDER_HOSTS: 'true',
+  CP_SYNC_INVOKES_IN_API: 'true',
+  CP_INVOKE_CONCURRENCY: '3',
+  CP_INVOKE_ORG_CONCURRENCY: '2',
+  CP_INVOKE_BACKOFF_MS: '10',
+  // Leases renewed every 250 ms, lapsing 750 ms after their process dies.
+  CP_REAP_AFTER_MS: '1000',
+};
+
+const contentOf = (req: RecordedRequest): string =>
+  String((req.body as { messages?: { content?: unknown }[] }).messages?.[0]?.content ?? '');
+
+/** The stub holds calls whose prompt starts with "hold", fails those with "fail" (503), answers the rest. */
+function answer(req: RecordedRequest, res: ServerResponse): void {
+  const content = contentOf(req);
+  if (content.startsWith('hold')) held.push(res);
+  else if (content.startsWith('fail')) res.writeHead(503, { 'content-type': 'application/json' }).end('{}');
+  else answerChat(res, 'ok');
+}
+
+const callsWith = (content: string) => stub.requests.filter((r) => contentOf(r) === content).length;
+
+const body = (sessionId: string, content: string) =>
+  invokeBody(sessionId, { model: 'stub-model', messages: [{ role: 'user', content }] });
+
+const jobState = (invocationId: string) =>
+  app.infra.queues.queue('invoke').getJobState(submitJobId(invocationId));
+
+async function metric(outcome: string): Promise<number> {
+  const samples = parsePrometheusText(await app.infra.metrics.scrape());
+  return valueOf(samples, 'cp_sync_invokes_in_api_total', { outcome }) ?? 0;
+}
+
+const newSession = (s: InvokeSetup = setup) =>
+  openSession(app.http, s.org.adminKey, { agent_id: s.agentId, max_cost_usd: 1 });
+
+const usageOf = async (sessionId: string) =>
+  (await app.http.get<{ usage: Record<string, number> }>(`/v1/sessions/${sessionId}`, setup.org.adminKey))
+    .body.usage;
+
+const reapDeps = () => ({
+  store: app.infra.invocations,
+  queue: app.infra.queues.stages,
+  ledger: app.infra.ledger,
+  signal: app.infra.completions,
+  clock: app.infra.clock,
+  runningInApi: (id: string) => app.infra.runClaims.held(id),
+  stuckAfterMs: 0,
+  leaseGraceMs: 60_000,
+  warn: () => undefined,
+});
+
+beforeAll(async () => {
+  stub = await new StubProvider().start();
+  stub.handler = answer;
+  app = await startTestApp({ env: SYNC_ENV });
+  setup = await setUpInvoking(app.http, { baseUrl: stub.url, models: ['stub-model'] });
+  other = await setUpInvoking(app.http, { baseUrl: stub.url, models: ['stub-model'] });
+}, 60_000);
+afterAll(async () => {
+  for (const res of held.splice(0)) res.destroy();
+  await app.close();
+  await stub.stop();
+});
+
+const releaseHeld = () => {
+  for (const res of held.splice(0)) answerChat(res, 'late');
+};
+
+it('a sync invoke runs in the API that took it: no worker, no job, usage exact', async () => {
+  const ranBefore = await metric('ran');
+  const session = await newSession();
+  const res = await invoke(app.http, setup.org.adminKey, body(session.id, 'here'), 5);
+  expect(res.status).toBe(200);
+  expect(res.body).toMatchObject({ status: 'succeeded', output: { content: 'ok' }, cost_usd: 0.000007 });
+  expect(await jobState(res.body.id)).toBe('unknown');
+  // Counted once the run returns, which may be just after its client was answered.
+  await eventually(async () => (await metric('ran')) === ranBefore + 1);
+  expect(await usageOf(session.id)).toEqual({
+    cost_usd: 0.000007,
+    reserved_usd: 0,
+    calls: 1,
+    input_tokens: 5,
+    output_tokens: 1,
+  });
+});
+
+it('an invoke whose client does not wait goes to the queue, as before', async () => {
+  const session = await newSession();
+  const res = await invoke(app.http, setup.org.adminKey, body(session.id, 'queued'), 0);
+  expect(res.status).toBe(202);
+  expect(await jobState(res.body.id)).toBe('waiting');
+  expect(callsWith('queued')).toBe(0);
+});
+
+it("past its org's share of the process, a sync invoke is queued; another org's runs here", async () => {
+  const queuedBefore = await metric('queued');
+  const session = await newSession();
+  const slow = await Promise.all(
+    ['hold 1', 'hold 2'].map((c) => invoke(app.http, setup.org.adminKey, body(session.id, c), 1)),
+  );
+  expect(slow.map((r) => r.status)).toEqual([202, 202]);
+  expect(held).toHaveLength(2);
+  const third = await invoke(app.http, setup.org.adminKey, body(session.id, 'over the share'), 1);
+  expect(third.status).toBe(202);
+  expect(await jobState(third.body.id)).toBe('waiting');
+  expect(await metric('queued')).toBe(queuedBefore + 1);
+
+  const otherSession = await newSession(other);
+  const beside = await invoke(app.http, other.org.adminKey, body(otherSession.id, 'beside'), 5);
+  expect(beside.body.status).toBe('succeeded');
+  expect(await jobState(beside.body.id)).toBe('unknown');
+
+  releaseHeld();
+  for (const r of slow)
+    expect((await finished(app.http, setup.org.adminKey, r.body.id)).status).toBe('succeeded');
+});
+
+it('the reaper leaves a run in the API alone while its lease lives', async () => {
+  const session = await newSession();
+  const res = await invoke(app.http, setup.org.adminKey, body(session.id, 'hold long'), 1);
+  expect(res.status).toBe(202);
+  await eventually(() => app.infra.runClaims.held(res.body.id));
+  const report = await reapInvocations(reapDeps());
+  expect(report).toMatchObject({ requeued: 0, failed: 0 });
+  expect(await jobState(res.body.id)).toBe('unknown');
+  releaseHeld();
+  const done = await finished(app.http, setup.org.adminKey, res.body.id);
+  expect(done).toMatchObject({ status: 'succeeded', output: { content: 'late' } });
+  expect(callsWith('hold long')).toBe(1);
+});
+
+describe('with a worker', () => {
+  let workers: RunningWorkers | undefined;
+  afterEach(async () => {
+    await workers?.close();
+    workers = undefined;
+  });
+
+  it("a provider's retryable error hands the run to the queue with the attempts it left", async () => {
+    const session = await newSession();
+    const res = await invoke(app.http, setup.org.adminKey, body(session.id, 'fail'), 1);
+    expect(res.status).toBe(202);
+    const job = await eventually(() => app.infra.queues.queue('invoke').getJob(submitJobId(res.body.id)));
+    expect(job.opts.attempts).toBe(2);
+    expect(callsWith('fail')).toBe(1);
+
+    workers = await startWorkers(app.infra);
+    const done = await finished(app.http, setup.org.adminKey, res.body.id);
+    expect(done.status).toBe('failed');
+    // CP_INVOKE_ATTEMPTS (3) in all: one in the API, two in the worker.
+    expect(callsWith('fail')).toBe(3);
+    expect((await usageOf(session.id)).reserved_usd).toBe(0);
+  });
+});
+
+describe('an API process killed with SIGKILL in the middle of a provider call it runs', () => {
+  let api: WorkerProcess | undefined;
+  let workers: RunningWorkers | undefined;
+  afterAll(async () => {
+    await api?.kill();
+    await workers?.close();
+  });
+
+  it('is recovered by the reaper once its lease lapses: charged at its reservation, never called again', async () => {
+    api = await startWorkerProcess(
+      {
+        ...SYNC_ENV,
+        DATABASE_URL: app.db.url,
+        REDIS_URL: TEST_REDIS_URL,
+        CP_REDIS_PREFIX: app.prefix,
+        CP_RATE_LIMIT_PER_MINUTE: '100000',
+        LOG_LEVEL: 'info',
+      },
+      30_000,
+      'api',
+    );
+    const http = new HttpClient(listeningUrl(api.output()));
+    const session = await newSession();
+    const res = await invoke(http, setup.org.adminKey, body(session.id, 'hold crash'), 1);
+    expect(res.status).toBe(202);
+    await eventually(() => app.infra.runClaims.held(res.body.id));
+    expect(callsWith('hold crash')).toBe(1);
+    await api.kill();
+
+    // Leased: left alone until the lease lapses, then enqueued as an invocation whose job is gone.
+    expect((await reapInvocations(reapDeps())).requeued).toBe(0);
+    await eventually(async () => !(await app.infra.runClaims.held(res.body.id)), 5_000);
+    expect((await reapInvocations(reapDeps())).requeued).toBe(1);
+
+    workers = await startWorkers(app.infra);
+    const done = await finished(app.http, setup.org.adminKey, res.body.id);
+    expect(done).toMatchObject({ status: 'failed', error: { error_code: 'provider_outcome_unknown' } });
+    expect(callsWith('hold crash')).toBe(1);
+    const usage = await usageOf(session.id);
+    expect(usage).toMatchObject({ reserved_usd: 0, calls: 1, cost_usd: done.cost_usd });
+    expect(done.cost_usd).toBeGreaterThan(0);
+  }, 60_000);
+});
+
+// Last: it closes the app's runner.
+it('a shutdown takes no new runs and waits for those in flight', async () => {
+  const runs = app.infra.syncRuns as SyncRuns;
+  const session = await newSession();
+  const running = await invoke(app.http, setup.org.adminKey, body(session.id, 'hold shutdown'), 1);
+  expect(running.status).toBe(202);
+  let closed = false;
+  const closing = runs.close().then(() => (closed = true));
+  await new Promise((r) => setTimeout(r, 300));
+  expect(closed).toBe(false);
+  expect(runs.inFlight).toBe(1);
+
+  const after = await invoke(app.http, setup.org.adminKey, body(session.id, 'after shutdown began'), 1);
+  expect(await jobState(after.body.id)).toBe('waiting');
+
+  releaseHeld();
+  await closing;
+  expect(runs.inFlight).toBe(0);
+  expect((await finished(app.http, setup.org.adminKey, running.body.id)).status).toBe('succeeded');
+});

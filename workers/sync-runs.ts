@@ -1,0 +1,132 @@
+import { RetryLater } from '../domain/invocations/run-invocation';
+import type { SyncRunner } from '../domain/invocations/signals';
+import { submitJobId, type InvocationJob } from '../domain/jobs';
+import { OrgAtCapacity } from '../domain/org-at-capacity';
+import type { Infra } from '../infra/container';
+import { runProcessor, type JobInfo } from './invocation-processors';
+import { providerBackoff } from './start-workers';
+
+/** When and with how many attempts a run this process could not finish goes on in the queue. */
+export interface HandOver {
+  delayMs: number;
+  attempts: number;
+  /** The run failed unexpectedly (not a provider's retryable error, not its org's turn). */
+  fault: boolean;
+}
+
+/**
+ * As the queue would run the job again: an org past its share waits its turn without spending an
+ * attempt; a failed attempt (a provider's retryable error, or a fault) is one spent, and the rest
+ * follow after the provider backoff. A job the queue would not run again (its last attempt
+ * failed on a fault) still gets one: the reaper would enqueue it anyway, as a job gone.
+ */
+export function handOverOf(err: unknown, attempts: number, backoffMs: number): HandOver {
+  if (err instanceof OrgAtCapacity) return { delayMs: err.delayMs, attempts, fault: false };
+  const backoff = { opts: { backoff: { type: 'provider', delay: backoffMs } } };
+  const delayMs = providerBackoff(1, backoff, err instanceof Error ? err : undefined);
+  return { delayMs, attempts: Math.max(1, attempts - 1), fault: !(err instanceof RetryLater) };
+}
+
+/**
+ * Sync invokes run in the API process that took them (CP_SYNC_INVOKES_IN_API): the guardian stage
+ * and the provider call of the submit's job, in this process, with no queue hop, while it runs
+ * fewer than CP_INVOKE_CONCURRENCY of them and the org fewer than its share
+ * (CP_INVOKE_ORG_CONCURRENCY, counted with a worker's in the same process). Otherwise, and for
+ * invokes whose client does not wait, the queue runs them as before.
+ *
+ * What the queue gives a job, this gives a run: a run that cannot finish (a provider's retryable
+ * error, its org's turn, a fault) is handed to the queue with the attempts it left; a run cut off
+ * by a crash is leased (RunClaims), so the reaper enqueues it once the lease lapses; a shutdown
+ * waits for the runs in flight.
+ */
+export class SyncRuns implements SyncRunner {
+  private readonly running = new Map<string, Promise<void>>();
+  private readonly renewal: NodeJS.Timeout;
+  private closing = false;
+
+  constructor(
+    private readonly infra: Infra,
+    private readonly cap = infra.config.CP_INVOKE_CONCURRENCY,
+  ) {
+    this.renewal = setInterval(() => this.renewLeases(), infra.runClaims.renewEveryMs);
+    this.renewal.unref();
+  }
+
+  runHere(job: InvocationJob): boolean {
+    const room = !this.closing && this.running.size < this.cap && this.infra.invokeShares.hasRoom(job.org_id);
+    if (!room) {
+      this.infra.metrics.syncRun('queued');
+      return false;
+    }
+    const id = job.invocation_id;
+    this.running.set(
+      id,
+      this.run(job).finally(() => this.running.delete(id)),
+    );
+    return true;
+  }
+
+  /** Runs in flight now (for tests and the shutdown's log). */
+  get inFlight(): number {
+    return this.running.size;
+  }
+
+  /** Takes no new runs and waits for those in flight (each ends or is handed to the queue). */
+  async close(): Promise<void> {
+    this.closing = true;
+    await Promise.allSettled(this.running.values());
+    clearInterval(this.renewal);
+  }
+
+  private async run(job: InvocationJob): Promise<void> {
+    const attempts = this.infra.config.CP_INVOKE_ATTEMPTS;
+    const info: JobInfo = {
+      id: submitJobId(job.invocation_id),
+      attemptsMade: 0,
+      attempts,
+      deferrals: 0,
+      queuedAt: Date.now(),
+    };
+    try {
+      await runProcessor(job, this.infra, info);
+      this.infra.metrics.syncRun('ran');
+    } catch (err) {
+      await this.handOver(job, handOverOf(err, attempts, this.infra.config.CP_INVOKE_BACKOFF_MS), err);
+    }
+  }
+
+  /** A hand-over Redis refuses leaves the invocation to the reaper, as a job gone. */
+  private async handOver(job: InvocationJob, later: HandOver, err: unknown): Promise<void> {
+    const fields = { invocation_id: job.invocation_id, delay_ms: later.delayMs, attempts: later.attempts };
+    if (later.fault) this.infra.logger.warn({ ...fields, err }, 'an invoke run in the API failed; queued');
+    else
+      this.infra.logger.info(
+        { ...fields, error: (err as Error).name },
+        'an invoke run in the API goes on in the queue',
+      );
+    try {
+      await this.infra.queues.handOver(job, later.delayMs, later.attempts);
+      this.infra.metrics.syncRun('handed_over');
+    } catch (queueErr) {
+      this.infra.logger.warn(
+        { invocation_id: job.invocation_id, err: queueErr },
+        'could not hand an invoke run in the API to the queue; the reaper enqueues it',
+      );
+    }
+  }
+
+  private renewLeases(): void {
+    if (this.running.size === 0) return;
+    this.infra.runClaims.hold(this.running.keys()).catch((err: unknown) => {
+      this.infra.logger.warn({ err }, 'could not renew the leases of invokes run in the API; retrying');
+    });
+  }
+}
+
+/** The API process's runner, as CP_SYNC_INVOKES_IN_API says: put in `infra.syncRuns`, or none. */
+export function startSyncRuns(infra: Infra): SyncRuns | null {
+  if (!infra.config.CP_SYNC_INVOKES_IN_API) return null;
+  const runs = new SyncRuns(infra);
+  infra.syncRuns = runs;
+  return runs;
+}
