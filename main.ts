@@ -38,7 +38,8 @@ async function main(): Promise<void> {
   const infra = await createInfra(config, stores.urls, logger);
   // Ports first, jobs last: a start that fails (a port taken) must not have taken a job it then
   // abandons by exiting, which would end that invocation as a lost worker's.
-  const syncRuns = role === 'worker' ? null : startSyncRuns(infra);
+  // In one process (`--role all`) its worker would run them anyway: run them without the queue.
+  const syncRuns = role === 'worker' ? null : startSyncRuns(infra, role === 'all');
   const api = role === 'worker' ? null : await startApi(infra);
   // With an API in the process, its /metrics covers the workers too.
   const metricsPort = role === 'worker' ? config.CP_WORKER_METRICS_PORT : undefined;

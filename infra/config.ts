@@ -82,8 +82,9 @@ const schema = z
     CP_INVOKE_ATTEMPTS: int(1, 10).default(3),
     CP_INVOKE_BACKOFF_MS: int(10, 600_000).default(1000),
     CP_INVOKE_CONCURRENCY: int(1, 5000).default(256),
-    // Sync invokes (a client waiting) run in the API process that took them, when it has room.
-    CP_SYNC_INVOKES_IN_API: bool.default(false),
+    // Sync invokes (a client waiting) run in the API process that took them, when it has room
+    // (unset: only in the one process of `--role all`, where the worker would run them anyway).
+    CP_SYNC_INVOKES_IN_API: bool.optional(),
     // At most this many of one org's invocations run at once in one worker (unset: half its slots).
     CP_INVOKE_ORG_CONCURRENCY: int(1, 5000).optional(),
     CP_GUARDIAN_CONCURRENCY: int(1, 5000).default(64),

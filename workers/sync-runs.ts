@@ -123,9 +123,12 @@ export class SyncRuns implements SyncRunner {
   }
 }
 
-/** The API process's runner, as CP_SYNC_INVOKES_IN_API says: put in `infra.syncRuns`, or none. */
-export function startSyncRuns(infra: Infra): SyncRuns | null {
-  if (!infra.config.CP_SYNC_INVOKES_IN_API) return null;
+/**
+ * The API process's runner, as CP_SYNC_INVOKES_IN_API says (`byDefault` when it is unset): put in
+ * `infra.syncRuns`, or none.
+ */
+export function startSyncRuns(infra: Infra, byDefault: boolean): SyncRuns | null {
+  if (!(infra.config.CP_SYNC_INVOKES_IN_API ?? byDefault)) return null;
   const runs = new SyncRuns(infra);
   infra.syncRuns = runs;
   return runs;

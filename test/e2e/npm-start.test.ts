@@ -9,6 +9,7 @@ import { signupOrg } from '../support/factories';
 import { eventually } from '../support/eventually';
 import { HttpClient } from '../support/http-client';
 import { invoke, invokeBody, openSession, setUpInvoking } from '../support/invoke-fixtures';
+import { parsePrometheusText, valueOf } from '../support/prometheus-text';
 import { listeningUrl, ROOT, runNpmScript, type ServiceProcess } from '../support/service-process';
 import { createTestDatabase, TEST_REDIS_URL, type TestDatabase } from '../support/test-db';
 
@@ -64,6 +65,12 @@ async function startServing(script: string, extraEnv: Record<string, string> = {
   return { proc, http: new HttpClient(listeningUrl(proc)) };
 }
 
+/** How many sync invokes the process ran itself (undefined: it runs none, CP_SYNC_INVOKES_IN_API). */
+async function syncRunsOf(proc: ServiceProcess, outcome: string): Promise<number | undefined> {
+  const text = await (await fetch(`${listeningUrl(proc)}/metrics`)).text();
+  return valueOf(parsePrometheusText(text), 'cp_sync_invokes_in_api_total', { outcome });
+}
+
 async function countSealed(orgId: string): Promise<number> {
   const client = new Client({ connectionString: db.url });
   await client.connect();
@@ -97,6 +104,9 @@ describe('npm start on an empty database', () => {
     const done = await invoke(http, setup.org.adminKey, invokeBody(session.id), 10);
     expect(done.status).toBe(200);
     expect(done.body).toMatchObject({ status: 'succeeded', output: { content: 'mock reply to: hello' } });
+    // One process: the API ran it itself, not through the queue (CP_SYNC_INVOKES_IN_API unset).
+    // Counted once the run returns, which may be just after its client was answered.
+    await eventually(async () => (await syncRunsOf(proc, 'ran')) === 1);
 
     expect(await proc.stop()).toBe(true);
     expect(proc.output()).toMatch(/shutting down/);
@@ -119,6 +129,7 @@ describe('npm start on an empty database', () => {
     });
     const done = await invoke(api.http, setup.org.adminKey, invokeBody(session.id), 10);
     expect(done.body.status).toBe('succeeded');
+    expect(await syncRunsOf(api.proc, 'ran')).toBeUndefined();
     expect(await worker.stop()).toBe(true);
     expect(await api.proc.stop()).toBe(true);
   });

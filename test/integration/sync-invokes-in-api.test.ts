@@ -204,6 +204,8 @@ describe('an API process killed with SIGKILL in the middle of a provider call it
         REDIS_URL: TEST_REDIS_URL,
         CP_REDIS_PREFIX: app.prefix,
         CP_RATE_LIMIT_PER_MINUTE: '100000',
+        // Leases of 3 s (renewed every second): a slow CI machine's kill cannot outlast one.
+        CP_REAP_AFTER_MS: '4000',
         LOG_LEVEL: 'info',
       },
       30_000,
@@ -219,7 +221,7 @@ describe('an API process killed with SIGKILL in the middle of a provider call it
 
     // Leased: left alone until the lease lapses, then enqueued as an invocation whose job is gone.
     expect((await reapInvocations(reapDeps())).requeued).toBe(0);
-    await eventually(async () => !(await app.infra.runClaims.held(res.body.id)), 5_000);
+    await eventually(async () => !(await app.infra.runClaims.held(res.body.id)), 10_000);
     expect((await reapInvocations(reapDeps())).requeued).toBe(1);
 
     workers = await startWorkers(app.infra);

@@ -64,7 +64,7 @@ async function startOn(db: TestDatabase, options: TestAppOptions): Promise<TestA
   const redisUrl = options.redisUrl ?? TEST_REDIS_URL;
   const infra = await createInfra(config, { databaseUrl: db.url, redisUrl }, logger);
   const workers: RunningWorkers | null = options.workers ? await startWorkers(infra) : null;
-  const syncRuns = startSyncRuns(infra);
+  const syncRuns = startSyncRuns(infra, false);
   const api: RunningApi = await startApi(infra, 0, '127.0.0.1', { checkReply: conformsToDocs });
   return {
     http: new HttpClient(api.url),
