@@ -66,7 +66,7 @@ export class SyncRuns implements SyncRunner {
     return true;
   }
 
-  /** Runs in flight now (for tests and the shutdown's log). */
+  /** Runs in flight now. */
   get inFlight(): number {
     return this.running.size;
   }
@@ -74,6 +74,11 @@ export class SyncRuns implements SyncRunner {
   /** Takes no new runs and waits for those in flight (each ends or is handed to the queue). */
   async close(): Promise<void> {
     this.closing = true;
+    if (this.running.size > 0)
+      this.infra.logger.info(
+        { in_flight: this.running.size },
+        'waiting for the invokes this API runs to end',
+      );
     await Promise.allSettled(this.running.values());
     clearInterval(this.renewal);
   }
