@@ -15,6 +15,7 @@ import {
   type InvokeSetup,
 } from '../support/invoke-fixtures';
 import { mintKey } from '../support/factories';
+import { reapDepsOf } from '../support/reap-deps';
 import { StubProvider } from '../support/stub-provider';
 import { startTestApp, type TestApp } from '../support/test-app';
 import { TEST_REDIS_URL } from '../support/test-db';
@@ -125,17 +126,7 @@ describe('a worker killed with SIGKILL in the middle of a provider call', () => 
 });
 
 describe('the reaper', () => {
-  const deps = () => ({
-    store: app.infra.invocations,
-    queue: app.infra.queues.stages,
-    ledger: app.infra.ledger,
-    signal: app.infra.completions,
-    clock: app.infra.clock,
-    runningInApi: (id: string) => app.infra.runClaims.held(id),
-    stuckAfterMs: 0,
-    leaseGraceMs: 0,
-    warn: () => undefined,
-  });
+  const deps = () => reapDepsOf(app);
 
   /** The worker's first step: take the reservation (restoring the session's ledger state first). */
   async function reserve(sessionId: string, invocationId: string) {

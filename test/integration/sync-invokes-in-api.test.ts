@@ -14,6 +14,7 @@ import {
   type InvokeSetup,
 } from '../support/invoke-fixtures';
 import { parsePrometheusText, valueOf } from '../support/prometheus-text';
+import { reapDepsOf } from '../support/reap-deps';
 import { listeningUrl } from '../support/service-process';
 import { answerChat, StubProvider, type RecordedRequest } from '../support/stub-provider';
 import { startTestApp, type TestApp } from '../support/test-app';
@@ -72,17 +73,8 @@ const usageOf = async (sessionId: string) =>
   (await app.http.get<{ usage: Record<string, number> }>(`/v1/sessions/${sessionId}`, setup.org.adminKey))
     .body.usage;
 
-const reapDeps = () => ({
-  store: app.infra.invocations,
-  queue: app.infra.queues.stages,
-  ledger: app.infra.ledger,
-  signal: app.infra.completions,
-  clock: app.infra.clock,
-  runningInApi: (id: string) => app.infra.runClaims.held(id),
-  stuckAfterMs: 0,
-  leaseGraceMs: 60_000,
-  warn: () => undefined,
-});
+// Reservations of runs in flight are their runs' business: only stuck invocations are looked at.
+const reapDeps = () => reapDepsOf(app, 60_000);
 
 beforeAll(async () => {
   stub = await new StubProvider().start();
