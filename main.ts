@@ -90,7 +90,8 @@ function onShutdown(logger: Logger, timeoutMs: number, stop: () => Promise<void>
     setTimeout(() => {
       logger.warn(
         { timeout_ms: timeoutMs },
-        'shutdown took longer than CP_SHUTDOWN_TIMEOUT_MS; exiting, jobs still running go to other workers',
+        'shutdown took longer than CP_SHUTDOWN_TIMEOUT_MS; exiting, jobs still running go to other workers ' +
+          '(invokes run in the API, to the reaper once their leases lapse)',
       );
       process.exit(0);
     }, timeoutMs).unref();

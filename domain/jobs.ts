@@ -25,6 +25,11 @@ const invocationJob = z
     invocation_id: z.string().min(1).max(100),
     org_id: z.string().min(1).max(100),
     trace: traceCarrier,
+    /**
+     * Provider attempts an API process made before it handed the invocation to the queue
+     * (CP_SYNC_INVOKES_IN_API): the job's attempts go on counting, and backing off, from there.
+     */
+    attempts_made: z.number().int().min(0).max(10).optional(),
   })
   .strict();
 

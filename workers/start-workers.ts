@@ -13,6 +13,7 @@ import { bullConnectionOptions } from '../infra/redis/connections';
 import { closeOrGiveUp } from './close-or-give-up';
 import { deferring } from './defer-job';
 import { failedJobLog } from './failed-job-log';
+import type { JobInfo } from './invocation-processors';
 import { PROCESSORS } from './processors';
 import { queueWaitMs } from './queue-wait';
 import { webhookBackoff } from './webhook-processor';
@@ -50,16 +51,31 @@ const CONCURRENCY = (infra: Infra): Record<QueueName, number> => ({
   maintenance: 2,
 });
 
+/** Attempts made before the job began: by the API process that handed it over (workers/sync-runs.ts). */
+const madeBefore = (job: Pick<Job, 'data'> | undefined): number => {
+  const made = (job?.data as { attempts_made?: unknown } | undefined)?.attempts_made;
+  return typeof made === 'number' ? made : 0;
+};
+
+/** What a processor knows of its job; a handed-over job's attempts count on from its API's. */
+export const jobInfoOf = (
+  job: Pick<Job, 'id' | 'attemptsMade' | 'attemptsStarted' | 'opts' | 'timestamp' | 'data'>,
+): JobInfo => ({
+  id: job.id ?? '',
+  attemptsMade: job.attemptsMade + madeBefore(job),
+  attempts: (job.opts.attempts ?? 1) + madeBefore(job),
+  deferrals: Math.max(0, job.attemptsStarted - job.attemptsMade - 1),
+  queuedAt: job.timestamp,
+});
+
+/** The provider backoff of an invoke job, going on from the attempts made before it. */
+export const invokeBackoff = (attemptsMade: number, job: Pick<Job, 'opts' | 'data'>, err?: Error): number =>
+  providerBackoff(attemptsMade + madeBefore(job), job, err);
+
 function processJob(job: Job, infra: Infra): Promise<unknown> {
   if (!isJobName(job.name)) throw new Error(`no processor for job ${job.name}`);
   const payload = JOBS[job.name].payload.parse(job.data);
-  const info = {
-    id: job.id ?? '',
-    attemptsMade: job.attemptsMade,
-    attempts: job.opts.attempts ?? 1,
-    deferrals: Math.max(0, job.attemptsStarted - job.attemptsMade - 1),
-    queuedAt: job.timestamp,
-  };
+  const info = jobInfoOf(job);
   return (PROCESSORS[job.name] as (p: typeof payload, i: Infra, j: typeof info) => Promise<unknown>)(
     payload,
     infra,
@@ -87,7 +103,7 @@ function startWorker(queue: QueueName, infra: Infra): Worker {
     settings: {
       backoffStrategy: (attemptsMade, type, err, job) => {
         if (type === WEBHOOK_BACKOFF) return webhookBackoff(attemptsMade, job as Job);
-        return type === PROVIDER_BACKOFF ? providerBackoff(attemptsMade, job as Job, err) : 1000;
+        return type === PROVIDER_BACKOFF ? invokeBackoff(attemptsMade, job as Job, err) : 1000;
       },
     },
   });

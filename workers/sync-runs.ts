@@ -3,13 +3,17 @@ import type { SyncRunner } from '../domain/invocations/signals';
 import { submitJobId, type InvocationJob } from '../domain/jobs';
 import { OrgAtCapacity } from '../domain/org-at-capacity';
 import type { Infra } from '../infra/container';
+import { OnceAMinute } from '../infra/logging/once-a-minute';
 import { runProcessor, type JobInfo } from './invocation-processors';
 import { providerBackoff } from './start-workers';
 
-/** When and with how many attempts a run this process could not finish goes on in the queue. */
+/** When a run this process could not finish goes on in the queue, and with what attempts. */
 export interface HandOver {
   delayMs: number;
-  attempts: number;
+  /** Attempts this run spent (0 or 1): the queue's count and backoff go on from there. */
+  attemptsMade: number;
+  /** The queue's attempts left for it. */
+  attemptsLeft: number;
   /** The run failed unexpectedly (not a provider's retryable error, not its org's turn). */
   fault: boolean;
 }
@@ -21,10 +25,12 @@ export interface HandOver {
  * failed on a fault) still gets one: the reaper would enqueue it anyway, as a job gone.
  */
 export function handOverOf(err: unknown, attempts: number, backoffMs: number): HandOver {
-  if (err instanceof OrgAtCapacity) return { delayMs: err.delayMs, attempts, fault: false };
+  if (err instanceof OrgAtCapacity)
+    return { delayMs: err.delayMs, attemptsMade: 0, attemptsLeft: attempts, fault: false };
   const backoff = { opts: { backoff: { type: 'provider', delay: backoffMs } } };
   const delayMs = providerBackoff(1, backoff, err instanceof Error ? err : undefined);
-  return { delayMs, attempts: Math.max(1, attempts - 1), fault: !(err instanceof RetryLater) };
+  const fault = !(err instanceof RetryLater);
+  return { delayMs, attemptsMade: 1, attemptsLeft: Math.max(1, attempts - 1), fault };
 }
 
 /**
@@ -43,6 +49,7 @@ export class SyncRuns implements SyncRunner {
   private readonly running = new Map<string, Promise<void>>();
   private readonly renewal: NodeJS.Timeout;
   private closing = false;
+  private readonly leaseFailures = new OnceAMinute();
 
   constructor(
     private readonly infra: Infra,
@@ -63,6 +70,8 @@ export class SyncRuns implements SyncRunner {
       id,
       this.run(job).finally(() => this.running.delete(id)),
     );
+    // Not awaited: the reaper looks at an invocation only after CP_REAP_AFTER_MS without progress.
+    this.infra.runClaims.claim(id).catch((err: unknown) => this.leaseFailed(err));
     return true;
   }
 
@@ -102,7 +111,11 @@ export class SyncRuns implements SyncRunner {
 
   /** A hand-over Redis refuses leaves the invocation to the reaper, as a job gone. */
   private async handOver(job: InvocationJob, later: HandOver, err: unknown): Promise<void> {
-    const fields = { invocation_id: job.invocation_id, delay_ms: later.delayMs, attempts: later.attempts };
+    const fields = {
+      invocation_id: job.invocation_id,
+      delay_ms: later.delayMs,
+      attempts_left: later.attemptsLeft,
+    };
     if (later.fault) this.infra.logger.warn({ ...fields, err }, 'an invoke run in the API failed; queued');
     else
       this.infra.logger.info(
@@ -110,7 +123,8 @@ export class SyncRuns implements SyncRunner {
         'an invoke run in the API goes on in the queue',
       );
     try {
-      await this.infra.queues.handOver(job, later.delayMs, later.attempts);
+      const made = { ...job, attempts_made: later.attemptsMade };
+      await this.infra.queues.handOver(made, later.delayMs, later.attemptsLeft);
       this.infra.metrics.syncRun('handed_over');
     } catch (queueErr) {
       this.infra.logger.warn(
@@ -122,9 +136,18 @@ export class SyncRuns implements SyncRunner {
 
   private renewLeases(): void {
     if (this.running.size === 0) return;
-    this.infra.runClaims.hold(this.running.keys()).catch((err: unknown) => {
-      this.infra.logger.warn({ err }, 'could not renew the leases of invokes run in the API; retrying');
-    });
+    this.infra.runClaims.hold(this.running.keys()).catch((err: unknown) => this.leaseFailed(err));
+  }
+
+  /** Once a minute: during a Redis outage every start and renewal fails. */
+  private leaseFailed(err: unknown): void {
+    const due = this.leaseFailures.due('lease');
+    if (!due.log) return;
+    const left = due.skipped > 0 ? { failures_not_logged: due.skipped } : {};
+    this.infra.logger.warn(
+      { err, ...left },
+      'could not lease the invokes run in the API; renewing them shortly',
+    );
   }
 }
 

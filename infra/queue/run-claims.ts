@@ -1,20 +1,25 @@
 import { hostname } from 'node:os';
 import type Redis from 'ioredis';
+import { MicroBatcher } from '../micro-batcher';
 
 /**
  * Which invocations an API process is running itself (CP_SYNC_INVOKES_IN_API), so the reaper
  * leaves them alone while that process lives. Such a run has no job in the queue: to the reaper
- * it looks like an invocation whose job is gone. The process renews a lease for each run in flight
- * every `renewEveryMs`, in one pipeline: nothing per invoke on its path, and the lease of a run
- * cut off by a crash lapses within `leaseMs`, after which the reaper enqueues the invocation as it
- * does any whose job is gone.
+ * it looks like an invocation whose job is gone. A run is leased as it starts (the runs starting
+ * together, in one pipeline), and the process renews the leases of its runs in flight every
+ * `renewEveryMs`, in one pipeline. The lease of a run cut off by a crash lapses within `leaseMs`,
+ * after which the reaper enqueues the invocation as it does any whose job is gone.
  *
- * A run is first leased up to `renewEveryMs` after it starts. That is safe because the reaper
- * looks only at invocations without progress for CP_REAP_AFTER_MS, four renewals or more.
+ * Leased from its start, a run is covered whatever the reaper's own CP_REAP_AFTER_MS (QA: leased
+ * first at the next renewal, 5 s later, runs were taken for lost by a reaper set to 1 s).
  */
 export class RunClaims {
   readonly renewEveryMs: number;
   readonly leaseMs: number;
+  private readonly starts = new MicroBatcher<string, void>(async (ids) => {
+    await this.hold(ids);
+    return ids.map(() => undefined);
+  });
 
   constructor(
     private readonly redis: Redis,
@@ -28,6 +33,11 @@ export class RunClaims {
 
   private key(invocationId: string): string {
     return `${this.prefix}:run:${invocationId}`;
+  }
+
+  /** Leases a run as it starts. */
+  claim(invocationId: string): Promise<void> {
+    return this.starts.submit(invocationId);
   }
 
   /** Leases (or renews) the runs for `leaseMs`. */

@@ -38,8 +38,8 @@ const SYNC_ENV = {
   CP_INVOKE_CONCURRENCY: '3',
   CP_INVOKE_ORG_CONCURRENCY: '2',
   CP_INVOKE_BACKOFF_MS: '10',
-  // Leases renewed every 250 ms, lapsing 750 ms after their process dies.
-  CP_REAP_AFTER_MS: '1000',
+  // Leases renewed every 5 s: a run must be leased from its start, not from the first renewal.
+  CP_REAP_AFTER_MS: '60000',
 };
 
 const contentOf = (req: RecordedRequest): string =>
@@ -142,12 +142,14 @@ it("past its org's share of the process, a sync invoke is queued; another org's 
     expect((await finished(app.http, setup.org.adminKey, r.body.id)).status).toBe('succeeded');
 });
 
-it('the reaper leaves a run in the API alone while its lease lives', async () => {
+it('the reaper leaves a run in the API alone from its start, while its lease lives', async () => {
   const session = await newSession();
-  const res = await invoke(app.http, setup.org.adminKey, body(session.id, 'hold long'), 1);
-  expect(res.status).toBe(202);
-  await eventually(() => app.infra.runClaims.held(res.body.id));
+  const answered = invoke(app.http, setup.org.adminKey, body(session.id, 'hold long'), 1);
+  // In the provider call, long before the first renewal: a reaper set to look at once finds it leased.
+  await eventually(() => callsWith('hold long') === 1);
   const report = await reapInvocations(reapDeps());
+  const res = await answered;
+  expect(res.status).toBe(202);
   expect(report).toMatchObject({ requeued: 0, failed: 0 });
   expect(await jobState(res.body.id)).toBe('unknown');
   releaseHeld();
@@ -169,6 +171,7 @@ describe('with a worker', () => {
     expect(res.status).toBe(202);
     const job = await eventually(() => app.infra.queues.queue('invoke').getJob(submitJobId(res.body.id)));
     expect(job.opts.attempts).toBe(2);
+    expect(job.data.attempts_made).toBe(1);
     expect(callsWith('fail')).toBe(1);
 
     workers = await startWorkers(app.infra);

@@ -1,6 +1,7 @@
 import { ProviderError } from '../../domain/providers';
 import { RetryLater } from '../../domain/invocations/run-invocation';
 import { OrgAtCapacity } from '../../domain/org-at-capacity';
+import { invokeBackoff, jobInfoOf } from '../../workers/start-workers';
 import { handOverOf } from '../../workers/sync-runs';
 
 const owed = () => Promise.resolve(false);
@@ -10,7 +11,8 @@ describe('handOverOf: how a run in the API goes on in the queue', () => {
   it('an org past its share waits its turn without spending an attempt', () => {
     expect(handOverOf(new OrgAtCapacity(700, owed, 'its share'), 3, 1000)).toEqual({
       delayMs: 700,
-      attempts: 3,
+      attemptsMade: 0,
+      attemptsLeft: 3,
       fault: false,
     });
   });
@@ -18,7 +20,8 @@ describe('handOverOf: how a run in the API goes on in the queue', () => {
   it("a provider's retryable error spends an attempt and waits its Retry-After", () => {
     expect(handOverOf(new RetryLater(unavailable, 5_000), 3, 1000)).toEqual({
       delayMs: 5_000,
-      attempts: 2,
+      attemptsMade: 1,
+      attemptsLeft: 2,
       fault: false,
     });
   });
@@ -30,7 +33,32 @@ describe('handOverOf: how a run in the API goes on in the queue', () => {
   });
 
   it('a fault spends an attempt, and the last one still leaves one run to the queue', () => {
-    expect(handOverOf(new Error('connection lost'), 3, 10)).toMatchObject({ attempts: 2, fault: true });
-    expect(handOverOf(new Error('connection lost'), 1, 10)).toMatchObject({ attempts: 1, fault: true });
+    expect(handOverOf(new Error('connection lost'), 3, 10)).toMatchObject({ attemptsLeft: 2, fault: true });
+    expect(handOverOf(new Error('connection lost'), 1, 10)).toMatchObject({ attemptsLeft: 1, fault: true });
+  });
+});
+
+describe('a job handed over by an API process counts on from its attempts (QA)', () => {
+  const handedOver = {
+    id: 'inv_1-submit',
+    attemptsMade: 0,
+    attemptsStarted: 1,
+    opts: { attempts: 2, backoff: { type: 'provider', delay: 1000 } },
+    timestamp: 1,
+    data: { invocation_id: 'inv_1', org_id: 'org_1', trace: {}, attempts_made: 1 },
+  };
+
+  it("its first run is the invocation's second attempt of three", () => {
+    expect(jobInfoOf(handedOver)).toMatchObject({ attemptsMade: 1, attempts: 3, deferrals: 0 });
+    const queued = { ...handedOver, data: { invocation_id: 'inv_1', org_id: 'org_1', trace: {} } };
+    expect(jobInfoOf(queued)).toMatchObject({ attemptsMade: 0, attempts: 2 });
+  });
+
+  it('its first retry waits the second backoff: the base doubled, jittered to 50–100%', () => {
+    for (let i = 0; i < 20; i++) {
+      const delay = invokeBackoff(1, handedOver);
+      expect(delay).toBeGreaterThanOrEqual(1000);
+      expect(delay).toBeLessThanOrEqual(2000);
+    }
   });
 });
