@@ -173,6 +173,12 @@ export const DEFAULT_JOB_OPTIONS = {
 /** Job ids are the invocation ids, so a duplicate enqueue of the same stage is one job. */
 export const invocationJobId = (invocationId: string): string => invocationId;
 
+/** Attempts made before a job began: by the API process that handed it over (`attempts_made`). */
+export const attemptsMadeBefore = (data: unknown): number => {
+  const made = (data as { attempts_made?: unknown } | null | undefined)?.attempts_made;
+  return typeof made === 'number' ? made : 0;
+};
+
 /**
  * The invoke job a submit enqueues (it decides, then runs) has an id of its own: the job an
  * approval enqueues to resume the invocation must never be taken for the one that paused it, which

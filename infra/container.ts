@@ -247,7 +247,10 @@ export async function createInfra(config: Config, urls: StoreUrls, logger: Logge
     webhookSealer: new KeyringBox(keyring, 'webhooks'),
     webhookSender,
     invokeShares: new OrgShares(orgShareOf(config)),
-    runClaims: new RunClaims(redis, prefix, config.CP_REAP_AFTER_MS),
+    runClaims: new RunClaims(redis, prefix, {
+      reapAfterMs: config.CP_REAP_AFTER_MS,
+      jobLockMs: config.CP_JOB_LOCK_MS,
+    }),
     syncRuns: QUEUED_ONLY,
     webhookSlots: new RedisOrgDeliverySlots(
       redis,

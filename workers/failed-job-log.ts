@@ -1,5 +1,5 @@
 import type { Job } from 'bullmq';
-import { JOBS, type JobSpec } from '../domain/jobs';
+import { attemptsMadeBefore, JOBS, type JobSpec } from '../domain/jobs';
 import type { Logger } from '../infra/logger';
 import { LOG_EVERY_MS, OnceAMinute } from '../infra/logging/once-a-minute';
 
@@ -15,7 +15,7 @@ const willRetry = (job: FailedJob | undefined, err: Error): boolean =>
   job?.attemptsMade !== undefined &&
   job.attemptsMade < (job.opts?.attempts ?? 1);
 
-type FailedJob = Pick<Job, 'name' | 'id'> & Partial<Pick<Job, 'attemptsMade' | 'opts'>>;
+type FailedJob = Pick<Job, 'name' | 'id'> & Partial<Pick<Job, 'attemptsMade' | 'opts' | 'data'>>;
 
 /**
  * The worker's `failed` listener. Every failure of a job with a payload of its own is logged: at
@@ -32,7 +32,9 @@ export function failedJobLog(
   return (job, err) => {
     const name = job?.name ?? 'unknown';
     if (!isPeriodic(name) && willRetry(job, err)) {
-      const attempt = job?.attemptsMade;
+      // Counted from the invocation's first attempt, made in an API process for a handed-over job.
+      const attempt =
+        job?.attemptsMade === undefined ? undefined : job.attemptsMade + attemptsMadeBefore(job.data);
       logger.info(
         { job: name, job_id: job?.id, attempt, error: err.name },
         'job attempt failed; it will be retried',

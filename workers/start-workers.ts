@@ -1,5 +1,6 @@
 import { Worker, type Job } from 'bullmq';
 import {
+  attemptsMadeBefore,
   JOBS,
   PROVIDER_BACKOFF,
   QUEUES,
@@ -51,11 +52,7 @@ const CONCURRENCY = (infra: Infra): Record<QueueName, number> => ({
   maintenance: 2,
 });
 
-/** Attempts made before the job began: by the API process that handed it over (workers/sync-runs.ts). */
-const madeBefore = (job: Pick<Job, 'data'> | undefined): number => {
-  const made = (job?.data as { attempts_made?: unknown } | undefined)?.attempts_made;
-  return typeof made === 'number' ? made : 0;
-};
+const madeBefore = (job: Pick<Job, 'data'>): number => attemptsMadeBefore(job.data);
 
 /** What a processor knows of its job; a handed-over job's attempts count on from its API's. */
 export const jobInfoOf = (

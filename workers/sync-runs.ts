@@ -54,9 +54,12 @@ export class SyncRuns implements SyncRunner {
   constructor(
     private readonly infra: Infra,
     private readonly cap = infra.config.CP_INVOKE_CONCURRENCY,
+    renewEveryMs = infra.runClaims.renewEveryMs,
   ) {
-    this.renewal = setInterval(() => this.renewLeases(), infra.runClaims.renewEveryMs);
+    this.renewal = setInterval(this.renewLeases, renewEveryMs);
     this.renewal.unref();
+    // Back from an outage: renew at once, not up to a renewal later, when the leases are oldest.
+    infra.redis.on('ready', this.renewLeases);
   }
 
   runHere(job: InvocationJob): boolean {
@@ -90,6 +93,7 @@ export class SyncRuns implements SyncRunner {
       );
     await Promise.allSettled(this.running.values());
     clearInterval(this.renewal);
+    this.infra.redis.off('ready', this.renewLeases);
   }
 
   private async run(job: InvocationJob): Promise<void> {
@@ -134,10 +138,10 @@ export class SyncRuns implements SyncRunner {
     }
   }
 
-  private renewLeases(): void {
+  private readonly renewLeases = (): void => {
     if (this.running.size === 0) return;
     this.infra.runClaims.hold(this.running.keys()).catch((err: unknown) => this.leaseFailed(err));
-  }
+  };
 
   /** Once a minute: during a Redis outage every start and renewal fails. */
   private leaseFailed(err: unknown): void {

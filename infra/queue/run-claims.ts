@@ -11,7 +11,10 @@ import { MicroBatcher } from '../micro-batcher';
  * after which the reaper enqueues the invocation as it does any whose job is gone.
  *
  * Leased from its start, a run is covered whatever the reaper's own CP_REAP_AFTER_MS (QA: leased
- * first at the next renewal, 5 s later, runs were taken for lost by a reaper set to 1 s).
+ * first at the next renewal, 5 s later, runs were taken for lost by a reaper set to 1 s). A lease
+ * lasts at least CP_JOB_LOCK_MS, as a worker's hold on its job does: a Redis outage that BullMQ's
+ * jobs live through, these runs live through too (QA: after 21 s without Redis, a reaper that ran
+ * before the API's next renewal took all of its runs for lost).
  */
 export class RunClaims {
   readonly renewEveryMs: number;
@@ -24,11 +27,11 @@ export class RunClaims {
   constructor(
     private readonly redis: Redis,
     private readonly prefix: string,
-    reapAfterMs: number,
+    timing: { reapAfterMs: number; jobLockMs: number },
     private readonly holder = `${hostname()}:${process.pid}`,
   ) {
-    this.renewEveryMs = Math.max(250, Math.min(5_000, Math.floor(reapAfterMs / 4)));
-    this.leaseMs = 3 * this.renewEveryMs;
+    this.renewEveryMs = Math.max(250, Math.min(5_000, Math.floor(timing.reapAfterMs / 4)));
+    this.leaseMs = Math.max(3 * this.renewEveryMs, timing.jobLockMs);
   }
 
   private key(invocationId: string): string {

@@ -1,8 +1,9 @@
+import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { submitJobId } from '../../domain/jobs';
 import { reapInvocations } from '../../domain/invocations/reap-invocations';
 import { startWorkers, type RunningWorkers } from '../../workers/start-workers';
-import type { SyncRuns } from '../../workers/sync-runs';
+import { SyncRuns } from '../../workers/sync-runs';
 import { HttpClient } from '../support/http-client';
 import {
   eventually,
@@ -158,6 +159,31 @@ it('the reaper leaves a run in the API alone from its start, while its lease liv
   expect(callsWith('hold long')).toBe(1);
 });
 
+it('leases its runs again as soon as Redis is back, not a renewal later (QA)', async () => {
+  const own = app.infra.syncRuns;
+  // Renewals an hour apart: only the reconnection can lease the run again. Its connection's events
+  // are a stand-in's: a real reconnection would fail the suite's other commands meanwhile.
+  const connection = new EventEmitter();
+  const runs = new SyncRuns({ ...app.infra, redis: connection as never }, 10, 3_600_000);
+  app.infra.syncRuns = runs;
+  try {
+    const session = await newSession();
+    const res = await invoke(app.http, setup.org.adminKey, body(session.id, 'hold outage'), 1);
+    expect(res.status).toBe(202);
+    expect(await app.infra.runClaims.held(res.body.id)).toBe(true);
+    // The lease lapsed during an outage; the connection is ready again (as ioredis tells it).
+    await app.infra.redis.del(`${app.prefix}:run:${res.body.id}`);
+    connection.emit('ready');
+    await eventually(() => app.infra.runClaims.held(res.body.id), 3_000);
+    releaseHeld();
+    expect((await finished(app.http, setup.org.adminKey, res.body.id)).status).toBe('succeeded');
+  } finally {
+    releaseHeld(); // else the close would wait for a held run
+    await runs.close();
+    app.infra.syncRuns = own;
+  }
+});
+
 describe('with a worker', () => {
   let workers: RunningWorkers | undefined;
   afterEach(async () => {
@@ -201,6 +227,7 @@ describe('an API process killed with SIGKILL in the middle of a provider call it
         CP_RATE_LIMIT_PER_MINUTE: '100000',
         // Leases of 3 s (renewed every second): a slow CI machine's kill cannot outlast one.
         CP_REAP_AFTER_MS: '4000',
+        CP_JOB_LOCK_MS: '1000',
         LOG_LEVEL: 'info',
       },
       30_000,

@@ -55,6 +55,19 @@ describe('the log of failed jobs', () => {
     expect(lines).toEqual([{ job: 'webhook.deliver', job_id: 'msg_1', err: expect.any(Error) }]);
   });
 
+  it("numbers a handed-over invoke job's attempts from the one its API process made (QA)", () => {
+    const { planned, log } = setUp();
+    const job = (attemptsMade: number) => ({
+      name: 'invocation.run',
+      id: 'inv_1-submit',
+      attemptsMade,
+      opts: { attempts: 2 },
+      data: { invocation_id: 'inv_1', org_id: 'org_1', trace: {}, attempts_made: 1 },
+    });
+    log(job(1), new Error('provider answered 503'));
+    expect(planned).toEqual([{ job: 'invocation.run', job_id: 'inv_1-submit', attempt: 2, error: 'Error' }]);
+  });
+
   it('logs every failure of a job with a payload of its own', () => {
     const { lines, log } = setUp();
     for (let i = 0; i < 5; i++) log({ name: 'webhook.deliver', id: `msg_${i}` }, new Error('503'));

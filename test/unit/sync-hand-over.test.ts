@@ -1,4 +1,6 @@
+import type Redis from 'ioredis';
 import { ProviderError } from '../../domain/providers';
+import { RunClaims } from '../../infra/queue/run-claims';
 import { RetryLater } from '../../domain/invocations/run-invocation';
 import { OrgAtCapacity } from '../../domain/org-at-capacity';
 import { invokeBackoff, jobInfoOf } from '../../workers/start-workers';
@@ -60,5 +62,18 @@ describe('a job handed over by an API process counts on from its attempts (QA)',
       expect(delay).toBeGreaterThanOrEqual(1000);
       expect(delay).toBeLessThanOrEqual(2000);
     }
+  });
+});
+
+describe('the leases of runs in the API', () => {
+  const timing = (reapAfterMs: number, jobLockMs: number) => {
+    const claims = new RunClaims({} as Redis, 'cp', { reapAfterMs, jobLockMs });
+    return { renewEveryMs: claims.renewEveryMs, leaseMs: claims.leaseMs };
+  };
+
+  it('last at least a worker’s hold on its job, so a Redis outage BullMQ lives through they do too (QA)', () => {
+    expect(timing(60_000, 30_000)).toEqual({ renewEveryMs: 5_000, leaseMs: 30_000 });
+    expect(timing(4_000, 1_000)).toEqual({ renewEveryMs: 1_000, leaseMs: 3_000 });
+    expect(timing(1_000, 500)).toEqual({ renewEveryMs: 250, leaseMs: 750 });
   });
 });
