@@ -36,10 +36,10 @@ async function main(): Promise<void> {
   const logger = createLogger(config.LOG_LEVEL);
   const stores = await resolveStores(config, logger);
   const infra = await createInfra(config, stores.urls, logger);
+  // Sync invokes in the API: in one process (`--role all`) its worker would run them anyway.
+  const syncRuns = role === 'worker' ? null : startSyncRuns(infra, role === 'all');
   // Ports first, jobs last: a start that fails (a port taken) must not have taken a job it then
   // abandons by exiting, which would end that invocation as a lost worker's.
-  // In one process (`--role all`) its worker would run them anyway: run them without the queue.
-  const syncRuns = role === 'worker' ? null : startSyncRuns(infra, role === 'all');
   const api = role === 'worker' ? null : await startApi(infra);
   // With an API in the process, its /metrics covers the workers too.
   const metricsPort = role === 'worker' ? config.CP_WORKER_METRICS_PORT : undefined;

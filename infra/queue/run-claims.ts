@@ -1,12 +1,11 @@
 import { hostname } from 'node:os';
 import type Redis from 'ioredis';
-import { MicroBatcher } from '../micro-batcher';
 
 /**
  * Which invocations an API process is running itself (CP_SYNC_INVOKES_IN_API), so the reaper
  * leaves them alone while that process lives. Such a run has no job in the queue: to the reaper
- * it looks like an invocation whose job is gone. A run is leased as it starts (the runs starting
- * together, in one pipeline), and the process renews the leases of its runs in flight every
+ * it looks like an invocation whose job is gone. A run is leased as it starts (one SET, which the
+ * connection's auto-pipelining sends with the other commands of its tick), and the process renews the leases of its runs in flight every
  * `renewEveryMs`, in one pipeline. The lease of a run cut off by a crash lapses within `leaseMs`,
  * after which the reaper enqueues the invocation as it does any whose job is gone.
  *
@@ -19,10 +18,6 @@ import { MicroBatcher } from '../micro-batcher';
 export class RunClaims {
   readonly renewEveryMs: number;
   readonly leaseMs: number;
-  private readonly starts = new MicroBatcher<string, void>(async (ids) => {
-    await this.hold(ids);
-    return ids.map(() => undefined);
-  });
 
   constructor(
     private readonly redis: Redis,
@@ -39,8 +34,8 @@ export class RunClaims {
   }
 
   /** Leases a run as it starts. */
-  claim(invocationId: string): Promise<void> {
-    return this.starts.submit(invocationId);
+  async claim(invocationId: string): Promise<void> {
+    await this.redis.set(this.key(invocationId), this.holder, 'PX', this.leaseMs);
   }
 
   /** Leases (or renews) the runs for `leaseMs`. */
