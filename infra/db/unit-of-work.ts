@@ -2,7 +2,20 @@ import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { conflict } from '../../domain/errors';
 import type { Tx, UnitOfWork } from '../../domain/ports';
+import { switchOffMikroOrmStorages } from './mikro-orm-storages';
 import { repositoriesFor } from './repositories';
+
+/** This process's, over every unit of work: MikroORM's async hooks go off when none is in flight. */
+let inFlight = 0;
+
+async function counted<T>(work: () => Promise<T>): Promise<T> {
+  inFlight++;
+  try {
+    return await work();
+  } finally {
+    if (--inFlight === 0) switchOffMikroOrmStorages();
+  }
+}
 
 /** One fresh EntityManager per unit of work, as MikroORM wants (no shared identity map). */
 export class MikroUnitOfWork implements UnitOfWork {
@@ -10,7 +23,7 @@ export class MikroUnitOfWork implements UnitOfWork {
 
   async transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     try {
-      return await this.orm.em.fork().transactional((em) => work(repositoriesFor(em)));
+      return await counted(() => this.orm.em.fork().transactional((em) => work(repositoriesFor(em))));
     } catch (err) {
       // A concurrent writer won a unique index the use case had checked: same answer as the check.
       if (err instanceof UniqueConstraintViolationException)
@@ -20,6 +33,6 @@ export class MikroUnitOfWork implements UnitOfWork {
   }
 
   read<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
-    return work(repositoriesFor(this.orm.em.fork()));
+    return counted(() => work(repositoriesFor(this.orm.em.fork())));
   }
 }
