@@ -283,7 +283,9 @@ describe('anthropic, streamed', () => {
     expect(sent?.path).toBe('/v1/messages');
     expect(sent?.headers['x-api-key']).toBe(SECRET);
     expect(sent?.headers['anthropic-version']).toBe('2023-06-01');
-    expect(sent?.headers.traceparent).toMatch(/^00-a{32}-[0-9a-f]{16}-01$/);
+    // The caller's trace, under the provider span's own id; nothing receives spans in this file, so
+    // that span is not recorded, and says so (not sampled).
+    expect(sent?.headers.traceparent).toMatch(/^00-a{32}-(?!b{16})[0-9a-f]{16}-00$/);
     expect(sent?.body).toMatchObject({
       stream: true,
       model: 'claude-haiku-4-5',
