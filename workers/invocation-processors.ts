@@ -1,9 +1,13 @@
+import { decideAtSubmit, type FreshInvoke } from '../domain/invocations/decide-at-submit';
 import {
   decideInvocation,
   evaluateInvocation,
+  followDecision,
   type Decided,
+  type PriorVerdict,
   type StageJob,
 } from '../domain/invocations/evaluate-invocation';
+import type { DecisionWrite } from '../domain/invocations/invocation-store';
 import { shareWaitMs, type OrgShares } from '../domain/invocations/org-shares';
 import { reapInvocations } from '../domain/invocations/reap-invocations';
 import { runInvocation, type Admitted } from '../domain/invocations/run-invocation';
@@ -27,7 +31,10 @@ export interface JobInfo {
   queuedAt: number;
 }
 
-const stageJob = (payload: InvocationJob, trace: Record<string, string>): StageJob => ({
+const stageJob = (
+  payload: Pick<InvocationJob, 'invocation_id' | 'org_id'>,
+  trace: Record<string, string>,
+): StageJob => ({
   invocationId: payload.invocation_id,
   orgId: payload.org_id,
   trace,
@@ -80,9 +87,9 @@ export async function runHere(
  * upgrade). Nothing else puts an undecided invocation on this queue, so it is decided here rather
  * than left to the reaper.
  */
-export const runProcessor = (payload: InvocationJob, infra: Infra, job: JobInfo) =>
+export const runProcessor = (payload: InvocationJob, infra: Infra, job: JobInfo, prior?: PriorVerdict) =>
   inOrgShare(infra.invokeShares, payload.org_id, job, async () => {
-    if (job.id === submitJobId(payload.invocation_id)) return submitStages(payload, infra, job);
+    if (job.id === submitJobId(payload.invocation_id)) return submitStages(payload, infra, job, prior);
     const outcome = await runStage(payload, infra, job);
     return outcome === 'undecided' ? submitStages(payload, infra, job) : outcome;
   });
@@ -106,9 +113,14 @@ async function inOrgShare<T>(shares: OrgShares, orgId: string, job: JobInfo, run
   }
 }
 
-/** The submit's job: the guardian stage, then the run of what it admitted, in this job. */
-async function submitStages(payload: InvocationJob, infra: Infra, job: JobInfo) {
-  const decided = await inGuardianSpan(payload, (stage) => decideInvocation(guardianDeps(infra), stage));
+/**
+ * The submit's job: the guardian stage, then the run of what it admitted, in this job. `prior`: a
+ * verdict the API reached before it recorded the invocation (decide-at-submit.ts).
+ */
+async function submitStages(payload: InvocationJob, infra: Infra, job: JobInfo, prior?: PriorVerdict) {
+  const decided = await inGuardianSpan(payload, (stage) =>
+    decideInvocation(guardianDeps(infra), stage, prior),
+  );
   const here = await runHere(decided, infra.queues.stages);
   if (!here) return decided.outcome;
   const outcome = await runStage(here.job, infra, job, here.admitted);
@@ -119,7 +131,32 @@ async function submitStages(payload: InvocationJob, infra: Infra, job: JobInfo) 
   return outcome;
 }
 
-const runStage = (payload: InvocationJob, infra: Infra, job: JobInfo, admitted?: Admitted) =>
+/**
+ * An invoke the API runs itself, decided before it is recorded (decide-at-submit.ts), in the
+ * guardian stage's span: the decision, and the trace context the run stage continues.
+ */
+export const decideAtSubmitStage = (fresh: FreshInvoke, infra: Infra) =>
+  inSpan(
+    'invocation.evaluate',
+    'consumer',
+    fresh.trace,
+    async (span) => ({
+      decision: await decideAtSubmit({ guardian: infra.guardian, clock: infra.clock }, fresh.view),
+      stage: stageJob({ invocation_id: fresh.invocation.id, org_id: fresh.invocation.orgId }, span.carrier),
+    }),
+    { 'invocation.id': fresh.invocation.id },
+  );
+
+/** What a decision recorded at submit leads to (followDecision), with the guardian stage's deps. */
+export const followDecisionAtSubmit = (
+  infra: Infra,
+  fresh: FreshInvoke,
+  write: DecisionWrite,
+  stage: StageJob,
+) => followDecision(guardianDeps(infra), fresh.view, write, stage);
+
+/** The invoke stage: reserve, call the provider, record and settle (`admitted`: as the guardian stage left it). */
+export const runStage = (payload: InvocationJob, infra: Infra, job: JobInfo, admitted?: Admitted) =>
   inSpan(
     'invocation.run',
     'consumer',

@@ -1,10 +1,20 @@
-import { RetryLater } from '../domain/invocations/run-invocation';
+import type { FreshInvoke } from '../domain/invocations/decide-at-submit';
+import { asDecided, type PriorVerdict, type StageJob } from '../domain/invocations/evaluate-invocation';
+import type { DecisionWrite } from '../domain/invocations/invocation-store';
+import type { Invocation } from '../domain/invocations/invocation';
+import { RetryLater, type Admitted } from '../domain/invocations/run-invocation';
 import type { SyncRunner } from '../domain/invocations/signals';
 import { submitJobId, type InvocationJob } from '../domain/jobs';
 import { OrgAtCapacity } from '../domain/org-at-capacity';
 import type { Infra } from '../infra/container';
 import { OnceAMinute } from '../infra/logging/once-a-minute';
-import { runProcessor, type JobInfo } from './invocation-processors';
+import {
+  decideAtSubmitStage,
+  followDecisionAtSubmit,
+  runProcessor,
+  runStage,
+  type JobInfo,
+} from './invocation-processors';
 import { providerBackoff } from './start-workers';
 
 /** When a run this process could not finish goes on in the queue, and with what attempts. */
@@ -38,7 +48,8 @@ export function handOverOf(err: unknown, attempts: number, backoffMs: number): H
  * and the provider call of the submit's job, in this process, with no queue hop, while it runs
  * fewer than CP_INVOKE_CONCURRENCY of them and the org fewer than its share
  * (CP_INVOKE_ORG_CONCURRENCY, counted with a worker's in the same process). Otherwise, and for
- * invokes whose client does not wait, the queue runs them as before.
+ * invokes whose client does not wait, the queue runs them as before. An invocation not yet
+ * recorded is decided here first, and written decided (decideHere, decide-at-submit.ts).
  *
  * What the queue gives a job, this gives a run: a run that cannot finish (a provider's retryable
  * error, its org's turn, a fault) is handed to the queue with the attempts it left; a run cut off
@@ -46,7 +57,10 @@ export function handOverOf(err: unknown, attempts: number, backoffMs: number): H
  * waits for the runs in flight.
  */
 export class SyncRuns implements SyncRunner {
+  readonly active = true;
   private readonly running = new Map<string, Promise<void>>();
+  /** Invocations being decided here (decideHere), not yet running. */
+  private readonly deciding = new Set<Promise<unknown>>();
   private readonly renewal: NodeJS.Timeout;
   private closing = false;
   private readonly leaseFailures = new OnceAMinute();
@@ -62,20 +76,95 @@ export class SyncRuns implements SyncRunner {
     infra.redis.on('ready', this.renewLeases);
   }
 
+  decideHere(fresh: FreshInvoke): Promise<Invocation | null> {
+    const orgId = fresh.invocation.orgId;
+    if (!this.hasRoom() || !this.infra.invokeShares.take(orgId)) return Promise.resolve(null);
+    const deciding = this.decide(fresh);
+    this.deciding.add(deciding);
+    return deciding.finally(() => this.deciding.delete(deciding));
+  }
+
+  /** With its org's share taken, which the run (if any) then holds. */
+  private async decide(fresh: FreshInvoke): Promise<Invocation | null> {
+    const { invocation, requested } = fresh;
+    const orgId = invocation.orgId;
+    let share: (() => void) | null = () => this.infra.invokeShares.release(orgId);
+    try {
+      // Its org's turn for evaluation time, a guardian that failed, or an invocation that would not be
+      // sent: left to the guardian stage, as any queued invocation is.
+      const decided = await decideAtSubmitStage(fresh, this.infra).catch(() => null);
+      if (!decided?.decision) return null;
+      const job = { invocation_id: invocation.id, org_id: orgId, trace: decided.stage.trace };
+      if (decided.decision.kind === 'slow') {
+        const prior: PriorVerdict = decided.decision;
+        this.lease(invocation.id);
+        await this.infra.invocations.insert(invocation, requested);
+        // The run takes its org's share itself (runProcessor).
+        share();
+        share = null;
+        this.start(job, () => this.run(job, prior));
+        return invocation;
+      }
+      const { write } = decided.decision;
+      if (write.status === 'running') this.lease(invocation.id);
+      await this.infra.invocations.insertDecided(invocation, requested, write);
+      const next = await this.follow(fresh, write, decided.stage);
+      if (next?.outcome === 'admitted' && next.run) {
+        const admitted = { view: next.run, decidedNow: true };
+        const release = share;
+        share = null;
+        this.start(next.next, () => this.runAdmitted(next.next, admitted).finally(release));
+      } else this.infra.metrics.syncRun('ran');
+      return asDecided(invocation, write);
+    } finally {
+      share?.();
+    }
+  }
+
+  /**
+   * The decision is recorded, so a failure to set its approval's expiry or to tell the client of a
+   * denial does not fail the request: the sweep of overdue approvals backs the expiry up, and a
+   * waiting client reads the denial when its wait runs out.
+   */
+  private async follow(fresh: FreshInvoke, write: DecisionWrite, stage: StageJob) {
+    try {
+      return await followDecisionAtSubmit(this.infra, fresh, write, stage);
+    } catch (err) {
+      this.infra.logger.warn(
+        { invocation_id: fresh.invocation.id, status: write.status, err },
+        'an invoke decided in the API: its approval expiry or denial could not be passed on',
+      );
+      return null;
+    }
+  }
+
   runHere(job: InvocationJob): boolean {
-    const room = !this.closing && this.running.size < this.cap && this.infra.invokeShares.hasRoom(job.org_id);
+    const room = this.hasRoom() && this.infra.invokeShares.hasRoom(job.org_id);
     if (!room) {
       this.infra.metrics.syncRun('queued');
       return false;
     }
+    this.start(job, () => this.run(job));
+    this.lease(job.invocation_id);
+    return true;
+  }
+
+  /** Runs and invocations being decided here, under CP_INVOKE_CONCURRENCY, and not closing. */
+  private hasRoom(): boolean {
+    return !this.closing && this.running.size + this.deciding.size < this.cap;
+  }
+
+  private start(job: InvocationJob, run: () => Promise<void>): void {
     const id = job.invocation_id;
     this.running.set(
       id,
-      this.run(job).finally(() => this.running.delete(id)),
+      run().finally(() => this.running.delete(id)),
     );
-    // Not awaited: the reaper looks at an invocation only after CP_REAP_AFTER_MS without progress.
-    this.infra.runClaims.claim(id).catch((err: unknown) => this.leaseFailed(err));
-    return true;
+  }
+
+  /** Not awaited: the reaper looks at an invocation only after CP_REAP_AFTER_MS without progress. */
+  private lease(invocationId: string): void {
+    this.infra.runClaims.claim(invocationId).catch((err: unknown) => this.leaseFailed(err));
   }
 
   /** Runs in flight now. */
@@ -91,12 +180,25 @@ export class SyncRuns implements SyncRunner {
         { in_flight: this.running.size },
         'waiting for the invokes this API runs to end',
       );
-    await Promise.allSettled(this.running.values());
+    // Those being decided may start runs of their own.
+    while (this.running.size > 0 || this.deciding.size > 0)
+      await Promise.allSettled([...this.running.values(), ...this.deciding]);
     clearInterval(this.renewal);
     this.infra.redis.off('ready', this.renewLeases);
   }
 
-  private async run(job: InvocationJob): Promise<void> {
+  /** The submit's job, here (`prior`: a verdict reached before the invocation was recorded). */
+  private run(job: InvocationJob, prior?: PriorVerdict): Promise<void> {
+    return this.attempt(job, (info) => runProcessor(job, this.infra, info, prior));
+  }
+
+  /** The invoke stage of an invocation decided here; its org's share is held by the caller. */
+  private runAdmitted(job: InvocationJob, admitted: Admitted): Promise<void> {
+    return this.attempt(job, (info) => runStage(job, this.infra, info, admitted));
+  }
+
+  /** The job's first attempt, as the queue would run it; what it cannot finish is handed over. */
+  private async attempt(job: InvocationJob, work: (info: JobInfo) => Promise<unknown>): Promise<void> {
     const attempts = this.infra.config.CP_INVOKE_ATTEMPTS;
     const info: JobInfo = {
       id: submitJobId(job.invocation_id),
@@ -106,7 +208,7 @@ export class SyncRuns implements SyncRunner {
       queuedAt: Date.now(),
     };
     try {
-      await runProcessor(job, this.infra, info);
+      await work(info);
       this.infra.metrics.syncRun('ran');
     } catch (err) {
       await this.handOver(job, handOverOf(err, attempts, this.infra.config.CP_INVOKE_BACKOFF_MS), err);

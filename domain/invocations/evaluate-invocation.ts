@@ -153,7 +153,7 @@ const STATUS_OF = {
   deny: 'denied',
 } as const;
 
-function decisionWrite(invocation: Invocation, verdict: GuardianVerdict, at: Date): DecisionWrite {
+export function decisionWrite(invocation: Invocation, verdict: GuardianVerdict, at: Date): DecisionWrite {
   const decision = decisionOf(invocation, verdict, at);
   const status = STATUS_OF[verdict.verdict];
   const modified = modifiedRequest(invocation, verdict);
@@ -214,11 +214,23 @@ async function failQueued(
   return { outcome: written === 'applied' ? 'failed' : 'skipped' };
 }
 
+/** A verdict reached before the invocation was recorded (decide-at-submit.ts), and when. */
+export interface PriorVerdict {
+  verdict: GuardianVerdict;
+  at: Date;
+}
+
 /**
  * The guardian stage: decide a queued invocation and record the decision with its audit entry.
- * Safe to run twice: a decided invocation is not decided again.
+ * Safe to run twice: a decided invocation is not decided again. With a `prior` verdict, one the
+ * API reached before it recorded the invocation, that verdict is recorded after this fresh read
+ * instead of deciding again (as a slow decision's is).
  */
-export async function decideInvocation(deps: DecideDeps, job: StageJob): Promise<Decided> {
+export async function decideInvocation(
+  deps: DecideDeps,
+  job: StageJob,
+  prior?: PriorVerdict,
+): Promise<Decided> {
   const view = await deps.store.forGuardian(job.invocationId);
   if (!view) return { outcome: 'skipped' };
   const { invocation } = view;
@@ -235,16 +247,31 @@ export async function decideInvocation(deps: DecideDeps, job: StageJob): Promise
   const stopped = stoppedWhileQueued(view, readAt);
   if (stopped) return failQueued(deps, view, stopped, readAt);
   // Deferrable: nothing is written or reserved yet, so the job may go back to wait its org's turn.
-  const decided = await decideFresh(deps, view, { ...guardianInput(view), deferrable: true });
+  const decided = prior
+    ? { ...prior, view }
+    : await decideFresh(deps, view, { ...guardianInput(view), deferrable: true });
   // A slow decision read the session and key again: what changed while it waited counts too.
   const stoppedMeanwhile = stoppedWhileQueued(decided.view, decided.at);
   if (stoppedMeanwhile) return failQueued(deps, decided.view, stoppedMeanwhile, decided.at);
   const write = decisionWrite(invocation, decided.verdict, decided.at);
   if ((await deps.store.decide(write)) !== 'applied') return { outcome: 'skipped' };
+  return followDecision(deps, view, write, job);
+}
+
+/**
+ * What a recorded decision leads to: the run of what it admitted (next, in this job), the wait for
+ * people, or the denial told to waiting clients.
+ */
+export async function followDecision(
+  deps: Pick<DecideDeps, 'signal' | 'timers'>,
+  view: GuardianView,
+  write: DecisionWrite,
+  job: StageJob,
+): Promise<Decided> {
   if (write.status === 'running')
     return { outcome: 'admitted', next: runJob(job), run: admitted(view, write), decidedNow: true };
   if (write.approval) return { outcome: await awaitApproval(deps, write.approval) };
-  await deps.signal.finished(denied(invocation, write));
+  await deps.signal.finished(asDecided(view.invocation, write));
   return { outcome: 'denied' };
 }
 
@@ -262,7 +289,10 @@ export async function evaluateInvocation(deps: EvaluateDeps, job: StageJob): Pro
  * The invocation now waits for people, holding no job and no reservation (it reserves when it
  * resumes). Its approval's expiry is a delayed job; the sweep of overdue approvals backs it up.
  */
-async function awaitApproval(deps: DecideDeps, approval: Approval): Promise<'awaiting_approval'> {
+async function awaitApproval(
+  deps: Pick<DecideDeps, 'timers'>,
+  approval: Approval,
+): Promise<'awaiting_approval'> {
   await deps.timers.expireAt(approval);
   return 'awaiting_approval';
 }
@@ -296,33 +326,27 @@ const summaryOf = ({ decision }: DecisionWrite): DecisionSummary => ({
   reasons: decision.reasons,
 });
 
-/**
- * The row as an admitting decision left it (the columns the decide write sets), with the
- * credential read alongside: what the invoke stage would read next, had it to.
- */
-const admitted = ({ invocation, credential }: GuardianView, write: DecisionWrite): RunView => ({
-  invocation: {
-    ...invocation,
-    status: 'running',
-    decision: summaryOf(write),
-    request: write.request ?? invocation.request,
-    reservation: write.reservation
-      ? { costMicros: write.reservation.costMicros, tokens: write.reservation.tokens }
-      : invocation.reservation,
-    error: null,
-    updatedAt: write.at,
-    completedAt: null,
-  },
-  credential,
-  approvedDigest: null,
-});
-
-/** The invocation as the denial left it, for waiting clients. */
-const denied = (invocation: Invocation, write: DecisionWrite): Invocation => ({
+/** The invocation as its decision left it (the columns the decide write sets). */
+export const asDecided = (invocation: Invocation, write: DecisionWrite): Invocation => ({
   ...invocation,
-  status: 'denied',
+  status: write.status,
   decision: summaryOf(write),
+  request: write.request ?? invocation.request,
+  reservation: write.reservation
+    ? { costMicros: write.reservation.costMicros, tokens: write.reservation.tokens }
+    : invocation.reservation,
+  approvalId: write.approval?.id ?? invocation.approvalId,
   error: write.error,
   updatedAt: write.at,
-  completedAt: write.at,
+  completedAt: write.status === 'denied' ? write.at : null,
+});
+
+/**
+ * The row as an admitting decision left it, with the credential read alongside: what the invoke
+ * stage would read next, had it to.
+ */
+const admitted = ({ invocation, credential }: GuardianView, write: DecisionWrite): RunView => ({
+  invocation: asDecided(invocation, write),
+  credential,
+  approvedDigest: null,
 });

@@ -20,6 +20,8 @@ export interface CredentialRefInfo {
   ref: string;
   provider: Provider;
   deleted: boolean;
+  /** As the run needs it (decide-at-submit.ts). */
+  sealed: SealedCredential;
 }
 
 /** Everything the API needs to admit an invocation, read in one round trip. */
@@ -30,6 +32,8 @@ export interface InvokeContext {
   /** The credential named in the request, else the agent's first; null when none is named or known. */
   credential: CredentialRefInfo | null;
   orgPrice: ModelPrice | null;
+  /** The org's policy_version as of this read. */
+  policyVersion: number;
 }
 
 export interface InvokeContextQuery {
@@ -138,6 +142,11 @@ export interface InvocationStore {
   invokeContext(orgId: string, query: InvokeContextQuery): Promise<InvokeContext>;
   /** Inserts a queued invocation and its audit event, atomically. */
   insert(invocation: Invocation, event: AuditEvent): Promise<void>;
+  /**
+   * Inserts an invocation decided before it was recorded, with its decision (its row, approval
+   * and audit entries) and the audit event of its request first, atomically.
+   */
+  insertDecided(invocation: Invocation, requested: AuditEvent, write: DecisionWrite): Promise<void>;
   get(orgId: string, id: string): Promise<Invocation | null>;
   list(
     orgId: string,

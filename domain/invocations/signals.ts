@@ -1,4 +1,5 @@
 import type { InvocationJob } from '../jobs';
+import type { FreshInvoke } from './decide-at-submit';
 import type { StreamDelta } from '../providers';
 import type { Invocation, InvocationSummary } from './invocation';
 
@@ -19,15 +20,27 @@ export interface StageQueue {
 
 /**
  * Runs an invocation whose client waits for it in the process that took the request, when that
- * process has room (CP_SYNC_INVOKES_IN_API): no queue hop. False when it does not run it; the
- * invocation is then queued as any other.
+ * process has room (CP_SYNC_INVOKES_IN_API): no queue hop.
  */
 export interface SyncRunner {
+  /** Whether this process runs invocations itself at all. */
+  readonly active: boolean;
+  /**
+   * Decides, records and runs here an invocation not yet recorded (decide-at-submit.ts); resolves
+   * with it as recorded. Null when this process cannot decide it now (no room, its org's turn for
+   * evaluation time): nothing is written then, and it is recorded queued as any other.
+   */
+  decideHere(fresh: FreshInvoke): Promise<Invocation | null>;
+  /** Runs here an invocation recorded queued. False when it does not; it is then queued as any other. */
   runHere(job: InvocationJob): boolean;
 }
 
 /** The runner of a process that runs no invocation itself (a worker, or an API with the option off). */
-export const QUEUED_ONLY: SyncRunner = { runHere: () => false };
+export const QUEUED_ONLY: SyncRunner = {
+  active: false,
+  decideHere: () => Promise.resolve(null),
+  runHere: () => false,
+};
 
 /**
  * Tells waiting clients that an invocation finished. Waiters are served by one subscription per

@@ -13,7 +13,8 @@ import { assertFits, assertOpen, assertSessionAgent, type Session } from '../ses
 import { awaitFinished } from './read-invocations';
 import type { Invocation, InvocationRequest, InvocationSummary } from './invocation';
 import type { AgentGate } from '../policy/guardian';
-import type { CredentialRefInfo, InvocationStore, InvokeContext } from './invocation-store';
+import type { FreshInvoke } from './decide-at-submit';
+import type { CredentialRefInfo, GuardianView, InvocationStore, InvokeContext } from './invocation-store';
 import type { CompletionWaiter, StageQueue, SyncRunner } from './signals';
 
 export interface InvokeDeps {
@@ -86,6 +87,7 @@ interface Admission {
   price: Rates;
   /** The worst case the worker will reserve for the request as sent. */
   reserve: CapAmounts;
+  policyVersion: number;
 }
 
 /** Everything a client can get wrong is refused here, before anything is written. */
@@ -111,7 +113,8 @@ async function checkAdmission(deps: InvokeDeps, orgId: string, input: InvokeInpu
   if (!price) throw unpricedModel(input.model);
   const reserve = worstCase(input.messages, input.maxTokens, price, input.tools);
   assertFits(session, held, reserve);
-  return { session, agent, credential: credentialOf(input, agent, context), price, reserve };
+  const credential = credentialOf(input, agent, context);
+  return { session, agent, credential, price, reserve, policyVersion: context.policyVersion };
 }
 
 /**
@@ -160,13 +163,19 @@ function newInvocation(ctx: CallContext, input: InvokeInput, admission: Admissio
   };
 }
 
-/** Admits the invocation and records it as queued, with its audit entry, in one statement. */
-async function admit(deps: InvokeDeps, ctx: CallContext, input: InvokeInput): Promise<Invocation> {
-  const admission = await checkAdmission(deps, ctx.principal.orgId, input);
-  const invocation = newInvocation(ctx, input, admission, deps.clock.now());
-  await deps.store.insert(invocation, requestedEvent(invocation, ctx));
-  return invocation;
-}
+/**
+ * What the guardian decides on, as admission read it (decide-at-submit.ts). The key that asked
+ * authenticated this very request, so it has not lapsed.
+ */
+const viewAtSubmit = (invocation: Invocation, admission: Admission): GuardianView => ({
+  invocation,
+  agent: admission.agent,
+  session: { status: admission.session.status, expiresAt: admission.session.expiresAt },
+  policyVersion: admission.policyVersion,
+  credential: admission.credential.sealed,
+  requesterRevokedAt: null,
+  requesterExpiresAt: null,
+});
 
 const requestedEvent = (invocation: Invocation, ctx: CallContext) =>
   newAuditEvent({
@@ -201,7 +210,21 @@ export async function invoke(
   /** Told once the invocation is recorded, before the wait (an Idempotency-Key's interim answer). */
   recorded?: (invocation: Invocation) => Promise<void>,
 ): Promise<InvocationSummary> {
-  const invocation = await admit(deps, ctx, input);
+  const admission = await checkAdmission(deps, ctx.principal.orgId, input);
+  const invocation = newInvocation(ctx, input, admission, deps.clock.now());
+  const requested = requestedEvent(invocation, ctx);
+  if (waitMs > 0 && deps.syncRuns.active) {
+    const view = viewAtSubmit(invocation, admission);
+    const here = await decidedHere(
+      deps,
+      { invocation, requested, view, trace: input.trace },
+      waitMs,
+      recorded,
+    );
+    if (here) return here;
+  }
+  // Recorded queued, with its audit entry, in one statement.
+  await deps.store.insert(invocation, requested);
   if (recorded) await tellRecorded(deps, invocation, recorded);
   // Registered before the job exists, so even an instant finish is not missed.
   const waiting = waitMs > 0 ? deps.waiter.wait(invocation.id, waitMs) : null;
@@ -211,6 +234,30 @@ export async function invoke(
   }
   if (!waiting) return invocation;
   return awaitFinished(deps.store, invocation, waiting);
+}
+
+/**
+ * An invoke whose client waits, decided, recorded and run in this process when it can be
+ * (SyncRunner.decideHere); null when it was not recorded here.
+ */
+async function decidedHere(
+  deps: InvokeDeps,
+  fresh: FreshInvoke,
+  waitMs: number,
+  recorded: ((invocation: Invocation) => Promise<void>) | undefined,
+): Promise<InvocationSummary | null> {
+  // Registered before the invocation exists, so even an instant finish is not missed.
+  const waiting = deps.waiter.wait(fresh.invocation.id, waitMs);
+  const recordedAs = await deps.syncRuns.decideHere(fresh).catch((err: unknown) => {
+    waiting.cancel();
+    throw err;
+  });
+  if (!recordedAs) {
+    waiting.cancel();
+    return null;
+  }
+  if (recorded) await tellRecorded(deps, recordedAs, recorded);
+  return awaitFinished(deps.store, recordedAs, waiting);
 }
 
 /** A failure to note the interim answer does not undo the invocation, which is committed. */

@@ -37,6 +37,39 @@ export const INSERT_QUEUED = statement(
 );
 
 /**
+ * $1 invocations JSON (insert columns with their decision's), $2 decisions JSON, $3 audit JSON, $4
+ * approvals JSON. An invocation decided before it was recorded (an invoke the API runs itself, see
+ * decide-at-submit.ts): written once, with its decision, the decision's row and approval, and its
+ * audit entries (requested, then decided), instead of INSERT_QUEUED and then DECIDE.
+ */
+export const INSERT_DECIDED = statement(
+  'insert_decided',
+  `
+  with rows as (
+    select * from json_to_recordset($1::json) as r(
+      id text, org_id text, session_id text, agent_id text, requested_by_type text, requested_by text,
+      status text, model text, provider text, credential_ref text, request jsonb, input_price_micros bigint,
+      output_price_micros bigint, reserve_micros bigint, reserve_tokens bigint, decision jsonb, error jsonb,
+      approval_id text, request_id text, created_at timestamptz, decided_at timestamptz)
+  ),
+  inv as (
+    insert into invocations (id, org_id, session_id, agent_id, requested_by_type, requested_by, status,
+      model, provider, credential_ref, request, input_price_micros, output_price_micros, reserve_micros,
+      reserve_tokens, decision, error, approval_id, request_id, created_at, updated_at, completed_at)
+    select id, org_id, session_id, agent_id, requested_by_type, requested_by, status, model, provider,
+      credential_ref, request, input_price_micros, output_price_micros, reserve_micros, reserve_tokens,
+      decision, error, approval_id, request_id, created_at, decided_at,
+      case when status in ('running', 'awaiting_approval') then null else decided_at end
+    from rows
+    returning id
+  ),
+  d as (${INSERT_DECISIONS} select * from ${decisionRecordset('$2')} returning 1),
+  ap as (${INSERT_APPROVALS} select * from ${approvalRecordset('$4')} returning 1),
+  aud as (${INSERT_AUDIT} select * from ${auditRecordset('$3')} returning 1)
+  select (select count(*) from inv) as invocations`,
+);
+
+/**
  * $1 decision writes JSON, $2 decisions JSON, $3 audit JSON, $4 approvals JSON. Only invocations in
  * a status of the guardian stage (lifecycle.ts) are decided. The expected statuses travel as data:
  * a literal would let a generic plan drive the update from the partial in-flight index (all
@@ -181,14 +214,15 @@ export const BY_IDS = statement('invocations_by_ids', `select * from invocations
  * $1 JSON of queries `{i, org_id, session_id, agent_id, credential_ref, model}`. Everything
  * admission checks, for a batch of requests in one round trip, one row per query (`i`): the agent
  * defaults to the session's, the credential to the agent's first, the price is the org's own (the
- * built-in table is in code). Each lookup is a lateral subquery with `limit 1` so it stays a
+ * built-in table is in code). With the org's policy_version and the sealed credential, an invoke
+ * the API runs itself is decided on this read (decide-at-submit.ts). Each lookup is a lateral subquery with `limit 1` so it stays a
  * keyed lookup per query: a plain join could be planned as a scan of the whole table.
  */
 export const INVOKE_CONTEXTS = statement(
   'invoke_contexts',
   `
   select q.i, row_to_json(s) as session, row_to_json(a) as agent, row_to_json(c) as credential,
-    row_to_json(p) as price
+    row_to_json(p) as price, (select policy_version from orgs where id = q.org_id) as policy_version
   from json_to_recordset($1::json) as q(i int, org_id text, session_id text, agent_id text,
     credential_ref text, model text)
   left join lateral (select * from sessions where org_id = q.org_id and id = q.session_id limit 1) s on true
@@ -197,7 +231,7 @@ export const INVOKE_CONTEXTS = statement(
     where org_id = q.org_id and id = coalesce(q.agent_id, s.agent_id) limit 1
   ) a on true
   left join lateral (
-    select ref, provider, deleted_at from credentials
+    select ref, provider, deleted_at, base_url, version, sealed_secret, key_id from credentials
     where org_id = q.org_id and ref = coalesce(q.credential_ref, a.credential_refs[1]) limit 1
   ) c on true
   left join lateral (select * from model_prices where org_id = q.org_id and model = q.model limit 1) p on true`,

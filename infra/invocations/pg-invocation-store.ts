@@ -29,7 +29,7 @@ import {
 } from './invocation-rows';
 import type { SessionRow } from '../sessions/session-rows';
 import { toGuardianView, toInvokeContext, toRunView, type ContextRow } from './stage-rows';
-import { decideJson, finishJson, insertJson } from './write-payloads';
+import { decideJson, finishJson, insertDecidedJson, insertJson } from './write-payloads';
 import { approvalJson } from '../approvals/approval-rows';
 import { inRounds, isCapViolation, withConflictRetry } from './write-rounds';
 import {
@@ -40,11 +40,18 @@ import {
   FOR_GUARDIAN,
   FOR_RUN,
   HISTORY,
+  INSERT_DECIDED,
   INSERT_QUEUED,
   INVOKE_CONTEXTS,
 } from './invocation-sql';
 
 type Rows<T> = { rows: T[] };
+
+interface DecidedInsert {
+  invocation: Invocation;
+  requested: AuditEvent;
+  write: DecisionWrite;
+}
 
 /** Loads rows by id in batches: concurrent jobs asking for one row each share a query. */
 function rowLoader<R extends { id: string }, T>(
@@ -78,6 +85,7 @@ const contextQueriesJson = (queries: { orgId: string; query: InvokeContextQuery 
 export class PgInvocationStore implements InvocationStore {
   private readonly contexts: MicroBatcher<{ orgId: string; query: InvokeContextQuery }, InvokeContext>;
   private readonly inserts: MicroBatcher<{ invocation: Invocation; event: AuditEvent }, void>;
+  private readonly decidedInserts: MicroBatcher<DecidedInsert, void>;
   private readonly decisions: MicroBatcher<DecisionWrite, WriteOutcome>;
   private readonly finishes: MicroBatcher<FinishWrite, WriteOutcome>;
   private readonly guardianViews: MicroBatcher<string, GuardianView | null>;
@@ -99,6 +107,15 @@ export class PgInvocationStore implements InvocationStore {
       await pool.query(INSERT_QUEUED, [
         JSON.stringify(items.map((i) => insertJson(i.invocation))),
         auditJson(items.map((i) => i.event)),
+      ]);
+      return items.map(() => undefined);
+    });
+    this.decidedInserts = new MicroBatcher(async (items) => {
+      await pool.query(INSERT_DECIDED, [
+        JSON.stringify(items.map((i) => insertDecidedJson(i.invocation, i.write))),
+        JSON.stringify(items.map((i) => decisionJson(i.write.decision))),
+        auditJson(items.flatMap((i) => [i.requested, ...i.write.events])),
+        JSON.stringify(items.flatMap((i) => (i.write.approval ? [approvalJson(i.write.approval)] : []))),
       ]);
       return items.map(() => undefined);
     });
@@ -140,6 +157,10 @@ export class PgInvocationStore implements InvocationStore {
     const rows: InvocationRow[] = await query.orderBy('id', 'desc').limit(page.limit + 1);
     const items = rows.slice(0, page.limit).map(toInvocation);
     return { items, nextAfter: rows.length > page.limit ? (items.at(-1)?.id ?? null) : null };
+  }
+
+  insertDecided(invocation: Invocation, requested: AuditEvent, write: DecisionWrite): Promise<void> {
+    return this.decidedInserts.submit({ invocation, requested, write });
   }
 
   forGuardian(id: string): Promise<GuardianView | null> {

@@ -15,7 +15,15 @@ import { toInvocation, type InvocationRow } from './invocation-rows';
 export interface ContextRow {
   session: SessionRow | null;
   agent: { id: string; status: string; allowed_models: string[]; credential_refs: string[] } | null;
-  credential: { ref: string; provider: string; deleted_at: string | null } | null;
+  credential: {
+    ref: string;
+    provider: string;
+    deleted_at: string | null;
+    base_url: string | null;
+    version: number;
+    sealed_secret: string | null;
+    key_id: string;
+  } | null;
   price: {
     org_id: string;
     model: string;
@@ -24,6 +32,7 @@ export interface ContextRow {
     updated_at: string;
     updated_by: string;
   } | null;
+  policy_version: number | string;
 }
 
 export const priceOf = (p: ContextRow['price']): ModelPrice | null =>
@@ -122,7 +131,16 @@ export const toInvokeContext = (row: ContextRow | undefined): InvokeContext => (
         ref: row.credential.ref,
         provider: row.credential.provider as Provider,
         deleted: row.credential.deleted_at !== null,
+        sealed: {
+          ref: row.credential.ref,
+          provider: row.credential.provider as Provider,
+          baseUrl: row.credential.base_url,
+          version: Number(row.credential.version),
+          sealedSecret: row.credential.sealed_secret,
+          keyId: row.credential.key_id,
+        },
       }
     : null,
   orgPrice: priceOf(row?.price ?? null),
+  policyVersion: Number(row?.policy_version ?? 0),
 });

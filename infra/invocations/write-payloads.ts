@@ -25,6 +25,19 @@ export const insertJson = (i: Invocation) => ({
   created_at: i.createdAt,
 });
 
+/** An invocation decided before it was recorded: as decided (a modify verdict's request and reservation). */
+export const insertDecidedJson = (i: Invocation, w: DecisionWrite) => ({
+  ...insertJson(i),
+  status: w.status,
+  ...(w.request ? { request: storeRequest(w.request) } : {}),
+  reserve_micros: w.reservation?.costMicros ?? i.reservation.costMicros,
+  reserve_tokens: w.reservation?.tokens ?? i.reservation.tokens,
+  decision: storeDecision(w.decision),
+  error: w.error ? storeError(w.error) : null,
+  approval_id: w.approval?.id ?? null,
+  decided_at: w.at,
+});
+
 export const decideJson = (w: DecisionWrite) => ({
   invocation_id: w.invocationId,
   expected: statusesOf('invocation.evaluate'),
