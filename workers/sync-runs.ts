@@ -107,7 +107,10 @@ export class SyncRuns implements SyncRunner {
       }
       const { write } = decided.decision;
       if (write.status === 'running') this.lease(invocation.id);
-      await this.infra.invocations.insertDecided(invocation, requested, write);
+      const { policyVersion } = fresh.view;
+      const insert = { invocation, requested, write, policyVersion, agentVersion: fresh.agentVersion };
+      // Something it was decided on changed since admission read it: the guardian stage's way.
+      if ((await this.infra.invocations.insertDecided(insert)) !== 'applied') return null;
       const next = await this.follow(fresh, write, decided.stage);
       if (next?.outcome === 'admitted' && next.run) {
         const admitted = { view: next.run, decidedNow: true };

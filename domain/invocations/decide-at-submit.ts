@@ -22,6 +22,8 @@ export interface FreshInvoke {
   requested: AuditEvent;
   /** What the guardian decides on, as admission read it. */
   view: GuardianView;
+  /** The agent's version as admission read it (null without one): recorded only if unchanged. */
+  agentVersion: number | null;
   trace: Record<string, string>;
 }
 

@@ -34,6 +34,19 @@ export interface InvokeContext {
   orgPrice: ModelPrice | null;
   /** The org's policy_version as of this read. */
   policyVersion: number;
+  /** The agent's version as of this read (null without one). */
+  agentVersion: number | null;
+}
+
+/** An invocation decided before it was recorded (decide-at-submit.ts), and what it was decided on. */
+export interface DecidedInsert {
+  invocation: Invocation;
+  /** The audit entry of its request. */
+  requested: AuditEvent;
+  write: DecisionWrite;
+  /** As admission read them: the insert is skipped when either has changed. */
+  policyVersion: number;
+  agentVersion: number | null;
 }
 
 export interface InvokeContextQuery {
@@ -144,9 +157,10 @@ export interface InvocationStore {
   insert(invocation: Invocation, event: AuditEvent): Promise<void>;
   /**
    * Inserts an invocation decided before it was recorded, with its decision (its row, approval
-   * and audit entries) and the audit event of its request first, atomically.
+   * and audit entries) and the audit event of its request first, atomically; only while what it
+   * was decided on is unchanged ('skipped': nothing was written).
    */
-  insertDecided(invocation: Invocation, requested: AuditEvent, write: DecisionWrite): Promise<void>;
+  insertDecided(insert: DecidedInsert): Promise<WriteOutcome>;
   get(orgId: string, id: string): Promise<Invocation | null>;
   list(
     orgId: string,

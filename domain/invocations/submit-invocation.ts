@@ -88,6 +88,7 @@ interface Admission {
   /** The worst case the worker will reserve for the request as sent. */
   reserve: CapAmounts;
   policyVersion: number;
+  agentVersion: number | null;
 }
 
 /** Everything a client can get wrong is refused here, before anything is written. */
@@ -114,7 +115,16 @@ async function checkAdmission(deps: InvokeDeps, orgId: string, input: InvokeInpu
   const reserve = worstCase(input.messages, input.maxTokens, price, input.tools);
   assertFits(session, held, reserve);
   const credential = credentialOf(input, agent, context);
-  return { session, agent, credential, price, reserve, policyVersion: context.policyVersion };
+  const { policyVersion, agentVersion } = context;
+  return {
+    session,
+    agent,
+    credential,
+    price,
+    reserve,
+    policyVersion,
+    agentVersion: agent ? agentVersion : null,
+  };
 }
 
 /**
@@ -215,12 +225,9 @@ export async function invoke(
   const requested = requestedEvent(invocation, ctx);
   if (waitMs > 0 && deps.syncRuns.active) {
     const view = viewAtSubmit(invocation, admission);
-    const here = await decidedHere(
-      deps,
-      { invocation, requested, view, trace: input.trace },
-      waitMs,
-      recorded,
-    );
+    const { agentVersion } = admission;
+    const fresh = { invocation, requested, view, agentVersion, trace: input.trace };
+    const here = await decidedHere(deps, fresh, waitMs, recorded);
     if (here) return here;
   }
   // Recorded queued, with its audit entry, in one statement.

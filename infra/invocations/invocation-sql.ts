@@ -37,10 +37,16 @@ export const INSERT_QUEUED = statement(
 );
 
 /**
- * $1 invocations JSON (insert columns with their decision's), $2 decisions JSON, $3 audit JSON, $4
- * approvals JSON. An invocation decided before it was recorded (an invoke the API runs itself, see
+ * $1 invocations JSON (insert columns with their decision's, and what admission read:
+ * policy_version, agent_version), $2 decisions JSON, $3 audit JSON, $4 approvals JSON. An
+ * invocation decided before it was recorded (an invoke the API runs itself, see
  * decide-at-submit.ts): written once, with its decision, the decision's row and approval, and its
- * audit entries (requested, then decided), instead of INSERT_QUEUED and then DECIDE.
+ * audit entries (requested, then decided), instead of INSERT_QUEUED and then DECIDE. Only while
+ * nothing it was decided on has changed since admission read it: the session still open, the
+ * org's policy_version, the agent (status and version) and the credential as they were, the key
+ * that asked not revoked or expired. Otherwise nothing is written, and the invocation goes the
+ * guardian stage's way, which reads all of that after it is recorded (QA: a session closed while
+ * sixty invokes were being decided let them all run and charge it).
  */
 export const INSERT_DECIDED = statement(
   'insert_decided',
@@ -50,7 +56,19 @@ export const INSERT_DECIDED = statement(
       id text, org_id text, session_id text, agent_id text, requested_by_type text, requested_by text,
       status text, model text, provider text, credential_ref text, request jsonb, input_price_micros bigint,
       output_price_micros bigint, reserve_micros bigint, reserve_tokens bigint, decision jsonb, error jsonb,
-      approval_id text, request_id text, created_at timestamptz, decided_at timestamptz)
+      approval_id text, request_id text, created_at timestamptz, decided_at timestamptz,
+      policy_version integer, agent_version integer)
+  ),
+  unchanged as (
+    select r.* from rows r
+    join sessions s on s.id = r.session_id and s.status = 'open' and s.expires_at > now()
+    join orgs o on o.id = r.org_id and o.policy_version = r.policy_version
+    join credentials c on c.org_id = r.org_id and c.ref = r.credential_ref and c.deleted_at is null
+    left join agents a on a.id = r.agent_id and a.org_id = r.org_id
+    left join api_keys k on r.requested_by_type = 'api_key' and k.id = r.requested_by
+    where (r.agent_id is null or (a.status = 'active' and a.version = r.agent_version))
+      and (r.requested_by_type <> 'api_key' or (k.id is not null
+        and (k.revoked_at is null or k.revoked_at > now()) and (k.expires_at is null or k.expires_at > now())))
   ),
   inv as (
     insert into invocations (id, org_id, session_id, agent_id, requested_by_type, requested_by, status,
@@ -60,13 +78,21 @@ export const INSERT_DECIDED = statement(
       credential_ref, request, input_price_micros, output_price_micros, reserve_micros, reserve_tokens,
       decision, error, approval_id, request_id, created_at, decided_at,
       case when status in ('running', 'awaiting_approval') then null else decided_at end
-    from rows
+    from unchanged
     returning id
   ),
-  d as (${INSERT_DECISIONS} select * from ${decisionRecordset('$2')} returning 1),
-  ap as (${INSERT_APPROVALS} select * from ${approvalRecordset('$4')} returning 1),
-  aud as (${INSERT_AUDIT} select * from ${auditRecordset('$3')} returning 1)
-  select (select count(*) from inv) as invocations`,
+  d as (
+    ${INSERT_DECISIONS} select * from ${decisionRecordset('$2')} where d.invocation_id in (select id from inv)
+  ),
+  ap as (
+    ${INSERT_APPROVALS} select * from ${approvalRecordset('$4')} where p.invocation_id in (select id from inv)
+    returning id
+  ),
+  aud as (
+    ${INSERT_AUDIT} select * from ${auditRecordset('$3')}
+    where a.resource_id in (select id from inv) or a.resource_id in (select id from ap)
+  )
+  select coalesce(array_agg(id), '{}') as applied from inv`,
 );
 
 /**
@@ -227,7 +253,7 @@ export const INVOKE_CONTEXTS = statement(
     credential_ref text, model text)
   left join lateral (select * from sessions where org_id = q.org_id and id = q.session_id limit 1) s on true
   left join lateral (
-    select id, status, allowed_models, credential_refs from agents
+    select id, status, allowed_models, credential_refs, version from agents
     where org_id = q.org_id and id = coalesce(q.agent_id, s.agent_id) limit 1
   ) a on true
   left join lateral (

@@ -3,6 +3,7 @@ import type { AuditEvent } from '../../domain/audit/audit-event';
 import type { CapSnapshot } from '../../domain/budget/cap-ledger';
 import type { Invocation } from '../../domain/invocations/invocation';
 import type {
+  DecidedInsert,
   DecisionWrite,
   FinishWrite,
   GuardianView,
@@ -47,12 +48,6 @@ import {
 
 type Rows<T> = { rows: T[] };
 
-interface DecidedInsert {
-  invocation: Invocation;
-  requested: AuditEvent;
-  write: DecisionWrite;
-}
-
 /** Loads rows by id in batches: concurrent jobs asking for one row each share a query. */
 function rowLoader<R extends { id: string }, T>(
   pool: PreparedPool,
@@ -85,7 +80,7 @@ const contextQueriesJson = (queries: { orgId: string; query: InvokeContextQuery 
 export class PgInvocationStore implements InvocationStore {
   private readonly contexts: MicroBatcher<{ orgId: string; query: InvokeContextQuery }, InvokeContext>;
   private readonly inserts: MicroBatcher<{ invocation: Invocation; event: AuditEvent }, void>;
-  private readonly decidedInserts: MicroBatcher<DecidedInsert, void>;
+  private readonly decidedInserts: MicroBatcher<DecidedInsert, WriteOutcome>;
   private readonly decisions: MicroBatcher<DecisionWrite, WriteOutcome>;
   private readonly finishes: MicroBatcher<FinishWrite, WriteOutcome>;
   private readonly guardianViews: MicroBatcher<string, GuardianView | null>;
@@ -111,13 +106,14 @@ export class PgInvocationStore implements InvocationStore {
       return items.map(() => undefined);
     });
     this.decidedInserts = new MicroBatcher(async (items) => {
-      await pool.query(INSERT_DECIDED, [
-        JSON.stringify(items.map((i) => insertDecidedJson(i.invocation, i.write))),
+      const [row] = await pool.query<{ applied: string[] }>(INSERT_DECIDED, [
+        JSON.stringify(items.map(insertDecidedJson)),
         JSON.stringify(items.map((i) => decisionJson(i.write.decision))),
         auditJson(items.flatMap((i) => [i.requested, ...i.write.events])),
         JSON.stringify(items.flatMap((i) => (i.write.approval ? [approvalJson(i.write.approval)] : []))),
       ]);
-      return items.map(() => undefined);
+      const applied = new Set(row?.applied ?? []);
+      return items.map((i): WriteOutcome => (applied.has(i.invocation.id) ? 'applied' : 'skipped'));
     });
     this.decisions = new MicroBatcher((writes) => this.applyDecisions(writes));
     this.finishes = new MicroBatcher((writes) => this.applyFinishes(writes));
@@ -159,8 +155,8 @@ export class PgInvocationStore implements InvocationStore {
     return { items, nextAfter: rows.length > page.limit ? (items.at(-1)?.id ?? null) : null };
   }
 
-  insertDecided(invocation: Invocation, requested: AuditEvent, write: DecisionWrite): Promise<void> {
-    return this.decidedInserts.submit({ invocation, requested, write });
+  insertDecided(insert: DecidedInsert): Promise<WriteOutcome> {
+    return this.decidedInserts.submit(insert);
   }
 
   forGuardian(id: string): Promise<GuardianView | null> {

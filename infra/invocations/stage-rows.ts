@@ -14,7 +14,13 @@ import { toInvocation, type InvocationRow } from './invocation-rows';
 
 export interface ContextRow {
   session: SessionRow | null;
-  agent: { id: string; status: string; allowed_models: string[]; credential_refs: string[] } | null;
+  agent: {
+    id: string;
+    status: string;
+    allowed_models: string[];
+    credential_refs: string[];
+    version: number;
+  } | null;
   credential: {
     ref: string;
     provider: string;
@@ -143,4 +149,5 @@ export const toInvokeContext = (row: ContextRow | undefined): InvokeContext => (
     : null,
   orgPrice: priceOf(row?.price ?? null),
   policyVersion: Number(row?.policy_version ?? 0),
+  agentVersion: row?.agent ? Number(row.agent.version) : null,
 });

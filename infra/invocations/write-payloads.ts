@@ -1,7 +1,7 @@
 import { storeError } from './stored-error';
 import type { Invocation } from '../../domain/invocations/invocation';
 import { statusesOf } from '../../domain/invocations/lifecycle';
-import type { DecisionWrite, FinishWrite } from '../../domain/invocations/invocation-store';
+import type { DecidedInsert, DecisionWrite, FinishWrite } from '../../domain/invocations/invocation-store';
 import { storeDecision, storeOutput, storeRequest } from './invocation-rows';
 
 /** The JSON rows the batched write statements read with json_to_recordset (invocation-sql.ts). */
@@ -25,9 +25,19 @@ export const insertJson = (i: Invocation) => ({
   created_at: i.createdAt,
 });
 
-/** An invocation decided before it was recorded: as decided (a modify verdict's request and reservation). */
-export const insertDecidedJson = (i: Invocation, w: DecisionWrite) => ({
+/**
+ * An invocation decided before it was recorded: as decided (a modify verdict's request and
+ * reservation), with the versions it was decided on.
+ */
+export const insertDecidedJson = ({
+  invocation: i,
+  write: w,
+  policyVersion,
+  agentVersion,
+}: DecidedInsert) => ({
   ...insertJson(i),
+  policy_version: policyVersion,
+  agent_version: agentVersion,
   status: w.status,
   ...(w.request ? { request: storeRequest(w.request) } : {}),
   reserve_micros: w.reservation?.costMicros ?? i.reservation.costMicros,

@@ -49,12 +49,12 @@ function watchStore() {
   };
   const callsFor = (id: string) => ({
     insert: spies.insert.mock.calls.filter(([i]) => i.id === id).length,
-    insertDecided: spies.insertDecided.mock.calls.filter(([i]) => i.id === id).length,
+    insertDecided: spies.insertDecided.mock.calls.filter(([i]) => i.invocation.id === id).length,
     forGuardian: spies.forGuardian.mock.calls.filter(([i]) => i === id).length,
     decide: spies.decide.mock.calls.filter(([w]) => w.invocationId === id).length,
   });
   const decidedAs = (id: string): DecisionWrite | undefined =>
-    spies.insertDecided.mock.calls.find(([i]) => i.id === id)?.[2];
+    spies.insertDecided.mock.calls.find(([i]) => i.invocation.id === id)?.[0].write;
   return { callsFor, decidedAs };
 }
 
@@ -219,4 +219,93 @@ it("a session's history lists the request before its decision, even within one m
     org.org.adminKey,
   );
   expect(history.body.data.map((item) => item.type)).toEqual(['invocation', 'decision']);
+});
+
+/**
+ * Runs one invoke whose guardian decision (made before the invocation is recorded) first lets
+ * `meanwhile` change something it is decided on, as a concurrent request would. Returns the
+ * invocation and the status `meanwhile`'s request was answered (asserted by the caller: a failed
+ * assertion inside the guardian would only be taken for a guardian that failed).
+ */
+async function invokeWhileDeciding(
+  token: string,
+  request: Record<string, unknown>,
+  meanwhile: () => Promise<{ status: number }>,
+): Promise<{ res: InvocationBody; meanwhileStatus: number | null }> {
+  const guardian = app.infra.guardian;
+  const decideNow = guardian.decide.bind(guardian);
+  let meanwhileStatus: number | null = null;
+  const decide = jest.spyOn(guardian, 'decide').mockImplementationOnce(async (input) => {
+    const verdict = await decideNow(input);
+    meanwhileStatus = (await meanwhile()).status;
+    return verdict;
+  });
+  try {
+    const res = (await invoke(app.http, token, request, 5)).body as InvocationBody;
+    return { res, meanwhileStatus };
+  } finally {
+    decide.mockRestore();
+  }
+}
+
+describe('what changes while an invoke is decided is seen, as the guardian stage sees it (QA)', () => {
+  it('a session closed meanwhile: the invocation fails session_not_open and is never sent', async () => {
+    const org = await newOrg();
+    const store = watchStore();
+    const { res, meanwhileStatus } = await invokeWhileDeciding(
+      org.org.adminKey,
+      body(org.sessionId, 'closed meanwhile'),
+      () => app.http.post(`/v1/sessions/${org.sessionId}/close`, undefined, org.org.adminKey),
+    );
+    expect(meanwhileStatus).toBe(200);
+    expect(res).toMatchObject({ status: 'failed', error: { error_code: 'session_not_open' } });
+    expect(store.callsFor(res.id)).toMatchObject({ insertDecided: 1, insert: 1 });
+    expect(sentWith('closed meanwhile')).toHaveLength(0);
+    expect(await actionsOf(org, res.id)).toEqual(['llm.invoke.requested', 'llm.invoke.failed']);
+  });
+
+  it('a deny policy created meanwhile: the invocation is decided again, on it, and denied', async () => {
+    const org = await newOrg();
+    const policy = { name: 'late', rules: [{ type: 'deny_pattern', pattern: 'deny me' }] };
+    const { res, meanwhileStatus } = await invokeWhileDeciding(
+      org.org.adminKey,
+      body(org.sessionId, 'deny me later'),
+      () => app.http.post('/v1/policies', policy, org.org.adminKey),
+    );
+    expect(meanwhileStatus).toBe(201);
+    expect(res).toMatchObject({ status: 'denied', error: { error_code: 'guardian_denied' } });
+    expect(sentWith('deny me later')).toHaveLength(0);
+  });
+
+  it('an agent suspended meanwhile: the invocation is not sent', async () => {
+    const org = await newOrg();
+    const { res, meanwhileStatus } = await invokeWhileDeciding(
+      org.org.adminKey,
+      body(org.sessionId, 'suspended meanwhile'),
+      () => app.http.post(`/v1/agents/${org.agentId}/suspend`, undefined, org.org.adminKey),
+    );
+    expect(meanwhileStatus).toBe(200);
+    expect(res.status).not.toBe('succeeded');
+    expect(sentWith('suspended meanwhile')).toHaveLength(0);
+  });
+
+  it('the key that asked revoked meanwhile: the invocation fails invalid_api_key and is never sent', async () => {
+    const org = await newOrg();
+    const minted = await app.http.post<{ id: string; key: string }>(
+      '/v1/keys',
+      { name: 'agent', scopes: ['llm:invoke'] },
+      org.org.adminKey,
+    );
+    expect(minted.status).toBe(201);
+    const store = watchStore();
+    const { res, meanwhileStatus } = await invokeWhileDeciding(
+      minted.body.key,
+      body(org.sessionId, 'revoked meanwhile'),
+      () => app.http.call('DELETE', `/v1/keys/${minted.body.id}`, { token: org.org.adminKey }),
+    );
+    expect(meanwhileStatus).toBe(200);
+    expect(res).toMatchObject({ status: 'failed', error: { error_code: 'invalid_api_key' } });
+    expect(store.callsFor(res.id)).toMatchObject({ insertDecided: 1, insert: 1 });
+    expect(sentWith('revoked meanwhile')).toHaveLength(0);
+  });
 });
