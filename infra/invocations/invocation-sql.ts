@@ -46,7 +46,8 @@ export const INSERT_QUEUED = statement(
  * org's policy_version, the agent (status and version) and the credential as they were, the key
  * that asked not revoked or expired. Otherwise nothing is written, and the invocation goes the
  * guardian stage's way, which reads all of that after it is recorded (QA: a session closed while
- * sixty invokes were being decided let them all run and charge it).
+ * sixty invokes were being decided let them all run and charge it). Each lookup is a lateral
+ * subquery with `limit 1`, as in INVOKE_CONTEXTS, so it stays a keyed lookup per row.
  */
 export const INSERT_DECIDED = statement(
   'insert_decided',
@@ -61,12 +62,21 @@ export const INSERT_DECIDED = statement(
   ),
   unchanged as (
     select r.* from rows r
-    join sessions s on s.id = r.session_id and s.status = 'open' and s.expires_at > now()
-    join orgs o on o.id = r.org_id and o.policy_version = r.policy_version
-    join credentials c on c.org_id = r.org_id and c.ref = r.credential_ref and c.deleted_at is null
-    left join agents a on a.id = r.agent_id and a.org_id = r.org_id
-    left join api_keys k on r.requested_by_type = 'api_key' and k.id = r.requested_by
-    where (r.agent_id is null or (a.status = 'active' and a.version = r.agent_version))
+    join lateral (select status, expires_at from sessions where id = r.session_id limit 1) s on true
+    join lateral (select policy_version from orgs where id = r.org_id limit 1) o on true
+    join lateral (
+      select deleted_at from credentials where org_id = r.org_id and ref = r.credential_ref limit 1
+    ) c on true
+    left join lateral (
+      select status, version from agents where id = r.agent_id and org_id = r.org_id limit 1
+    ) a on true
+    left join lateral (
+      select id, revoked_at, expires_at from api_keys
+      where r.requested_by_type = 'api_key' and id = r.requested_by limit 1
+    ) k on true
+    where s.status = 'open' and s.expires_at > now() and o.policy_version = r.policy_version
+      and c.deleted_at is null
+      and (r.agent_id is null or (a.status = 'active' and a.version = r.agent_version))
       and (r.requested_by_type <> 'api_key' or (k.id is not null
         and (k.revoked_at is null or k.revoked_at > now()) and (k.expires_at is null or k.expires_at > now())))
   ),
