@@ -12,8 +12,10 @@ import { SLOW_DECISION_MS } from './slow-decision';
  * guardian sees what admission has just read (the session open, the agent, the credential, the
  * org's policy_version; the key authenticated this very request), and the invocation is written
  * once, decided, with the audit entries of its request and of its decision (INSERT_DECIDED),
- * instead of queued, read again by the guardian stage and updated. No one can see the difference:
- * until its row exists nobody knows the invocation's id, so nothing can read or cancel it.
+ * instead of queued, read again by the guardian stage and updated. Until its row exists nobody
+ * knows the invocation's id, so nothing can read or cancel it; and it is written only while what
+ * it was decided on is unchanged (INSERT_DECIDED checks), else it goes the guardian stage's way,
+ * which reads all of that after it is recorded.
  */
 export interface FreshInvoke {
   /** As admitted (status queued), not yet written. */
