@@ -37,6 +37,25 @@ export const INSERT_QUEUED = statement(
 );
 
 /**
+ * What a decision writes beside the invocation rows the CTE `written` returns (their ids): the
+ * decisions ($2), the approvals ($4) and the audit entries ($3) of those rows only, and the ids
+ * applied. Shared by INSERT_DECIDED and DECIDE.
+ */
+const decisionRows = (written: string): string => `
+  d as (
+    ${INSERT_DECISIONS} select * from ${decisionRecordset('$2')} where d.invocation_id in (select id from ${written})
+  ),
+  ap as (
+    ${INSERT_APPROVALS} select * from ${approvalRecordset('$4')} where p.invocation_id in (select id from ${written})
+    returning id
+  ),
+  aud as (
+    ${INSERT_AUDIT} select * from ${auditRecordset('$3')}
+    where a.resource_id in (select id from ${written}) or a.resource_id in (select id from ap)
+  )
+  select coalesce(array_agg(id), '{}') as applied from ${written}`;
+
+/**
  * $1 invocations JSON (insert columns with their decision's, and what admission read:
  * policy_version, agent_version), $2 decisions JSON, $3 audit JSON, $4 approvals JSON. An
  * invocation decided before it was recorded (an invoke the API runs itself, see
@@ -91,18 +110,7 @@ export const INSERT_DECIDED = statement(
     from unchanged
     returning id
   ),
-  d as (
-    ${INSERT_DECISIONS} select * from ${decisionRecordset('$2')} where d.invocation_id in (select id from inv)
-  ),
-  ap as (
-    ${INSERT_APPROVALS} select * from ${approvalRecordset('$4')} where p.invocation_id in (select id from inv)
-    returning id
-  ),
-  aud as (
-    ${INSERT_AUDIT} select * from ${auditRecordset('$3')}
-    where a.resource_id in (select id from inv) or a.resource_id in (select id from ap)
-  )
-  select coalesce(array_agg(id), '{}') as applied from inv`,
+  ${decisionRows('inv')}`,
 );
 
 /**
@@ -135,18 +143,7 @@ export const DECIDE = statement(
     where i.id = x.invocation_id and i.status = any(x.expected)
     returning i.id
   ),
-  d as (
-    ${INSERT_DECISIONS} select * from ${decisionRecordset('$2')} where d.invocation_id in (select id from u)
-  ),
-  ap as (
-    ${INSERT_APPROVALS} select * from ${approvalRecordset('$4')} where p.invocation_id in (select id from u)
-    returning id
-  ),
-  aud as (
-    ${INSERT_AUDIT} select * from ${auditRecordset('$3')}
-    where a.resource_id in (select id from u) or a.resource_id in (select id from ap)
-  )
-  select coalesce(array_agg(id), '{}') as applied from u`,
+  ${decisionRows('u')}`,
 );
 
 /**
