@@ -1,7 +1,11 @@
 import { jobWaitLine, waitsDuring, type WaitTally } from '../../bench/job-wait';
 
 /** Cumulative counts by bound, as cp_job_wait_seconds_bucket reads. */
-const tally = (counts: [number, number][], sum: number): WaitTally => ({ buckets: new Map(counts), sum });
+const tally = (counts: [number, number][], sum: number, inApi: [string, number][] = []): WaitTally => ({
+  buckets: new Map(counts),
+  sum,
+  inApi: new Map(inApi),
+});
 
 describe("the bench's job wait line", () => {
   const before = tally(
@@ -44,5 +48,22 @@ describe("the bench's job wait line", () => {
       'invoke jobs waited for a worker: mean 500.0 ms, p50 over the largest bucket, p99 over the largest bucket',
     );
     expect(jobWaitLine(waitsDuring(before, before))).toBe('invoke jobs waited for a worker: none started');
+  });
+
+  it("adds where the row's sync invokes went when an API took them, over every process", () => {
+    const api = tally([[Infinity, 10]], 0.005, [
+      ['ran', 100],
+      ['queued', 5],
+      ['handed_over', 0],
+    ]);
+    const later = tally([[Infinity, 12]], 0.005 + 0.2, [
+      ['ran', 190],
+      ['queued', 7],
+      ['handed_over', 0],
+    ]);
+    expect(jobWaitLine(waitsDuring(api, later))).toBe(
+      'invoke jobs waited for a worker: mean 100.0 ms, p50 over the largest bucket, p99 over the largest bucket\n' +
+        `${''.padEnd(34)} sync invokes the API took: ran 90, queued 2`,
+    );
   });
 });
