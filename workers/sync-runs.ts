@@ -107,8 +107,15 @@ export class SyncRuns implements SyncRunner {
       }
       const { write } = decided.decision;
       if (write.status === 'running') this.lease(invocation.id);
-      const { policyVersion } = fresh.view;
-      const insert = { invocation, requested, write, policyVersion, agentVersion: fresh.agentVersion };
+      const { policyVersion, credential } = fresh.view;
+      const insert = {
+        invocation,
+        requested,
+        write,
+        policyVersion,
+        agentVersion: fresh.agentVersion,
+        credentialVersion: credential?.version ?? null,
+      };
       // Something it was decided on changed since admission read it: the guardian stage's way.
       if ((await this.infra.invocations.insertDecided(insert)) !== 'applied') return null;
       const next = await this.follow(fresh, write, decided.stage);

@@ -30,9 +30,10 @@ export interface FreshInvoke {
 }
 
 /**
- * The decision to record with the invocation, or a verdict that took long enough for the session
- * or the key to change meanwhile (`slow`): that one is recorded by the guardian stage after the
- * invocation is written queued and read again, as any slow decision is.
+ * The decision to record with the invocation, or a verdict that took long enough for anything it
+ * was decided on to change meanwhile (`slow`): that one is recorded by the guardian stage after
+ * the invocation is written queued and read again, as any slow decision is (or reached again, on
+ * what changed: decideOnCurrent).
  */
 export type SubmitDecision = { kind: 'decided'; write: DecisionWrite } | ({ kind: 'slow' } & PriorVerdict);
 
@@ -49,7 +50,7 @@ export async function decideAtSubmit(
   const started = deps.clock.now().getTime();
   const verdict = await deps.guardian.decide({ ...guardianInput(view), deferrable: true });
   const now = deps.clock.now().getTime();
-  if (now - started >= SLOW_DECISION_MS) return { kind: 'slow', verdict, at: new Date(now) };
+  if (now - started >= SLOW_DECISION_MS) return { kind: 'slow', verdict, at: new Date(now), decidedOn: view };
   // After the request by a millisecond at least: the same millisecond would put the decision first
   // in the session's history, which orders by time, then id.
   const at = new Date(Math.max(now, view.invocation.createdAt.getTime() + 1));

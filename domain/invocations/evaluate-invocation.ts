@@ -16,7 +16,7 @@ import type { DecisionWrite, GuardianView, InvocationStore, RunView } from './in
 import { statusesOf } from './lifecycle';
 import { endWithoutUsage, recordOutcome } from './outcomes';
 import { lapsedWhileWaiting } from './lapsed-while-waiting';
-import { decideFresh } from './slow-decision';
+import { decideOnCurrent } from './slow-decision';
 import type { CompletionSignal, StageQueue } from './signals';
 import type { InvocationJob } from '../jobs';
 
@@ -214,17 +214,19 @@ async function failQueued(
   return { outcome: written === 'applied' ? 'failed' : 'skipped' };
 }
 
-/** A verdict reached before the invocation was recorded (decide-at-submit.ts), and when. */
+/** A verdict reached before the invocation was recorded (decide-at-submit.ts), when, and on what. */
 export interface PriorVerdict {
   verdict: GuardianVerdict;
   at: Date;
+  decidedOn: GuardianView;
 }
 
 /**
  * The guardian stage: decide a queued invocation and record the decision with its audit entry.
  * Safe to run twice: a decided invocation is not decided again. With a `prior` verdict, one the
  * API reached before it recorded the invocation, that verdict is recorded after this fresh read
- * instead of deciding again (as a slow decision's is).
+ * instead of deciding again (as a slow decision's is), unless the policies or the agent it was
+ * reached on have changed since (decideOnCurrent).
  */
 export async function decideInvocation(
   deps: DecideDeps,
@@ -247,9 +249,8 @@ export async function decideInvocation(
   const stopped = stoppedWhileQueued(view, readAt);
   if (stopped) return failQueued(deps, view, stopped, readAt);
   // Deferrable: nothing is written or reserved yet, so the job may go back to wait its org's turn.
-  const decided = prior
-    ? { ...prior, view }
-    : await decideFresh(deps, view, { ...guardianInput(view), deferrable: true });
+  const inputOf = (current: GuardianView) => ({ ...guardianInput(current), deferrable: true });
+  const decided = await decideOnCurrent(deps, view, inputOf, prior && { ...prior, view });
   // A slow decision read the session and key again: what changed while it waited counts too.
   const stoppedMeanwhile = stoppedWhileQueued(decided.view, decided.at);
   if (stoppedMeanwhile) return failQueued(deps, decided.view, stoppedMeanwhile, decided.at);

@@ -44,9 +44,11 @@ export interface DecidedInsert {
   /** The audit entry of its request. */
   requested: AuditEvent;
   write: DecisionWrite;
-  /** As admission read them: the insert is skipped when either has changed. */
+  /** As admission read them: the insert is skipped when any has changed. */
   policyVersion: number;
   agentVersion: number | null;
+  /** Null (not read) is never as it was. */
+  credentialVersion: number | null;
 }
 
 export interface InvokeContextQuery {

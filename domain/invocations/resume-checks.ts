@@ -4,7 +4,7 @@ import { guardianInput } from './evaluate-invocation';
 import { lapsedWhileWaiting, type StopAfterWait } from './lapsed-while-waiting';
 import type { Invocation } from './invocation';
 import type { InvocationStore } from './invocation-store';
-import { decideFresh } from './slow-decision';
+import { decideOnCurrent } from './slow-decision';
 
 export interface ResumeCheckDeps {
   store: InvocationStore;
@@ -49,7 +49,7 @@ export async function stoppedAfterWait(
   if (!view) return null;
   const before = lapsedWhileWaiting(view, deps.clock.now(), NOT_SENT[wait]);
   if (before) return before;
-  const decided = await decideFresh(deps, view, guardianInput({ ...view, invocation }));
+  const decided = await decideOnCurrent(deps, view, (current) => guardianInput({ ...current, invocation }));
   const { verdict } = decided;
   if (verdict.verdict !== 'deny') return lapsedWhileWaiting(decided.view, decided.at, NOT_SENT[wait]);
   const message = `denied ${SINCE[wait]}: ${verdict.reasons.map((r) => r.message).join('; ')}`;

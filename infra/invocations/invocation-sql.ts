@@ -57,12 +57,13 @@ const decisionRows = (written: string): string => `
 
 /**
  * $1 invocations JSON (insert columns with their decision's, and what admission read:
- * policy_version, agent_version), $2 decisions JSON, $3 audit JSON, $4 approvals JSON. An
+ * policy_version, agent_version, credential_version), $2 decisions JSON, $3 audit JSON, $4 approvals JSON. An
  * invocation decided before it was recorded (an invoke the API runs itself, see
  * decide-at-submit.ts): written once, with its decision, the decision's row and approval, and its
  * audit entries (requested, then decided), instead of INSERT_QUEUED and then DECIDE. Only while
  * nothing it was decided on has changed since admission read it: the session still open, the
- * org's policy_version, the agent (status and version) and the credential as they were, the key
+ * org's policy_version, the agent (status and version) and the credential (not deleted, not
+ * rotated: the run would call with the secret admission read) as they were, the key
  * that asked not revoked or expired. Otherwise nothing is written, and the invocation goes the
  * guardian stage's way, which reads all of that after it is recorded (QA: a session closed while
  * sixty invokes were being decided let them all run and charge it). Each lookup is a lateral
@@ -77,14 +78,14 @@ export const INSERT_DECIDED = statement(
       status text, model text, provider text, credential_ref text, request jsonb, input_price_micros bigint,
       output_price_micros bigint, reserve_micros bigint, reserve_tokens bigint, decision jsonb, error jsonb,
       approval_id text, request_id text, created_at timestamptz, decided_at timestamptz,
-      policy_version integer, agent_version integer)
+      policy_version integer, agent_version integer, credential_version integer)
   ),
   unchanged as (
     select r.* from rows r
     join lateral (select status, expires_at from sessions where id = r.session_id limit 1) s on true
     join lateral (select policy_version from orgs where id = r.org_id limit 1) o on true
     join lateral (
-      select deleted_at from credentials where org_id = r.org_id and ref = r.credential_ref limit 1
+      select deleted_at, version from credentials where org_id = r.org_id and ref = r.credential_ref limit 1
     ) c on true
     left join lateral (
       select status, version from agents where id = r.agent_id and org_id = r.org_id limit 1
@@ -94,7 +95,7 @@ export const INSERT_DECIDED = statement(
       where r.requested_by_type = 'api_key' and id = r.requested_by limit 1
     ) k on true
     where s.status = 'open' and s.expires_at > now() and o.policy_version = r.policy_version
-      and c.deleted_at is null
+      and c.deleted_at is null and c.version = r.credential_version
       and (r.agent_id is null or (a.status = 'active' and a.version = r.agent_version))
       and (r.requested_by_type <> 'api_key' or (k.id is not null
         and (k.revoked_at is null or k.revoked_at > now()) and (k.expires_at is null or k.expires_at > now())))

@@ -34,10 +34,12 @@ export const insertDecidedJson = ({
   write: w,
   policyVersion,
   agentVersion,
+  credentialVersion,
 }: DecidedInsert) => ({
   ...insertJson(i),
   policy_version: policyVersion,
   agent_version: agentVersion,
+  credential_version: credentialVersion,
   status: w.status,
   ...(w.request ? { request: storeRequest(w.request) } : {}),
   reserve_micros: w.reservation?.costMicros ?? i.reservation.costMicros,

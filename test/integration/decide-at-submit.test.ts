@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import type { DecisionWrite } from '../../domain/invocations/invocation-store';
+import { SLOW_DECISION_MS } from '../../domain/invocations/slow-decision';
 import { invoke, invokeBody, openSession, setUpInvoking, type InvokeSetup } from '../support/invoke-fixtures';
 import { answerChat, StubProvider, type RecordedRequest } from '../support/stub-provider';
 import { startTestApp, type TestApp } from '../support/test-app';
@@ -231,6 +233,7 @@ async function invokeWhileDeciding(
   token: string,
   request: Record<string, unknown>,
   meanwhile: () => Promise<{ status: number }>,
+  { slowly = false } = {},
 ): Promise<{ res: InvocationBody; meanwhileStatus: number | null }> {
   const guardian = app.infra.guardian;
   const decideNow = guardian.decide.bind(guardian);
@@ -238,6 +241,8 @@ async function invokeWhileDeciding(
   const decide = jest.spyOn(guardian, 'decide').mockImplementationOnce(async (input) => {
     const verdict = await decideNow(input);
     meanwhileStatus = (await meanwhile()).status;
+    // Past SLOW_DECISION_MS: the verdict goes to the guardian stage to be recorded (a busy policy thread).
+    if (slowly) await new Promise((resolve) => setTimeout(resolve, SLOW_DECISION_MS + 50));
     return verdict;
   });
   try {
@@ -307,5 +312,91 @@ describe('what changes while an invoke is decided is seen, as the guardian stage
     expect(res).toMatchObject({ status: 'failed', error: { error_code: 'invalid_api_key' } });
     expect(store.callsFor(res.id)).toMatchObject({ insertDecided: 1, insert: 1 });
     expect(sentWith('revoked meanwhile')).toHaveLength(0);
+  });
+
+  it('a credential rotated meanwhile: the call goes out with the new secret, never the old', async () => {
+    const org = await newOrg();
+    const store = watchStore();
+    const { res, meanwhileStatus } = await invokeWhileDeciding(
+      org.org.adminKey,
+      body(org.sessionId, 'rotated meanwhile'),
+      () =>
+        app.http.post(
+          `/v1/credentials/${org.credentialRef}/rotate`,
+          { secret: 'sk-stub-rotated' },
+          org.org.adminKey,
+        ),
+    );
+    expect(meanwhileStatus).toBe(200);
+    expect(res.status).toBe('succeeded');
+    expect(store.callsFor(res.id)).toMatchObject({ insertDecided: 1, insert: 1 });
+    expect(sentWith('rotated meanwhile').map((r) => r.headers.authorization)).toEqual([
+      'Bearer sk-stub-rotated',
+    ]);
+  });
+});
+
+/**
+ * A decision slow enough (SLOW_DECISION_MS) is recorded by the guardian stage after the invocation
+ * is written queued and read again; what it was reached on must still stand then (QA, second round:
+ * under a busy policy thread, all four went through).
+ */
+describe('what changes while an invoke is decided slowly is seen too (QA)', () => {
+  const changes: [string, (org: InvokeSetup) => Promise<{ status: number }>][] = [
+    [
+      'an agent suspended',
+      (org) => app.http.post(`/v1/agents/${org.agentId}/suspend`, undefined, org.org.adminKey),
+    ],
+    [
+      "the agent's allowed_models narrowed",
+      (org) =>
+        app.http.call('PATCH', `/v1/agents/${org.agentId}`, {
+          token: org.org.adminKey,
+          body: { allowed_models: ['other-model'] },
+        }),
+    ],
+    [
+      'a deny policy created',
+      (org) =>
+        app.http.post(
+          '/v1/policies',
+          { name: 'late', rules: [{ type: 'deny_pattern', pattern: 'slow race' }] },
+          org.org.adminKey,
+        ),
+    ],
+  ];
+
+  it.each(changes)('%s meanwhile: decided again on it and denied, never sent', async (_, change) => {
+    const org = await newOrg();
+    const store = watchStore();
+    const content = `slow race ${randomUUID()}`;
+    const { res, meanwhileStatus } = await invokeWhileDeciding(
+      org.org.adminKey,
+      body(org.sessionId, content),
+      () => change(org),
+      { slowly: true },
+    );
+    expect([200, 201]).toContain(meanwhileStatus);
+    expect(res).toMatchObject({ status: 'denied', error: { error_code: 'guardian_denied' } });
+    expect(store.callsFor(res.id)).toMatchObject({ insertDecided: 0, insert: 1, decide: 1 });
+    expect(sentWith(content)).toHaveLength(0);
+  });
+
+  it('a redaction policy created meanwhile: decided again, and the provider gets the redacted prompt', async () => {
+    const org = await newOrg();
+    const policy = {
+      name: 'redact',
+      rules: [{ type: 'redact_pattern', pattern: 'secret-[0-9]+', replacement: '[X]' }],
+    };
+    const { res, meanwhileStatus } = await invokeWhileDeciding(
+      org.org.adminKey,
+      body(org.sessionId, 'slow secret-1234'),
+      () => app.http.post('/v1/policies', policy, org.org.adminKey),
+      { slowly: true },
+    );
+    expect(meanwhileStatus).toBe(201);
+    expect(res.status).toBe('succeeded');
+    expect(sentWith('slow [X]')).toHaveLength(1);
+    expect(sentWith('slow secret-1234')).toHaveLength(0);
   });
 });

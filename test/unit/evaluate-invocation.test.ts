@@ -14,7 +14,7 @@ import type {
   InvocationStore,
 } from '../../domain/invocations/invocation-store';
 import type { InvocationStage } from '../../domain/invocations/signals';
-import { SLOW_DECISION_MS } from '../../domain/invocations/slow-decision';
+import { REDECISIONS, SLOW_DECISION_MS } from '../../domain/invocations/slow-decision';
 import { invocationRow, sealedCredential } from '../support/invocation-row';
 
 const now = new Date('2026-11-22T12:00:00Z');
@@ -259,6 +259,82 @@ describe('the guardian stage', () => {
     const reads = slowGuardian(fast.deps, SLOW_DECISION_MS - 1, (v) => ({ ...v, requesterRevokedAt: now }));
     expect(await evaluateInvocation(fast.deps, job)).toBe('admitted');
     expect(reads).toHaveLength(1);
+  });
+
+  describe('what the verdict was reached on changed before it was recorded (QA)', () => {
+    const deny: GuardianVerdict = {
+      ...allow,
+      verdict: 'deny',
+      reasons: [{ policyId: 'pol_late', code: 'deny_model', message: 'denied by a late policy' }],
+    };
+
+    /** A guardian whose engine answers `verdicts` in turn, each taking 5 s on the clock (slow). */
+    function changingWhileSlow(
+      deps: EvaluateDeps,
+      verdicts: GuardianVerdict[],
+      change: (v: GuardianView) => GuardianView,
+    ) {
+      const calls: GuardianView['agent'][] = [];
+      slowGuardian(deps, 5_000, change);
+      const slow = deps.guardian;
+      let turn = 0;
+      deps.guardian = new Guardian({
+        evaluate: async (input) => {
+          calls.push(input.agent);
+          await slow.decide(input);
+          return verdicts[Math.min(turn++, verdicts.length - 1)] as GuardianVerdict;
+        },
+      });
+      return calls;
+    }
+
+    it('a policy added during a slow decision: decided again, on the new policies, and denied', async () => {
+      const { deps, decisions, enqueued } = fakes(allow);
+      const calls = changingWhileSlow(deps, [allow, deny], (v) => ({ ...v, policyVersion: 4 }));
+      expect(await evaluateInvocation(deps, job)).toBe('denied');
+      expect(calls).toHaveLength(2);
+      expect(decisions.map((d) => d.decision.verdict)).toEqual(['deny']);
+      expect(enqueued).toEqual([]);
+    });
+
+    it('an agent suspended during a slow decision: decided again, on the agent as it is, and denied', async () => {
+      const { deps, decisions } = fakes(allow);
+      slowGuardian(deps, 5_000, (v) => ({ ...v, agent: v.agent && { ...v.agent, status: 'suspended' } }));
+      expect(await evaluateInvocation(deps, job)).toBe('denied');
+      expect(decisions[0]?.decision.reasons[0]?.code).toBe('agent_suspended');
+    });
+
+    it('under changes that never stop, decides again at most REDECISIONS times', async () => {
+      const { deps, decisions } = fakes(allow);
+      let version = 3;
+      const calls = changingWhileSlow(deps, [allow], (v) => ({ ...v, policyVersion: ++version }));
+      expect(await evaluateInvocation(deps, job)).toBe('admitted');
+      expect(calls).toHaveLength(1 + REDECISIONS);
+      expect(decisions).toHaveLength(1);
+    });
+
+    it('a prior verdict (reached before the row existed) is recorded as it is while what it was reached on stands', async () => {
+      const same = fakes(deny);
+      const view = (await same.deps.store.forGuardian('inv_1')) as GuardianView;
+      const evaluate = jest.fn(async () => allow);
+      same.deps.guardian = new Guardian({ evaluate });
+      const prior = { verdict: { ...allow, policyVersion: 3 }, at: now, decidedOn: view };
+      expect((await decideInvocation(same.deps, job, prior)).outcome).toBe('admitted');
+      expect(evaluate).not.toHaveBeenCalled();
+
+      // Reached on policy_version 2, and on the agent before its models were narrowed: decided again.
+      for (const decidedOn of [
+        { ...view, policyVersion: 2 },
+        { ...view, agent: view.agent && { ...view.agent, allowedModels: ['m', 'other'] } },
+      ]) {
+        const changed = fakes(allow);
+        const again = jest.fn(async () => deny);
+        changed.deps.guardian = new Guardian({ evaluate: again });
+        const older = { verdict: { ...allow, policyVersion: decidedOn.policyVersion }, at: now, decidedOn };
+        expect((await decideInvocation(changed.deps, job, older)).outcome).toBe('denied');
+        expect(again).toHaveBeenCalledTimes(1);
+      }
+    });
   });
 
   it('decides one whose key was rotated and is still in its grace (revoked later): the old key still works', async () => {
