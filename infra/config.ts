@@ -85,6 +85,8 @@ const schema = z
     // Sync invokes (a client waiting) run in the API process that took them, when it has room
     // (unset: only in the one process of `--role all`, where the worker would run them anyway).
     CP_SYNC_INVOKES_IN_API: bool.optional(),
+    // How long such an invoke waits for room in its API process before it goes to the queue.
+    CP_SYNC_INVOKE_ROOM_WAIT_MS: int(0, 60_000).default(250),
     // At most this many of one org's invocations run at once in one worker (unset: half its slots).
     CP_INVOKE_ORG_CONCURRENCY: int(1, 5000).optional(),
     CP_GUARDIAN_CONCURRENCY: int(1, 5000).default(64),

@@ -15,6 +15,7 @@ import {
   runStage,
   type JobInfo,
 } from './invocation-processors';
+import { RunRoom, type RoomTry } from './run-room';
 import { providerBackoff } from './start-workers';
 
 /** When a run this process could not finish goes on in the queue, and with what attempts. */
@@ -61,6 +62,9 @@ export class SyncRuns implements SyncRunner {
   private readonly running = new Map<string, Promise<void>>();
   /** Invocations being decided here (decideHere), not yet running. */
   private readonly deciding = new Set<Promise<unknown>>();
+  /** Decisions and runs holding room here: at most `cap` but for a run a decision starts. */
+  private held = 0;
+  private readonly room: RunRoom;
   private readonly renewal: NodeJS.Timeout;
   private closing = false;
   private readonly leaseFailures = new OnceAMinute();
@@ -70,18 +74,44 @@ export class SyncRuns implements SyncRunner {
     private readonly cap = infra.config.CP_INVOKE_CONCURRENCY,
     renewEveryMs = infra.runClaims.renewEveryMs,
   ) {
+    this.room = new RunRoom((orgId) => this.tryTake(orgId), infra.config.CP_SYNC_INVOKE_ROOM_WAIT_MS, cap);
     this.renewal = setInterval(this.renewLeases, renewEveryMs);
     this.renewal.unref();
     // Back from an outage: renew at once, not up to a renewal later, when the leases are oldest.
     infra.redis.on('ready', this.renewLeases);
   }
 
-  decideHere(fresh: FreshInvoke): Promise<Invocation | null> {
+  /**
+   * Waits for room (RunRoom, at most `waitMs`: its client's wait), then decides here; null when
+   * room did not come or this process began to close meanwhile.
+   */
+  async decideHere(fresh: FreshInvoke, waitMs: number): Promise<Invocation | null> {
     const orgId = fresh.invocation.orgId;
-    if (!this.hasRoom() || !this.infra.invokeShares.take(orgId)) return Promise.resolve(null);
+    if (this.closing || !(await this.room.take(orgId, waitMs))) return null;
+    if (this.closing) {
+      this.infra.invokeShares.release(orgId);
+      this.freed();
+      return null;
+    }
     const deciding = this.decide(fresh);
     this.deciding.add(deciding);
-    return deciding.finally(() => this.deciding.delete(deciding));
+    return deciding.finally(() => {
+      this.deciding.delete(deciding);
+      this.freed();
+    });
+  }
+
+  /** Room and its org's share, taken together or not at all. */
+  private tryTake(orgId: string): RoomTry {
+    if (!this.hasRoom()) return 'full';
+    if (!this.infra.invokeShares.take(orgId)) return 'org_full';
+    this.held++;
+    return 'taken';
+  }
+
+  private freed(): void {
+    this.held--;
+    this.room.freed();
   }
 
   /** With its org's share taken, which the run (if any) then holds. */
@@ -161,14 +191,18 @@ export class SyncRuns implements SyncRunner {
 
   /** Runs and invocations being decided here, under CP_INVOKE_CONCURRENCY, and not closing. */
   private hasRoom(): boolean {
-    return !this.closing && this.running.size + this.deciding.size < this.cap;
+    return !this.closing && this.held < this.cap;
   }
 
   private start(job: InvocationJob, run: () => Promise<void>): void {
     const id = job.invocation_id;
+    this.held++;
     this.running.set(
       id,
-      run().finally(() => this.running.delete(id)),
+      run().finally(() => {
+        this.running.delete(id);
+        this.freed();
+      }),
     );
   }
 
@@ -182,9 +216,15 @@ export class SyncRuns implements SyncRunner {
     return this.running.size;
   }
 
+  /** Invokes waiting for room now. */
+  get waitingForRoom(): number {
+    return this.room.size;
+  }
+
   /** Takes no new runs and waits for those in flight (each ends or is handed to the queue). */
   async close(): Promise<void> {
     this.closing = true;
+    this.room.clear();
     if (this.running.size > 0)
       this.infra.logger.info(
         { in_flight: this.running.size },

@@ -27,10 +27,11 @@ export interface SyncRunner {
   readonly active: boolean;
   /**
    * Decides, records and runs here an invocation not yet recorded (decide-at-submit.ts); resolves
-   * with it as recorded. Null when this process cannot decide it now (no room, its org's turn for
-   * evaluation time): nothing is written then, and it is recorded queued as any other.
+   * with it as recorded. Null when this process cannot decide it now (no room within at most
+   * `waitMs`, its org's turn for evaluation time): nothing is written then, and it is recorded
+   * queued as any other.
    */
-  decideHere(fresh: FreshInvoke): Promise<Invocation | null>;
+  decideHere(fresh: FreshInvoke, waitMs: number): Promise<Invocation | null>;
   /** Runs here an invocation recorded queued. False when it does not; it is then queued as any other. */
   runHere(job: InvocationJob): boolean;
 }

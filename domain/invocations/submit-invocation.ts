@@ -223,6 +223,7 @@ export async function invoke(
   const admission = await checkAdmission(deps, ctx.principal.orgId, input);
   const invocation = newInvocation(ctx, input, admission, deps.clock.now());
   const requested = requestedEvent(invocation, ctx);
+  const submitted = performance.now();
   if (waitMs > 0 && deps.syncRuns.active) {
     const view = viewAtSubmit(invocation, admission);
     const { agentVersion } = admission;
@@ -233,8 +234,10 @@ export async function invoke(
   // Recorded queued, with its audit entry, in one statement.
   await deps.store.insert(invocation, requested);
   if (recorded) await tellRecorded(deps, invocation, recorded);
+  // What is left of the client's wait after one for room here (at least a moment: it still waits).
+  const waitLeft = waitMs > 0 ? Math.max(1, waitMs - Math.round(performance.now() - submitted)) : 0;
   // Registered before the job exists, so even an instant finish is not missed.
-  const waiting = waitMs > 0 ? deps.waiter.wait(invocation.id, waitMs) : null;
+  const waiting = waitLeft > 0 ? deps.waiter.wait(invocation.id, waitLeft) : null;
   if (!(await enqueueInvocation(deps, invocation, input.trace, waiting !== null))) {
     waiting?.cancel();
     return invocation;
@@ -255,7 +258,7 @@ async function decidedHere(
 ): Promise<InvocationSummary | null> {
   // Registered before the invocation exists, so even an instant finish is not missed.
   const waiting = deps.waiter.wait(fresh.invocation.id, waitMs);
-  const recordedAs = await deps.syncRuns.decideHere(fresh).catch((err: unknown) => {
+  const recordedAs = await deps.syncRuns.decideHere(fresh, waitMs).catch((err: unknown) => {
     waiting.cancel();
     throw err;
   });

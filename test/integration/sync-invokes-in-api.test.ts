@@ -39,6 +39,7 @@ const SYNC_ENV = {
   CP_INVOKE_CONCURRENCY: '3',
   CP_INVOKE_ORG_CONCURRENCY: '2',
   CP_INVOKE_BACKOFF_MS: '10',
+  CP_SYNC_INVOKE_ROOM_WAIT_MS: '3000',
   // Leases renewed every 5 s: a run must be leased from its start, not from the first renewal.
   CP_REAP_AFTER_MS: '60000',
 };
@@ -120,7 +121,7 @@ it('an invoke whose client does not wait goes to the queue, as before', async ()
   expect(callsWith('queued')).toBe(0);
 });
 
-it("past its org's share of the process, a sync invoke is queued; another org's runs here", async () => {
+it("past its org's share of the process for its whole wait, a sync invoke is queued; another org's runs here", async () => {
   const queuedBefore = await metric('queued');
   const session = await newSession();
   const slow = await Promise.all(
@@ -139,6 +140,28 @@ it("past its org's share of the process, a sync invoke is queued; another org's 
   expect(await jobState(beside.body.id)).toBe('unknown');
 
   releaseHeld();
+  for (const r of slow)
+    expect((await finished(app.http, setup.org.adminKey, r.body.id)).status).toBe('succeeded');
+});
+
+it('past its share, a sync invoke waits for room and runs here when a run ends within the wait', async () => {
+  const runs = app.infra.syncRuns as SyncRuns;
+  const session = await newSession();
+  const slow = await Promise.all(
+    ['hold a', 'hold b'].map((c) => invoke(app.http, setup.org.adminKey, body(session.id, c), 1)),
+  );
+  expect(held).toHaveLength(2);
+  const started = Date.now();
+  const third = invoke(app.http, setup.org.adminKey, body(session.id, 'waited for room'), 10);
+  await eventually(() => runs.waitingForRoom === 1);
+  expect(callsWith('waited for room')).toBe(0);
+  releaseHeld();
+
+  const res = await third;
+  expect(res.body).toMatchObject({ status: 'succeeded', output: { content: 'ok' } });
+  expect(await jobState(res.body.id)).toBe('unknown');
+  expect(runs.waitingForRoom).toBe(0);
+  expect(Date.now() - started).toBeLessThan(3000);
   for (const r of slow)
     expect((await finished(app.http, setup.org.adminKey, r.body.id)).status).toBe('succeeded');
 });
