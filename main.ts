@@ -36,8 +36,8 @@ async function main(): Promise<void> {
   const logger = createLogger(config.LOG_LEVEL);
   const stores = await resolveStores(config, logger);
   const infra = await createInfra(config, stores.urls, logger);
-  // Sync invokes in the API: in one process (`--role all`) its worker would run them anyway.
-  const syncRuns = role === 'worker' ? null : startSyncRuns(infra, role === 'all');
+  // Sync invokes in the API, unless CP_SYNC_INVOKES_IN_API=false: no queue hop for a waiting client.
+  const syncRuns = role === 'worker' ? null : startSyncRuns(infra, true);
   // Ports first, jobs last: a start that fails (a port taken) must not have taken a job it then
   // abandons by exiting, which would end that invocation as a lost worker's.
   const api = role === 'worker' ? null : await startApi(infra);

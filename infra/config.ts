@@ -83,7 +83,7 @@ const schema = z
     CP_INVOKE_BACKOFF_MS: int(10, 600_000).default(1000),
     CP_INVOKE_CONCURRENCY: int(1, 5000).default(256),
     // Sync invokes (a client waiting) run in the API process that took them, when it has room
-    // (unset: only in the one process of `--role all`, where the worker would run them anyway).
+    // (unset: yes in `main.ts`'s API processes; the test app's default is the queue).
     CP_SYNC_INVOKES_IN_API: bool.optional(),
     // How long such an invoke waits for room in its API process before it goes to the queue.
     CP_SYNC_INVOKE_ROOM_WAIT_MS: int(0, 60_000).default(250),

@@ -8,7 +8,7 @@ import { Client } from 'pg';
 import { signupOrg } from '../support/factories';
 import { eventually } from '../support/eventually';
 import { HttpClient } from '../support/http-client';
-import { invoke, invokeBody, openSession, setUpInvoking } from '../support/invoke-fixtures';
+import { finished, invoke, invokeBody, openSession, setUpInvoking } from '../support/invoke-fixtures';
 import { parsePrometheusText, valueOf } from '../support/prometheus-text';
 import { listeningUrl, ROOT, runNpmScript, type ServiceProcess } from '../support/service-process';
 import { createTestDatabase, TEST_REDIS_URL, type TestDatabase } from '../support/test-db';
@@ -112,7 +112,7 @@ describe('npm start on an empty database', () => {
     expect(proc.output()).toMatch(/shutting down/);
   });
 
-  it('runs the API and the workers as separate processes (start:api, start:worker)', async () => {
+  it('runs the API and the workers as separate processes (start:api, start:worker): the workers run what is queued', async () => {
     const shared = { CP_REDIS_PREFIX: `cpe_${randomBytes(4).toString('hex')}` };
     const api = await startServing('start:api', shared);
     const worker = start('start:worker', shared);
@@ -121,15 +121,20 @@ describe('npm start on an empty database', () => {
     // The worker process, not the API, seals the audit events the API wrote.
     const org = await signupOrg(api.http);
     await eventually(async () => (await countSealed(org.orgId)) === 3);
-    // ... and runs the invocations the API admits.
+    // ... and runs the invocations whose client does not wait; the API runs those whose client
+    // waits itself (CP_SYNC_INVOKES_IN_API unset).
     const setup = await setUpInvoking(api.http);
     const session = await openSession(api.http, setup.org.adminKey, {
       agent_id: setup.agentId,
       max_cost_usd: 1,
     });
+    const queued = await invoke(api.http, setup.org.adminKey, invokeBody(session.id), 0);
+    expect(queued.body.status).toBe('queued');
+    expect((await finished(api.http, setup.org.adminKey, queued.body.id)).status).toBe('succeeded');
+    expect(await syncRunsOf(api.proc, 'ran')).toBeUndefined();
     const done = await invoke(api.http, setup.org.adminKey, invokeBody(session.id), 10);
     expect(done.body.status).toBe('succeeded');
-    expect(await syncRunsOf(api.proc, 'ran')).toBeUndefined();
+    await eventually(async () => (await syncRunsOf(api.proc, 'ran')) === 1);
     expect(await worker.stop()).toBe(true);
     expect(await api.proc.stop()).toBe(true);
   });
