@@ -136,7 +136,6 @@ export class SyncRuns implements SyncRunner {
         return invocation;
       }
       const { write } = decided.decision;
-      if (write.status === 'running') this.lease(invocation.id);
       const { policyVersion, credential } = fresh.view;
       const insert = {
         invocation,
@@ -153,6 +152,10 @@ export class SyncRuns implements SyncRunner {
         const admitted = { view: next.run, decidedNow: true };
         const release = share;
         share = null;
+        // Leased with the run's reservation, in one write to Redis (auto-pipelined: the same tick):
+        // the reaper looks at an invocation only after CP_REAP_AFTER_MS, and one recorded but cut
+        // off before its lease was never sent, so it may be enqueued as one whose job is gone.
+        this.lease(next.next.invocation_id);
         this.start(next.next, () => this.runAdmitted(next.next, admitted).finally(release));
       } else this.infra.metrics.syncRun('ran');
       return asDecided(invocation, write);
