@@ -51,6 +51,8 @@ async function main(): Promise<void> {
   );
   onShutdown(logger, config.CP_SHUTDOWN_TIMEOUT_MS, () =>
     stopInOrder(logger, [
+      // Before the API's requests finish: an invoke waiting for room there goes to the queue.
+      ['runs in the api', async () => syncRuns?.stopTaking()],
       ['api', () => api?.close()],
       // After the API's requests: what they began in this process ends, or goes to the queue.
       ['invokes run in the api', () => syncRuns?.close()],

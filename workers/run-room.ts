@@ -7,9 +7,18 @@ interface Waiter {
   timer: NodeJS.Timeout;
 }
 
+/** How long an invoke may wait, and how many may: in all, and of one org. */
+export interface RoomLimits {
+  /** CP_SYNC_INVOKE_ROOM_WAIT_MS. */
+  maxWaitMs: number;
+  maxWaiting: number;
+  /** So one org's burst cannot take every place and send the others' invokes to the queue (QA). */
+  maxWaitingPerOrg: number;
+}
+
 /**
  * Invokes waiting, in arrival order, for room to run in this API process (SyncRuns), each for at
- * most `maxWaitMs` (CP_SYNC_INVOKE_ROOM_WAIT_MS); at most `maxWaiting` wait at once.
+ * most `maxWaitMs`; at most `maxWaiting` wait at once, and `maxWaitingPerOrg` of one org.
  *
  * Why wait rather than hand the invoke to the queue at once: when this process is full because its
  * cores are (a burst, a pause of the collector), a worker on the same cores runs the invoke at a
@@ -24,19 +33,20 @@ export class RunRoom {
 
   constructor(
     private readonly tryTake: (orgId: string) => RoomTry,
-    private readonly maxWaitMs: number,
-    private readonly maxWaiting: number,
+    private readonly limits: RoomLimits,
   ) {}
 
   /**
    * Resolves true with room taken (the caller releases it, then calls `freed`), false when none
    * came within `waitMs` (at most `maxWaitMs`).
    */
-  take(orgId: string, waitMs = this.maxWaitMs): Promise<boolean> {
+  take(orgId: string, waitMs = this.limits.maxWaitMs): Promise<boolean> {
     // Not ahead of its own org's waiters; another org's full share does not hold it back.
-    if (!this.waitingByOrg.has(orgId) && this.tryTake(orgId) === 'taken') return Promise.resolve(true);
-    const wait = Math.min(waitMs, this.maxWaitMs);
-    if (wait <= 0 || this.waiting.length >= this.maxWaiting) return Promise.resolve(false);
+    const ofOrg = this.waitingByOrg.get(orgId) ?? 0;
+    if (ofOrg === 0 && this.tryTake(orgId) === 'taken') return Promise.resolve(true);
+    const wait = Math.min(waitMs, this.limits.maxWaitMs);
+    const full = this.waiting.length >= this.limits.maxWaiting || ofOrg >= this.limits.maxWaitingPerOrg;
+    if (wait <= 0 || full) return Promise.resolve(false);
     return new Promise((resolve) => {
       const waiter: Waiter = {
         orgId,
@@ -47,7 +57,7 @@ export class RunRoom {
         }, wait),
       };
       this.waiting.push(waiter);
-      this.waitingByOrg.set(orgId, (this.waitingByOrg.get(orgId) ?? 0) + 1);
+      this.waitingByOrg.set(orgId, ofOrg + 1);
     });
   }
 

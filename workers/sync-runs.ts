@@ -74,7 +74,11 @@ export class SyncRuns implements SyncRunner {
     private readonly cap = infra.config.CP_INVOKE_CONCURRENCY,
     renewEveryMs = infra.runClaims.renewEveryMs,
   ) {
-    this.room = new RunRoom((orgId) => this.tryTake(orgId), infra.config.CP_SYNC_INVOKE_ROOM_WAIT_MS, cap);
+    this.room = new RunRoom((orgId) => this.tryTake(orgId), {
+      maxWaitMs: infra.config.CP_SYNC_INVOKE_ROOM_WAIT_MS,
+      maxWaiting: cap,
+      maxWaitingPerOrg: infra.invokeShares.cap,
+    });
     this.renewal = setInterval(this.renewLeases, renewEveryMs);
     this.renewal.unref();
     // Back from an outage: renew at once, not up to a renewal later, when the leases are oldest.
@@ -224,10 +228,19 @@ export class SyncRuns implements SyncRunner {
     return this.room.size;
   }
 
-  /** Takes no new runs and waits for those in flight (each ends or is handed to the queue). */
-  async close(): Promise<void> {
+  /**
+   * Takes no new runs from now on, and hands the invokes waiting for room to the queue. A shutdown
+   * calls it before the API lets its requests finish: a waiter is a request in flight, and room
+   * freeing meanwhile would start its provider call in a process about to exit (QA).
+   */
+  stopTaking(): void {
     this.closing = true;
     this.room.clear();
+  }
+
+  /** Takes no new runs and waits for those in flight (each ends or is handed to the queue). */
+  async close(): Promise<void> {
+    this.stopTaking();
     if (this.running.size > 0)
       this.infra.logger.info(
         { in_flight: this.running.size },

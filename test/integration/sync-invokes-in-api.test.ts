@@ -279,6 +279,59 @@ describe('an API process killed with SIGKILL in the middle of a provider call it
   }, 60_000);
 });
 
+describe('an API process stopped with SIGTERM while an invoke waits for room there', () => {
+  let api: WorkerProcess | undefined;
+  afterAll(async () => {
+    releaseHeld();
+    await api?.kill();
+  });
+
+  it('hands the waiting invoke to the queue at once, not once its requests have finished (QA)', async () => {
+    api = await startWorkerProcess(
+      {
+        ...SYNC_ENV,
+        DATABASE_URL: app.db.url,
+        REDIS_URL: TEST_REDIS_URL,
+        CP_REDIS_PREFIX: app.prefix,
+        CP_RATE_LIMIT_PER_MINUTE: '100000',
+        CP_SYNC_INVOKE_ROOM_WAIT_MS: '20000',
+        CP_SHUTDOWN_TIMEOUT_MS: '30000',
+        LOG_LEVEL: 'info',
+      },
+      30_000,
+      'api',
+    );
+    const http = new HttpClient(listeningUrl(api.output()));
+    const session = await newSession();
+    const held = ['hold term 1', 'hold term 2'].map((c) =>
+      invoke(http, setup.org.adminKey, body(session.id, c), 30),
+    );
+    await eventually(() => callsWith('hold term 1') + callsWith('hold term 2') === 2);
+    const waiting = invoke(http, setup.org.adminKey, body(session.id, 'waiting at term'), 30);
+    // Admitted and waiting for room (its row is not written until it is decided or queued).
+    await new Promise((r) => setTimeout(r, 500));
+    const stopped = api.stop(30_000);
+    // Queued within seconds, while the held runs still hold the room the wait would have waited for.
+    const queued = await eventually(async () => {
+      const row = await app.infra
+        .knex('invocations')
+        .where({ session_id: session.id })
+        .whereRaw(`request->'messages'->0->>'content' = ?`, ['waiting at term'])
+        .first<{ id: string; status: string } | undefined>('id', 'status');
+      return row && (await jobState(row.id)) === 'waiting' ? row : undefined;
+    }, 5_000);
+    expect(queued.status).toBe('queued');
+    expect(callsWith('waiting at term')).toBe(0);
+    // The stop answered every waiting client at once; the held runs end once their provider answers.
+    const answered = await Promise.all([...held, waiting]);
+    expect(answered.map((res) => res.status)).toEqual([202, 202, 202]);
+    releaseHeld();
+    for (const res of answered.slice(0, 2))
+      expect((await finished(app.http, setup.org.adminKey, res.body.id)).status).toBe('succeeded');
+    await stopped;
+  }, 60_000);
+});
+
 // Last: it closes the app's runner.
 it('a shutdown takes no new runs and waits for those in flight', async () => {
   const runs = app.infra.syncRuns as SyncRuns;

@@ -1,7 +1,7 @@
 import { RunRoom, type RoomTry } from '../../workers/run-room';
 
 /** Room for `cap` at once, at most `share` of them one org's: as SyncRuns counts it. */
-function roomOf(cap: number, share: number, maxWaitMs = 1000, maxWaiting = 10) {
+function roomOf(cap: number, share: number, maxWaitMs = 1000, maxWaiting = 10, maxWaitingPerOrg = 10) {
   const held = new Map<string, number>();
   let total = 0;
   const tryTake = (orgId: string): RoomTry => {
@@ -11,7 +11,7 @@ function roomOf(cap: number, share: number, maxWaitMs = 1000, maxWaiting = 10) {
     total++;
     return 'taken';
   };
-  const room = new RunRoom(tryTake, maxWaitMs, maxWaiting);
+  const room = new RunRoom(tryTake, { maxWaitMs, maxWaiting, maxWaitingPerOrg });
   const release = (orgId: string, { quietly = false } = {}) => {
     held.set(orgId, (held.get(orgId) ?? 0) - 1);
     total--;
@@ -100,5 +100,15 @@ describe('room to run in an API process (RunRoom)', () => {
     few.room.clear();
     expect(await settled(waiting)).toEqual([false, false]);
     expect(few.room.size).toBe(0);
+  });
+
+  it("keeps places for other orgs: one org's burst takes at most its own number of them (QA)", async () => {
+    const { room } = roomOf(2, 2, 1000, 3, 2);
+    await room.take('a');
+    await room.take('a');
+    const ofA = [room.take('a'), room.take('a'), room.take('a')];
+    const ofB = room.take('b');
+    expect(await settled([...ofA, ofB])).toEqual(['waiting', 'waiting', false, 'waiting']);
+    expect(room.size).toBe(3);
   });
 });
