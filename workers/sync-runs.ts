@@ -65,6 +65,7 @@ export class SyncRuns implements SyncRunner {
   /** Decisions and runs holding room here: at most `cap` but for a run a decision starts. */
   private held = 0;
   private readonly room: RunRoom;
+  private readonly stopListening: () => void;
   private readonly renewal: NodeJS.Timeout;
   private closing = false;
   private readonly leaseFailures = new OnceAMinute();
@@ -79,6 +80,8 @@ export class SyncRuns implements SyncRunner {
       maxWaiting: cap,
       maxWaitingPerOrg: infra.invokeShares.cap,
     });
+    // A share a worker in this process released (`npm start`) is room for a waiter too.
+    this.stopListening = infra.invokeShares.onRelease(() => this.room.freed());
     this.renewal = setInterval(this.renewLeases, renewEveryMs);
     this.renewal.unref();
     // Back from an outage: renew at once, not up to a renewal later, when the leases are oldest.
@@ -186,6 +189,8 @@ export class SyncRuns implements SyncRunner {
   }
 
   runHere(job: InvocationJob): boolean {
+    // Room never stays free while an invoke waits for it (every release hands it on at once), so
+    // this takes none from a waiter.
     const room = this.hasRoom() && this.infra.invokeShares.hasRoom(job.org_id);
     if (!room) {
       this.infra.metrics.syncRun('queued');
@@ -250,6 +255,7 @@ export class SyncRuns implements SyncRunner {
     while (this.running.size > 0 || this.deciding.size > 0)
       await Promise.allSettled([...this.running.values(), ...this.deciding]);
     clearInterval(this.renewal);
+    this.stopListening();
     this.infra.redis.off('ready', this.renewLeases);
   }
 

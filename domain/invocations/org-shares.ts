@@ -7,7 +7,24 @@ import { PerKeySlots } from '../per-key-slots';
  * keeps CP_INVOKE_CONCURRENCY − cap slots for the others. Counted in the worker's memory: nothing
  * to ask Redis on the invoke path, and nothing left behind when a worker dies.
  */
-export class OrgShares extends PerKeySlots {}
+export class OrgShares extends PerKeySlots {
+  private readonly listeners = new Set<() => void>();
+
+  /**
+   * Told after every release, whoever released (SyncRuns: an invoke waiting for room in this
+   * process may take it, also when a worker beside the API freed it, as in `npm start`).
+   * Returns the way to stop listening.
+   */
+  onRelease(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  override release(key: string): void {
+    super.release(key);
+    for (const listener of this.listeners) listener();
+  }
+}
 
 /**
  * How long an invocation past its org's share waits before it is taken again: a quarter of a

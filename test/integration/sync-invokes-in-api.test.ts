@@ -230,6 +230,28 @@ describe('with a worker', () => {
     expect(callsWith('fail')).toBe(3);
     expect((await usageOf(session.id)).reserved_usd).toBe(0);
   });
+
+  it("a run the worker beside the API ends makes room for a sync invoke waiting there (npm start's one process)", async () => {
+    workers = await startWorkers(app.infra);
+    const runs = app.infra.syncRuns as SyncRuns;
+    const session = await newSession();
+    // Queued (no wait): the worker in this process runs both, holding the org's share (2).
+    const queued = await Promise.all(
+      ['hold w1', 'hold w2'].map((c) => invoke(app.http, setup.org.adminKey, body(session.id, c), 0)),
+    );
+    await eventually(() => callsWith('hold w1') + callsWith('hold w2') === 2);
+    const waiting = invoke(app.http, setup.org.adminKey, body(session.id, 'after the worker'), 10);
+    await eventually(() => runs.waitingForRoom === 1);
+    const released = Date.now();
+    releaseHeld();
+    const res = await waiting;
+    expect(res.body).toMatchObject({ status: 'succeeded', output: { content: 'ok' } });
+    // Run here as the worker's share came free, not when the room wait (3 s) ran out.
+    expect(Date.now() - released).toBeLessThan(2_000);
+    expect(await jobState(res.body.id)).toBe('unknown');
+    for (const r of queued)
+      expect((await finished(app.http, setup.org.adminKey, r.body.id)).status).toBe('succeeded');
+  });
 });
 
 describe('an API process killed with SIGKILL in the middle of a provider call it runs', () => {

@@ -22,6 +22,19 @@ describe("an org's share of a worker's invoke slots", () => {
     expect(shares.take('org_a')).toBe(false);
   });
 
+  it('tells its listeners after every release, whoever released, until they stop listening', () => {
+    const shares = new OrgShares(1);
+    const heard: boolean[] = [];
+    const stop = shares.onRelease(() => heard.push(shares.hasRoom('org_a')));
+    shares.take('org_a');
+    shares.release('org_a');
+    expect(heard).toEqual([true]);
+    stop();
+    shares.take('org_a');
+    shares.release('org_a');
+    expect(heard).toEqual([true]);
+  });
+
   it('is half the worker slots unless configured', () => {
     expect(orgShareOf(loadConfig({}))).toBe(128);
     expect(orgShareOf(loadConfig({ CP_INVOKE_CONCURRENCY: '1' }))).toBe(1);
