@@ -60,7 +60,7 @@ const sameGate = (a: AgentGate | null, b: AgentGate | null): boolean =>
  * Whether the verdict was reached on the org's policies and the agent as they stand in `view`. The
  * guardian decides on the policy_version it was given or a newer one it found (CompiledPolicies).
  */
-export const onCurrent = ({ verdict, decidedOn, view }: FreshDecision): boolean =>
+const onCurrent = ({ verdict, decidedOn, view }: FreshDecision): boolean =>
   Math.max(verdict.policyVersion, decidedOn.policyVersion) >= view.policyVersion &&
   sameGate(decidedOn.agent, view.agent);
 

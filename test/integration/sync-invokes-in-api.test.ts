@@ -254,6 +254,22 @@ describe('with a worker', () => {
   });
 });
 
+/** A real API process (`--role api`) on the app's stores, with SYNC_ENV and `env` over it. */
+const startApiProcess = (env: Record<string, string>) =>
+  startWorkerProcess(
+    {
+      ...SYNC_ENV,
+      DATABASE_URL: app.db.url,
+      REDIS_URL: TEST_REDIS_URL,
+      CP_REDIS_PREFIX: app.prefix,
+      CP_RATE_LIMIT_PER_MINUTE: '100000',
+      LOG_LEVEL: 'info',
+      ...env,
+    },
+    30_000,
+    'api',
+  );
+
 describe('an API process killed with SIGKILL in the middle of a provider call it runs', () => {
   let api: WorkerProcess | undefined;
   let workers: RunningWorkers | undefined;
@@ -263,21 +279,8 @@ describe('an API process killed with SIGKILL in the middle of a provider call it
   });
 
   it('is recovered by the reaper once its lease lapses: charged at its reservation, never called again', async () => {
-    api = await startWorkerProcess(
-      {
-        ...SYNC_ENV,
-        DATABASE_URL: app.db.url,
-        REDIS_URL: TEST_REDIS_URL,
-        CP_REDIS_PREFIX: app.prefix,
-        CP_RATE_LIMIT_PER_MINUTE: '100000',
-        // Leases of 3 s (renewed every second): a slow CI machine's kill cannot outlast one.
-        CP_REAP_AFTER_MS: '4000',
-        CP_JOB_LOCK_MS: '1000',
-        LOG_LEVEL: 'info',
-      },
-      30_000,
-      'api',
-    );
+    // Leases of 3 s (renewed every second): a slow CI machine's kill cannot outlast one.
+    api = await startApiProcess({ CP_REAP_AFTER_MS: '4000', CP_JOB_LOCK_MS: '1000' });
     const http = new HttpClient(listeningUrl(api.output()));
     const session = await newSession();
     const res = await invoke(http, setup.org.adminKey, body(session.id, 'hold crash'), 1);
@@ -309,20 +312,7 @@ describe('an API process stopped with SIGTERM while an invoke waits for room the
   });
 
   it('hands the waiting invoke to the queue at once, not once its requests have finished (QA)', async () => {
-    api = await startWorkerProcess(
-      {
-        ...SYNC_ENV,
-        DATABASE_URL: app.db.url,
-        REDIS_URL: TEST_REDIS_URL,
-        CP_REDIS_PREFIX: app.prefix,
-        CP_RATE_LIMIT_PER_MINUTE: '100000',
-        CP_SYNC_INVOKE_ROOM_WAIT_MS: '20000',
-        CP_SHUTDOWN_TIMEOUT_MS: '30000',
-        LOG_LEVEL: 'info',
-      },
-      30_000,
-      'api',
-    );
+    api = await startApiProcess({ CP_SYNC_INVOKE_ROOM_WAIT_MS: '20000', CP_SHUTDOWN_TIMEOUT_MS: '30000' });
     const http = new HttpClient(listeningUrl(api.output()));
     const session = await newSession();
     const held = ['hold term 1', 'hold term 2'].map((c) =>
